@@ -1,0 +1,139 @@
+"""The root NinjaAPI at /api/v1: authentication, one error shape, and every app's router."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from governance import exceptions, health
+from governance.auth import any_key
+from governance.problems import problem_response
+
+logger = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="Agent governance control plane",
+    version="1",
+    description=(
+        "REST API for agents and operators. Authenticate with `Authorization: Bearer <key>`; "
+        "errors are `application/problem+json`."
+    ),
+    auth=any_key,
+    urls_namespace="api",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+
+def _location(loc: Any) -> list:
+    """Field path of a validation error, without ninja's internal parameter name.
+
+    ninja reports a body field as ("body", "<python argument>", "field", ...); clients know
+    only ("body", "field", ...).
+    """
+    loc = list(loc)
+    if len(loc) >= 2 and loc[0] in {"body", "query", "path"} and loc[1] in {"data", "filters", "params"}:
+        del loc[1]
+    return loc
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    errors = [
+        {"loc": _location(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
+        for err in exc.errors
+    ]
+    return problem_response(422, detail="The request is invalid; see errors.", errors=errors)
+
+
+@api.exception_handler(exceptions.InvalidInput)
+def _invalid_input(request: HttpRequest, exc: exceptions.InvalidInput) -> HttpResponse:
+    return problem_response(422, detail=exc.detail, errors=exc.errors, **exc.extra)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return problem_response(
+        401, detail="A valid API key is required (Authorization: Bearer <key>).", headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400 and "parse" in str(exc).lower():
+        # Malformed JSON is an invalid body like any other.
+        return problem_response(
+            422, detail=str(exc), errors=[{"loc": ["body"], "msg": str(exc), "type": "json_invalid"}]
+        )
+    return problem_response(exc.status_code, detail=str(exc))
+
+
+@api.exception_handler(exceptions.Conflict)
+def _conflict(request: HttpRequest, exc: exceptions.Conflict) -> HttpResponse:
+    return problem_response(409, detail=exc.detail, **exc.extra)
+
+
+@api.exception_handler(exceptions.Forbidden)
+@api.exception_handler(PermissionDenied)
+def _forbidden(request: HttpRequest, exc: Exception) -> HttpResponse:
+    detail = getattr(exc, "detail", "") or "You may not do this."
+    return problem_response(403, detail=detail, **getattr(exc, "extra", {}))
+
+
+@api.exception_handler(exceptions.NotFound)
+@api.exception_handler(Http404)
+@api.exception_handler(ObjectDoesNotExist)
+def _not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return problem_response(404, detail=getattr(exc, "detail", "") or "Not found.")
+
+
+@api.exception_handler(exceptions.RateLimited)
+def _rate_limited(request: HttpRequest, exc: exceptions.RateLimited) -> HttpResponse:
+    return problem_response(429, detail=exc.detail, headers={"Retry-After": str(exc.retry_after)}, **exc.extra)
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return problem_response(413, detail="Request body exceeds the size limit.")
+
+
+@api.exception_handler(Exception)
+def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Never a traceback in an answer; the log has it.
+    logger.exception("[api] unhandled error: %s %s", request.method, request.path)
+    return problem_response(500, detail="Internal error; it has been logged.")
+
+
+class HeartbeatOut(Schema):
+    status: str
+    last_run: str | None = None
+    age_seconds: float | None = None
+
+
+class HealthOut(Schema):
+    status: str
+    database: str
+    vector: str
+    broker: str
+    heartbeat: HeartbeatOut
+
+
+@api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut}, tags=["health"])
+def get_health(request: HttpRequest) -> tuple[int, dict]:
+    """Database, pgvector and broker, each really exercised; plus when the heartbeat task last ran."""
+    report = health.report()
+    return (200 if report["status"] == "ok" else 503), report
+
+
+def _mount_routers() -> None:
+    from agents.api import router as agents_router
+
+    api.add_router("/agents", agents_router)
+
+
+_mount_routers()

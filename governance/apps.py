@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class GovernanceConfig(AppConfig):
+    name = "governance"
+    verbose_name = "Governance"
+
+    def ready(self) -> None:
+        from governance import checks, roles, taskruns  # noqa: F401  (registers checks)
+
+        taskruns.connect()
+        # Permissions of models added by later migrations join the roles they belong to.
+        post_migrate.connect(roles.sync_after_migrate, dispatch_uid="governance.roles.sync")

@@ -1,0 +1,148 @@
+"""The embedded PostgreSQL (with pgvector) the project runs on when no DATABASE_URL is given.
+
+The `pgserver` package ships PostgreSQL 16 binaries with pgvector. We wrap it so that:
+
+* every process (web, worker, beat, tests, management commands) can ask for the server and
+  reuses the one already running on the same data directory instead of starting another;
+* a crashed earlier run does not block the next one: a `postmaster.pid` whose process is gone,
+  or whose pid now belongs to something that is not PostgreSQL, is cleared before starting;
+* the server is never stopped behind the back of another user of it: only the process that
+  actually started it (``started_here()``) stops it, and only when it is told to.
+
+No Django imports here: settings call this before Django is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+logger = logging.getLogger(__name__)
+
+_started_here: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    """Where a running embedded server listens."""
+
+    pgdata: Path
+    socket_dir: Path
+    port: int
+    pid: int
+
+    def uri(self, database: str) -> str:
+        return f"postgresql://postgres@/{quote(database)}?host={self.socket_dir}&port={self.port}"
+
+
+def _pgserver():
+    # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers, CI); harmless.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        import pgserver.postgres_server
+    return pgserver
+
+
+def _clear_stale_pidfile(pgdata: Path) -> None:
+    """Remove a postmaster.pid left by a server that is no longer running.
+
+    PostgreSQL itself refuses to start while the pid in that file is alive, and pgserver
+    trusts any live pid; after a crash the pid may have been reused by an unrelated process.
+    """
+    import psutil
+
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return
+    try:
+        alive = "postgres" in psutil.Process(pid).name()
+    except psutil.Error:
+        alive = False
+    if not alive:
+        logger.warning("[embedded_db] stale pid file removed: pid %s is not a running postgres", pid)
+        pidfile.unlink(missing_ok=True)
+
+
+def _read_running(pgdata: Path) -> EmbeddedServer | None:
+    """The server described by postmaster.pid, if it is running and ready."""
+    import psutil
+
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    if len(lines) < 8 or lines[7].strip() != "ready":
+        return None
+    pid = int(lines[0])
+    try:
+        if "postgres" not in psutil.Process(pid).name():
+            return None
+    except psutil.Error:
+        return None
+    return EmbeddedServer(pgdata=pgdata, socket_dir=Path(lines[4].strip()), port=int(lines[3]), pid=pid)
+
+
+def ensure_running(pgdata: Path) -> EmbeddedServer:
+    """Start the server on ``pgdata`` unless it already runs; return where it listens."""
+    pgdata = pgdata.expanduser().resolve()
+    running = _read_running(pgdata)
+    if running is not None:
+        return running
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    import fasteners
+
+    # Several processes (web, worker, beat, a test run) may arrive at once: one starts the
+    # server, the others find it running once they hold the lock.
+    with fasteners.InterProcessLock(str(pgdata.parent / f".{pgdata.name}.lock")):
+        running = _read_running(pgdata)
+        if running is not None:
+            return running
+        pgdata.mkdir(exist_ok=True)
+        _clear_stale_pidfile(pgdata)
+        _pgserver().get_server(pgdata, cleanup_mode=None)
+        server = _read_running(pgdata)
+        if server is None:  # pgserver raises with the server log first; this is a last guard
+            raise RuntimeError(f"embedded PostgreSQL did not start on {pgdata}")
+        _started_here.add(pgdata)
+    logger.info("[embedded_db] started: pgdata=%s pid=%s", pgdata, server.pid)
+    return server
+
+
+def started_here(pgdata: Path) -> bool:
+    """True when this process started the server (so it is the one to stop it)."""
+    return pgdata.expanduser().resolve() in _started_here
+
+
+def ensure_database(server: EmbeddedServer, name: str) -> None:
+    """Create database ``name`` on first use."""
+    import psycopg
+
+    with psycopg.connect(server.uri("postgres"), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+            logger.info("[embedded_db] database created: %s", name)
+
+
+def stop(pgdata: Path, timeout: int = 30) -> bool:
+    """Stop the server on ``pgdata`` (fast shutdown). Returns False when none was running."""
+    pgdata = pgdata.expanduser().resolve()
+    if _read_running(pgdata) is None:
+        return False
+    pg_ctl = Path(_pgserver().__file__).parent / "pginstall" / "bin" / "pg_ctl"
+    command = [str(pg_ctl), "-D", str(pgdata), "-m", "fast", "-w", "-t", str(timeout), "stop"]
+    if os.geteuid() == 0:
+        # pgserver runs PostgreSQL as an unprivileged user when we are root; so must pg_ctl.
+        command = ["su", "pgserver", "-s", "/bin/sh", "-c", " ".join(command)]
+    subprocess.run(command, check=True, capture_output=True, timeout=timeout + 5)
+    _started_here.discard(pgdata)
+    logger.info("[embedded_db] stopped: pgdata=%s", pgdata)
+    return True

@@ -1,0 +1,85 @@
+"""Typed readers for settings that come from the environment (12-factor).
+
+Each reader accepts ``NAME_FILE`` as an alternative to ``NAME`` so secrets can come from mounted
+files (Docker/Kubernetes secrets) instead of the process environment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """A setting has a value the project cannot use."""
+
+
+def string(name: str, default: str = "") -> str:
+    file_path = os.environ.get(f"{name}_FILE")
+    if file_path:
+        return Path(file_path).read_text(encoding="utf-8").strip()
+    return os.environ.get(name, default)
+
+
+def boolean(name: str, default: bool = False) -> bool:
+    raw = string(name, "").strip().lower()
+    if not raw and name not in os.environ:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
+
+
+def integer(name: str, default: int) -> int:
+    raw = string(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from exc
+
+
+def listing(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in string(name, default).split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict:
+    """Django DATABASES entry for a ``postgres://`` / ``postgresql://`` URL.
+
+    A socket directory may be given as ``?host=/path`` (libpq style) or URL-encoded in the host part.
+    Other query parameters (``sslmode``, ...) are passed through to libpq.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ConfigError(f"DATABASE_URL scheme {parts.scheme!r} is not supported: PostgreSQL only")
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    host = query.pop("host", None) or unquote(parts.hostname or "")
+    port = query.pop("port", None) or (str(parts.port) if parts.port else "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": port,
+        "OPTIONS": query,
+    }
+
+
+def redis_answers(host: str = "127.0.0.1", port: int = 6379, timeout: float = 0.3) -> bool:
+    """True when a Redis server answers PING on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False

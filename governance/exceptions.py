@@ -1,0 +1,41 @@
+"""Domain errors raised by services. The API maps each to one HTTP status (governance/api.py);
+services never speak HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class Conflict(DomainError):
+    """The request is well formed but the current state refuses it (409)."""
+
+
+class Forbidden(DomainError):
+    """The caller is known but may not do this (403)."""
+
+
+class NotFound(DomainError):
+    """No such object, or one the caller may not know exists (404)."""
+
+
+class RateLimited(DomainError):
+    """Too many calls; ``retry_after`` seconds until the next one is allowed (429)."""
+
+    def __init__(self, detail: str, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.retry_after = retry_after
+
+
+class InvalidInput(DomainError):
+    """Input that passed the schema but breaks a rule (422). ``errors`` carry a ``loc`` each."""
+
+    def __init__(self, detail: str, errors: list[dict[str, Any]], **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.errors = errors

@@ -1,0 +1,130 @@
+"""Run the whole control plane in the foreground: web server, Celery worker and Celery beat.
+
+``make run`` calls this. It migrates, loads the demo data, starts the three processes, prints
+where to go once the API answers healthy, and on Ctrl-C (or SIGTERM) stops all three and, when
+this run started it, the embedded PostgreSQL. If one process dies the others are stopped too, so
+nothing is left half-running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from types import FrameType
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from governance import embedded_db
+
+_PR_SET_PDEATHSIG = 1
+STOP_TIMEOUT = 20
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the supervisor itself is killed (Linux)."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Command(BaseCommand):
+    help = "Migrate, load demo data, then run web + Celery worker + Celery beat until Ctrl-C."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-demo", action="store_true", help="skip load_demo")
+
+    def handle(self, *args: object, host: str, port: int, no_demo: bool, **options: object) -> None:
+        started = time.monotonic()
+        self.stopping = False
+        self.children: dict[str, subprocess.Popen] = {}
+        signal.signal(signal.SIGINT, self._request_stop)
+        signal.signal(signal.SIGTERM, self._request_stop)
+        exit_code = 0
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            if not no_demo:
+                call_command("load_demo", stdout=self.stdout)
+            self._start_children(host, port)
+            base = f"http://{host}:{port}"
+            if self._wait_healthy(f"{base}/api/v1/health"):
+                self.stdout.write(
+                    self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
+                    + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
+                    "Press Ctrl-C to stop."
+                )
+            exit_code = self._supervise()
+        finally:
+            self._stop_children()
+            if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
+                from django.db import connections
+
+                connections.close_all()
+                embedded_db.stop(settings.EMBEDDED_PGDATA)
+                self.stdout.write("Embedded PostgreSQL stopped.")
+        if exit_code:
+            sys.exit(exit_code)
+
+    def _request_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+
+    def _start_children(self, host: str, port: int) -> None:
+        python = sys.executable
+        web_workers = os.environ.get("WEB_CONCURRENCY", "2")
+        commands = {
+            "web": [python, "-m", "gunicorn", "governance.wsgi", "--bind", f"{host}:{port}",
+                    "--workers", web_workers, "--access-logfile", "-", "--graceful-timeout", "10"],
+            "worker": [python, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO",
+                       "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2")],
+            "beat": [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"],
+        }  # fmt: skip
+        for name, command in commands.items():
+            # Own session: a terminal Ctrl-C reaches only us, and we stop the children in order.
+            self.children[name] = subprocess.Popen(
+                command, cwd=settings.BASE_DIR, start_new_session=True, preexec_fn=_die_with_parent
+            )
+
+    def _wait_healthy(self, url: str, timeout: float = 90) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stopping and self._all_alive():
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if response.status == 200:
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.5)
+        return False
+
+    def _all_alive(self) -> bool:
+        return all(child.poll() is None for child in self.children.values())
+
+    def _supervise(self) -> int:
+        while not self.stopping:
+            for name, child in self.children.items():
+                if child.poll() is not None:
+                    self.stderr.write(f"{name} exited with code {child.returncode}; stopping the others.")
+                    return 1
+            time.sleep(0.5)
+        return 0
+
+    def _stop_children(self) -> None:
+        for child in self.children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for name, child in self.children.items():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.stderr.write(f"{name} did not stop in {STOP_TIMEOUT} s; killing it.")
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()

@@ -1,0 +1,89 @@
+"""Writes of the governance app: API keys and the audit trail.
+
+Each function is one transaction, takes the acting principal as keyword-only ``actor``, and
+writes its AuditEvent in the same transaction as the change.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import Agent
+from governance import keys
+from governance.models import ApiKey, AuditEvent
+from governance.principals import Principal
+
+
+def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditEvent:
+    """Append one audit row; call inside the transaction that makes the change."""
+    return AuditEvent.objects.create(
+        actor=actor.label,
+        action=action,
+        target_type=target._meta.label_lower,
+        target_id=str(target.pk),
+        data=data,
+    )
+
+
+@transaction.atomic
+def issue_api_key(
+    *, actor: Principal, name: str, agent: Agent | None = None, user: AbstractBaseUser | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key for exactly one agent or one user. Returns the row and the plain key,
+    which is never stored and cannot be shown again."""
+    if (agent is None) == (user is None):
+        raise ValueError("an API key is bound to exactly one agent or one user")
+    kind = ApiKey.Kind.AGENT if agent is not None else ApiKey.Kind.OPERATOR
+    new = keys.generate(kind)
+    api_key = ApiKey.objects.create(
+        name=name,
+        kind=kind,
+        agent=agent,
+        user=user,
+        prefix=new.prefix,
+        key_hash=new.hashed,
+        created_by=actor.label,
+    )
+    record(actor=actor, action="api_key.issued", target=api_key, kind=kind, owner=api_key.owner_label)
+    return api_key, new.plain
+
+
+@transaction.atomic
+def revoke_api_key(api_key: ApiKey, *, actor: Principal) -> ApiKey:
+    """Revoke a key at once; revoking twice keeps the first revocation."""
+    locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
+    if locked.revoked_at is None:
+        locked.revoked_at = timezone.now()
+        locked.revoked_by = actor.label
+        locked.save(update_fields=["revoked_at", "revoked_by"])
+        record(actor=actor, action="api_key.revoked", target=locked)
+    return locked
+
+
+def authenticate_key(plain: str) -> ApiKey | None:
+    """The active key matching ``plain``, or None. Touches ``last_used_at`` at most once per
+    API_KEY_LAST_USED_RESOLUTION seconds so that reads stay reads."""
+    parsed = keys.parse(plain)
+    if parsed is None:
+        return None
+    api_key = (
+        ApiKey.objects.select_related("agent", "user")
+        .filter(prefix=parsed.prefix, kind=parsed.kind, revoked_at__isnull=True)
+        .first()
+    )
+    if api_key is None or not keys.matches(plain, api_key.key_hash):
+        return None
+    if api_key.user is not None and not api_key.user.is_active:
+        return None
+    now = timezone.now()
+    resolution = timedelta(seconds=settings.API_KEY_LAST_USED_RESOLUTION)
+    if api_key.last_used_at is None or now - api_key.last_used_at >= resolution:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key

@@ -1,0 +1,219 @@
+"""Settings for the agent governance control plane.
+
+Everything an operator may change comes from the environment (see the table in README.md).
+Values that reviewers tune while the system runs (thresholds, retention, promotion mode) live in
+the database instead, editable in the admin.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from governance import embedded_db, env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.string("VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once and kept under var/.
+
+    The generated key keeps sessions valid across restarts of a single-machine install;
+    check governance.W001 reminds operators to set their own in production.
+    """
+    configured = env.string("SECRET_KEY")
+    if configured:
+        return configured
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50), encoding="utf-8")
+        key_file.chmod(0o600)
+    return key_file.read_text(encoding="utf-8").strip()
+
+
+SECRET_KEY = _secret_key()
+SECRET_KEY_GENERATED = not env.string("SECRET_KEY")
+DEBUG = env.boolean("DEBUG", False)
+ALLOWED_HOSTS = env.listing("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env.listing("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_celery_beat",
+    "governance",
+    "agents",
+    "sessions.apps.SessionsConfig",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "governance.middleware.RequestSizeLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "governance.urls"
+WSGI_APPLICATION = "governance.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: PostgreSQL with pgvector, always -------------------------------------------------
+
+DATABASE_URL = env.string("DATABASE_URL")
+EMBEDDED_PGDATA = Path(env.string("EMBEDDED_PGDATA", str(VAR_DIR / "pgdata"))).resolve()
+EMBEDDED_DB_NAME = env.string("EMBEDDED_DB_NAME", "governance")
+
+if DATABASE_URL:
+    _database = env.database_from_url(DATABASE_URL)
+else:
+    _server = embedded_db.ensure_running(EMBEDDED_PGDATA)
+    embedded_db.ensure_database(_server, EMBEDDED_DB_NAME)
+    _database = env.database_from_url(_server.uri(EMBEDDED_DB_NAME))
+
+DATABASES = {
+    "default": {
+        **_database,
+        "CONN_MAX_AGE": env.integer("DB_CONN_MAX_AGE", 60),
+        "CONN_HEALTH_CHECKS": True,
+        "ATOMIC_REQUESTS": False,
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth and security ---------------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_SECURE = env.boolean("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.boolean("BEHIND_PROXY") else None
+
+# Request bodies above this size are refused with 413 (problem+json on the API).
+MAX_REQUEST_BODY_BYTES = env.integer("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
+
+# API keys: how often last_used_at is written back (seconds), so a busy agent does not
+# turn every read into a write.
+API_KEY_LAST_USED_RESOLUTION = env.integer("API_KEY_LAST_USED_RESOLUTION", 60)
+
+# --- Internationalisation, static files ---------------------------------------------------------
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.string("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Celery --------------------------------------------------------------------------------------
+
+CELERY_DIR = VAR_DIR / "celery"
+
+
+def _broker_url() -> str:
+    """CELERY_BROKER_URL, else the local Redis when it answers, else the filesystem transport."""
+    configured = env.string("CELERY_BROKER_URL")
+    if configured:
+        return configured
+    if env.redis_answers():
+        return "redis://127.0.0.1:6379/0"
+    return "filesystem://"
+
+
+CELERY_BROKER_URL = _broker_url()
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    (CELERY_DIR / "queue").mkdir(parents=True, exist_ok=True)
+    (CELERY_DIR / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_DIR / "queue"),
+        "data_folder_out": str(CELERY_DIR / "queue"),
+        "processed_folder": str(CELERY_DIR / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "governance")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 600)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+DJANGO_CELERY_BEAT_TZ_AWARE = True
+
+# The heartbeat is considered stale (health shows it) after this many seconds without a run.
+HEARTBEAT_STALE_AFTER = env.integer("HEARTBEAT_STALE_AFTER", 300)
+
+# --- Logging -------------------------------------------------------------------------------------
+
+LOG_LEVEL = env.string("LOG_LEVEL", "INFO").upper()
+LOG_FORMAT = env.string("LOG_FORMAT", "text")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {"()": "governance.logs.TextFormatter"},
+        "json": {"()": "governance.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "text"},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "pgserver": {"level": "WARNING"},
+    },
+}
+
+# --- API -----------------------------------------------------------------------------------------
+
+NINJA_PAGINATION_PER_PAGE = 100
+NINJA_PAGINATION_MAX_LIMIT = 1000

@@ -1,0 +1,12 @@
+"""Periodic maintenance of the governance app."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+
+@shared_task(name="governance.heartbeat", ignore_result=True)
+def heartbeat() -> dict:
+    """Does nothing but run: its TaskRun row is the proof that beat, broker and worker all work."""
+    return {"at": timezone.now().isoformat()}
