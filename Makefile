@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,9 +30,6 @@ lint: install
 format: install
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
-
-bench: install
-	$(PY) -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents.models import Agent
@@ -23,9 +23,9 @@ def list_agents(request: HttpRequest) -> QuerySet[Agent]:
 
 
 @router.post("", response={201: AgentOut})
-def create_agent(request: HttpRequest, data: AgentIn) -> tuple[int, Agent]:
+def create_agent(request: HttpRequest, data: AgentIn) -> Status:
     """Register an agent (operators with `agents.add_agent`); 409 when the id is taken."""
-    return 201, register_agent(actor=request.auth, agent_id=data.agent_id, name=data.name)
+    return Status(201, register_agent(actor=request.auth, agent_id=data.agent_id, name=data.name))
 
 
 @router.get("/{agent_id}", response=AgentOut)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from governance import exceptions, health
@@ -124,10 +124,10 @@ class HealthOut(Schema):
 
 
 @api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut}, tags=["health"])
-def get_health(request: HttpRequest) -> tuple[int, dict]:
+def get_health(request: HttpRequest) -> Status:
     """Database, pgvector and broker, each really exercised; plus when the heartbeat task last ran."""
     report = health.report()
-    return (200 if report["status"] == "ok" else 503), report
+    return Status(200 if report["status"] == "ok" else 503, report)
 
 
 def _mount_routers() -> None:

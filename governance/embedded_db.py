@@ -49,32 +49,35 @@ def _pgserver():
     return pgserver
 
 
+def _is_postgres(pid: int) -> bool:
+    """A live PostgreSQL process (not gone, not a zombie, not a reused pid)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and "postgres" in process.name()
+    except psutil.Error:
+        return False
+
+
 def _clear_stale_pidfile(pgdata: Path) -> None:
     """Remove a postmaster.pid left by a server that is no longer running.
 
     PostgreSQL itself refuses to start while the pid in that file is alive, and pgserver
     trusts any live pid; after a crash the pid may have been reused by an unrelated process.
     """
-    import psutil
-
     pidfile = pgdata / "postmaster.pid"
     try:
         pid = int(pidfile.read_text().splitlines()[0])
     except (FileNotFoundError, IndexError, ValueError):
         return
-    try:
-        alive = "postgres" in psutil.Process(pid).name()
-    except psutil.Error:
-        alive = False
-    if not alive:
+    if not _is_postgres(pid):
         logger.warning("[embedded_db] stale pid file removed: pid %s is not a running postgres", pid)
         pidfile.unlink(missing_ok=True)
 
 
 def _read_running(pgdata: Path) -> EmbeddedServer | None:
     """The server described by postmaster.pid, if it is running and ready."""
-    import psutil
-
     try:
         lines = (pgdata / "postmaster.pid").read_text().splitlines()
     except FileNotFoundError:
@@ -82,10 +85,7 @@ def _read_running(pgdata: Path) -> EmbeddedServer | None:
     if len(lines) < 8 or lines[7].strip() != "ready":
         return None
     pid = int(lines[0])
-    try:
-        if "postgres" not in psutil.Process(pid).name():
-            return None
-    except psutil.Error:
+    if not _is_postgres(pid):
         return None
     return EmbeddedServer(pgdata=pgdata, socket_dir=Path(lines[4].strip()), port=int(lines[3]), pid=pid)
 
@@ -107,7 +107,9 @@ def ensure_running(pgdata: Path) -> EmbeddedServer:
             return running
         pgdata.mkdir(exist_ok=True)
         _clear_stale_pidfile(pgdata)
-        _pgserver().get_server(pgdata, cleanup_mode=None)
+        # Not pgserver.get_server(): it caches one handle per process and would hand back the
+        # handle of a server that has since died instead of starting a new one.
+        _pgserver().postgres_server.PostgresServer(pgdata, cleanup_mode=None)
         server = _read_running(pgdata)
         if server is None:  # pgserver raises with the server log first; this is a last guard
             raise RuntimeError(f"embedded PostgreSQL did not start on {pgdata}")

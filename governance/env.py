@@ -19,6 +19,18 @@ class ConfigError(ValueError):
     """A setting has a value the project cannot use."""
 
 
+def load_dotenv(path: Path) -> None:
+    """Read ``KEY=value`` lines from ``path`` if it exists; the real environment wins."""
+    if not path.is_file():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.removeprefix("export ").split("=", 1)
+        os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
 def string(name: str, default: str = "") -> str:
     file_path = os.environ.get(f"{name}_FILE")
     if file_path:

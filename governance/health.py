@@ -21,10 +21,13 @@ def check_database() -> str:
 def check_vector() -> str:
     """A real nearest-neighbour query through pgvector on a throw-away temporary table."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("CREATE TEMPORARY TABLE health_vector_probe (v vector(3)) ON COMMIT DROP")
+        # A failure rolls the creation back with the transaction; success drops it explicitly.
+        cursor.execute("CREATE TEMPORARY TABLE health_vector_probe (v vector(3))")
         cursor.execute("INSERT INTO health_vector_probe (v) VALUES ('[1,0,0]'), ('[0,1,0]'), ('[0,0,1]')")
         cursor.execute("SELECT v::text FROM health_vector_probe ORDER BY v <=> '[0.1,0.9,0]' LIMIT 1")
-        return "ok" if cursor.fetchone() == ("[0,1,0]",) else "error"
+        nearest = cursor.fetchone()
+        cursor.execute("DROP TABLE health_vector_probe")
+        return "ok" if nearest == ("[0,1,0]",) else "error"
 
 
 def check_broker() -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from governance import embedded_db, env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+env.load_dotenv(BASE_DIR / ".env")
 VAR_DIR = Path(env.string("VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -144,6 +145,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

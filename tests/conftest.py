@@ -1,0 +1,127 @@
+"""Fixtures shared by the whole suite: people, agents, their keys, and an API client."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from governance import embedded_db
+from governance.principals import SYSTEM
+from governance.services import issue_api_key
+from tests.factories import AgentFactory, UserFactory
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the embedded PostgreSQL if this test run started it (a `make run` may share it)."""
+    if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
+        from django.db import connections
+
+        connections.close_all()
+        embedded_db.stop(settings.EMBEDDED_PGDATA)
+
+
+@dataclass
+class Api:
+    """A test client speaking to /api/v1 with one bearer key."""
+
+    client: Client
+    key: str | None = None
+
+    def _headers(self, extra: dict | None) -> dict:
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.key}"} if self.key else {}
+        headers.update(extra or {})
+        return headers
+
+    def get(self, path: str, params: dict | None = None, **extra: Any):
+        return self.client.get(f"/api/v1{path}", params or {}, **self._headers(extra))
+
+    def delete(self, path: str, **extra: Any):
+        return self.client.delete(f"/api/v1{path}", **self._headers(extra))
+
+    def send(self, method: str, path: str, body: Any = None, *, raw: bytes | str | None = None, **extra: Any):
+        data = raw if raw is not None else json.dumps(body)
+        content_type = extra.pop("content_type", "application/json")
+        call = getattr(self.client, method)
+        return call(f"/api/v1{path}", data=data, content_type=content_type, **self._headers(extra))
+
+    def post(self, path: str, body: Any = None, **extra: Any):
+        return self.send("post", path, body, **extra)
+
+    def put(self, path: str, body: Any = None, **extra: Any):
+        return self.send("put", path, body, **extra)
+
+
+@pytest.fixture
+def agent(db):
+    return AgentFactory(agent_id="agent.seo.vlevel")
+
+
+@pytest.fixture
+def other_agent(db):
+    return AgentFactory(agent_id="agent.rag.indexer")
+
+
+@pytest.fixture
+def admin_operator(db):
+    return UserFactory(username="alice", roles=["Admin"])
+
+
+@pytest.fixture
+def reviewer(db):
+    return UserFactory(username="rita", roles=["Reviewer"])
+
+
+@pytest.fixture
+def viewer(db):
+    return UserFactory(username="victor", roles=["Viewer"])
+
+
+@pytest.fixture
+def outsider(db):
+    """A valid account that belongs to no role."""
+    return UserFactory(username="oscar")
+
+
+def _key(**owner: Any) -> str:
+    return issue_api_key(actor=SYSTEM, name="test", **owner)[1]
+
+
+@pytest.fixture
+def agent_api(client, agent) -> Api:
+    return Api(client, _key(agent=agent))
+
+
+@pytest.fixture
+def other_agent_api(client, other_agent) -> Api:
+    return Api(client, _key(agent=other_agent))
+
+
+@pytest.fixture
+def admin_api(client, admin_operator) -> Api:
+    return Api(client, _key(user=admin_operator))
+
+
+@pytest.fixture
+def viewer_api(client, viewer) -> Api:
+    return Api(client, _key(user=viewer))
+
+
+@pytest.fixture
+def outsider_api(client, outsider) -> Api:
+    return Api(client, _key(user=outsider))
+
+
+@pytest.fixture
+def anonymous_api(client) -> Api:
+    return Api(client)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Real hashing is deliberately slow; tests do not need it to be."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,95 @@
+"""The embedded PostgreSQL: started once, reused, survives a crashed earlier run, stops cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+import psycopg
+import pytest
+
+from governance import embedded_db
+
+pytestmark = pytest.mark.process
+
+
+@pytest.fixture
+def pgdata(tmp_path):
+    path = tmp_path / "pgdata"
+    yield path
+    embedded_db.stop(path)
+
+
+def _query(server: embedded_db.EmbeddedServer, sql: str):
+    with psycopg.connect(server.uri("postgres"), autocommit=True) as conn:
+        cursor = conn.execute(sql)
+        return cursor.fetchone() if cursor.description else None
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie nobody has reaped yet."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_first_use_creates_the_cluster_and_pgvector_works(pgdata):
+    server = embedded_db.ensure_running(pgdata)
+
+    assert embedded_db.started_here(pgdata)
+    _query(server, "CREATE EXTENSION IF NOT EXISTS vector")
+    assert _query(server, "SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector") == (1.0,)
+
+
+def test_a_second_caller_reuses_the_running_server(pgdata):
+    first = embedded_db.ensure_running(pgdata)
+    second = embedded_db.ensure_running(pgdata)
+
+    assert second.pid == first.pid
+    assert _alive(first.pid)
+
+
+def test_the_database_is_created_on_first_use_only(pgdata):
+    server = embedded_db.ensure_running(pgdata)
+    embedded_db.ensure_database(server, "control")
+    embedded_db.ensure_database(server, "control")
+
+    assert _query(server, "SELECT count(*) FROM pg_database WHERE datname = 'control'") == (1,)
+
+
+def test_a_crashed_server_does_not_block_the_next_start(pgdata):
+    crashed = embedded_db.ensure_running(pgdata)
+    postmaster = psutil.Process(crashed.pid)
+    children = postmaster.children()
+    os.kill(crashed.pid, signal.SIGKILL)
+    psutil.wait_procs([postmaster, *children], timeout=30)
+    assert (pgdata / "postmaster.pid").exists(), "a crash leaves its pid file behind"
+
+    restarted = embedded_db.ensure_running(pgdata)
+
+    assert restarted.pid != crashed.pid
+    assert _query(restarted, "SELECT 1") == (1,)
+
+
+def test_a_pid_file_naming_a_reused_pid_does_not_block_the_start(pgdata):
+    server = embedded_db.ensure_running(pgdata)
+    embedded_db.stop(pgdata)
+    lines = [str(os.getpid()), str(pgdata), "0", str(server.port), str(server.socket_dir), "", "0 0", "ready"]
+    (pgdata / "postmaster.pid").write_text("\n".join(lines) + "\n")
+
+    restarted = embedded_db.ensure_running(pgdata)
+
+    assert restarted.pid != os.getpid()
+    assert _query(restarted, "SELECT 1") == (1,)
+
+
+def test_stop_stops_it(pgdata):
+    server = embedded_db.ensure_running(pgdata)
+
+    assert embedded_db.stop(pgdata) is True
+
+    assert not _alive(server.pid)
+    assert not embedded_db.started_here(pgdata)
+    assert embedded_db.stop(pgdata) is False
