@@ -70,7 +70,9 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
 
     output = log_path.read_text()
     assert "Demo account: reviewer / " in output
-    assert f"{base}/admin/" in output and f"{base}/inbox/" in output and f"{base}/api/v1/docs" in output
+    assert f"{base}/admin/" in output
+    assert f"{base}/inbox/" in output
+    assert f"{base}/api/v1/docs" in output
     assert "Embedded PostgreSQL stopped." in output
     assert wait_for(lambda: not any(_alive(p) for p in [*processes, postmaster]), timeout=30), [
         p for p in [*processes, postmaster] if _alive(p)

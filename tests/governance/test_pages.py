@@ -37,7 +37,8 @@ def test_the_layout_sends_the_csrf_token_with_every_htmx_request(client, viewer)
     html = response.content.decode()
     token = response.context["csrf_token"]
     assert f'hx-headers=\'{{"X-CSRFToken": "{token}"}}\'' in html
-    assert "htmx" in html and "<script" in html
+    assert "htmx" in html
+    assert "<script" in html
 
 
 @pytest.mark.django_db
@@ -60,7 +61,8 @@ def test_a_wrong_password_is_refused(client, reviewer):
 def test_the_agents_page_lists_the_fleet(client, viewer, agent, other_agent):
     client.force_login(viewer)
     html = client.get(reverse("agent-list")).content.decode()
-    assert agent.agent_id in html and other_agent.agent_id in html
+    assert agent.agent_id in html
+    assert other_agent.agent_id in html
 
 
 @pytest.mark.django_db
