@@ -7,7 +7,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from governance.problems import problem_response
+from governance.problems import PROBLEM_CONTENT_TYPE, problem_response
 
 
 class RequestSizeLimitMiddleware:
@@ -33,3 +33,22 @@ class RequestSizeLimitMiddleware:
                 detail=f"Request body is {length} bytes; the limit is {limit} bytes.",
             )
         return self.get_response(request)
+
+
+class ApiProblemMiddleware:
+    """Give every API error the problem+json shape, including those produced outside the
+    API's own handlers (405 from the router, 400 from Django's host checks, ...)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith("/api/")
+            and not response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE)
+        ):
+            headers = {name: response[name] for name in ("Allow", "Retry-After") if response.has_header(name)}
+            return problem_response(response.status_code, headers=headers)
+        return response
