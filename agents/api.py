@@ -1,25 +1,50 @@
-"""Agents router (/api/v1/agents)."""
+"""Agents router (/api/v1/agents): the fleet, manifests, KPIs and tool calls."""
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
-from agents.models import Agent
-from agents.schemas import AgentIn, AgentOut
+from agents import kpis, registry, tools
+from agents.models import Agent, Job
+from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
 from governance.access import get_agent_for
+from governance.exceptions import InvalidInput
 
 router = Router(tags=["agents"])
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+MANIFEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "The manifest as in seed 001 (`Agent:` root optional), JSON or YAML.",
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "application/yaml": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _manifest_response(manifest, status: int) -> HttpResponse:
+    response = HttpResponse(json.dumps(manifest.document), status=status, content_type="application/json")
+    response["ETag"] = f'"{manifest.content_hash}"'
+    response["Last-Modified"] = manifest.created_at.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    response["X-Manifest-Active"] = "true" if manifest.agent.active_manifest_id == manifest.pk else "false"
+    return response
 
 
 @router.get("", response=list[AgentOut])
 @paginate(LimitOffsetPagination)
 def list_agents(request: HttpRequest) -> QuerySet[Agent]:
     """The agents the caller may see: an agent key sees only its own agent."""
-    return Agent.objects.visible_to(request.auth)
+    return Agent.objects.visible_to(request.auth).select_related("active_manifest")
 
 
 @router.post("", response={201: AgentOut})
@@ -32,3 +57,57 @@ def create_agent(request: HttpRequest, data: AgentIn) -> Status:
 def get_agent(request: HttpRequest, agent_id: str) -> Agent:
     """One agent: an agent key may read only its own agent; operators need `agents.view_agent`."""
     return get_agent_for(request.auth, agent_id)
+
+
+@router.put("/{agent_id}/manifest", openapi_extra=MANIFEST_BODY, response={200: dict, 201: dict})
+def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
+    """Load a manifest version: 201 stored and active, 200 identical to the active version,
+    409 same version with other content or a lower version, 422 invalid (with field paths)."""
+    try:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = "the body is not UTF-8 text"
+        raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "encoding"}]) from exc
+    if request.content_type in YAML_TYPES:
+        source: str | dict = text
+    else:
+        try:
+            source = json.loads(text)
+        except json.JSONDecodeError as exc:
+            msg = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "json_invalid"}]) from exc
+    manifest, created = registry.load_manifest(source, actor=request.auth, agent_id=agent_id)
+    return _manifest_response(manifest, 201 if created else 200)
+
+
+@router.get("/{agent_id}/manifest", response=dict)
+def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None) -> HttpResponse:
+    """The active manifest, or `?version=` for an older one."""
+    agent = get_agent_for(request.auth, agent_id)
+    return _manifest_response(registry.manifest_for(agent, version), 200)
+
+
+@router.get("/{agent_id}/kpis", response=KpiReportOut)
+def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None) -> dict:
+    """Each KPI's mean over the window (default KPI_WINDOW_DAYS) and its status."""
+    window = window_days or settings.KPI_WINDOW_DAYS
+    if not 1 <= window <= 366:
+        msg = "window_days must be between 1 and 366"
+        raise InvalidInput(msg, errors=[{"loc": ["query", "window_days"], "msg": msg, "type": "range"}])
+    agent = get_agent_for(request.auth, agent_id)
+    return {"window_days": window, "items": kpis.report(agent, window)}
+
+
+@router.post("/{agent_id}/tools/{tool_id}/calls", response={201: ToolCallOut})
+def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: ToolCallIn | None = None) -> Status:
+    """Record one call of a manifest tool before making it: 403 when the manifest lacks the tool
+    or the permission, 429 with Retry-After over the tool's rate limit."""
+    agent = get_agent_for(request.auth, agent_id)
+    job = None
+    if data is not None and data.jobId is not None:
+        job = Job.objects.filter(pk=data.jobId, agent=agent).first()
+        if job is None:
+            msg = f"no job {data.jobId} of this agent"
+            raise InvalidInput(msg, errors=[{"loc": ["body", "jobId"], "msg": msg, "type": "not_found"}])
+    permission = data.permission.value if data is not None and data.permission else None
+    return Status(201, tools.record_call(agent, tool_id, actor=request.auth, permission=permission, job=job))

@@ -1,10 +1,14 @@
+"""API schemas of the agents app (camelCase where seed 001 uses it)."""
+
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
 
 from ninja import Field, Schema
 
-from agents.models import AGENT_ID_PATTERN
+from agents.manifest import AGENT_ID_PATTERN, Permission
 
 
 class AgentIn(Schema):
@@ -15,4 +19,99 @@ class AgentIn(Schema):
 class AgentOut(Schema):
     agent_id: str
     name: str
+    role: str
+    domain: str
+    owner: str
+    active_version: str | None = Field(None, alias="active_manifest.version")
     created_at: datetime
+
+
+class KpiOut(Schema):
+    metric_id: str
+    target: float
+    threshold_warning: float
+    threshold_critical: float
+    unit: str
+    direction: str
+    current: float | None
+    status: Literal["ok", "warning", "critical", "no_data"]
+
+
+class KpiReportOut(Schema):
+    window_days: int
+    items: list[KpiOut]
+
+
+class ToolCallIn(Schema):
+    permission: Permission | None = Field(None, description="The permission the call needs; refused if not granted.")
+    jobId: UUID | None = None
+
+
+class ToolCallOut(Schema):
+    id: int
+    tool_id: str
+    permission: str
+    requires_approval: bool
+    rate_limit: int
+    remaining: int
+    called_at: datetime
+
+
+class LeaseIn(Schema):
+    owner: str | None = Field(None, max_length=200, description="Worker identity; defaults to the key's prefix.")
+    ttlSeconds: int | None = Field(None, ge=1, le=24 * 3600)
+
+
+class GraphStateOut(Schema):
+    currentNode: str = Field(..., alias="current_node")
+    visitedNodes: list[str] = Field(..., alias="visited_nodes")
+    retryCount: int = Field(..., alias="retry_count")
+    intermediate: dict[str, Any]
+    budget: dict[str, Any]
+    errors: list[dict[str, Any]]
+
+
+class LeaseOut(Schema):
+    owner: str = Field(..., alias="lease_owner")
+    expiresAt: datetime | None = Field(None, alias="lease_expires_at")
+    attempts: int
+    nextAttemptAt: datetime | None = Field(None, alias="next_attempt_at")
+
+
+class ArtifactOut(Schema):
+    kind: str
+    name: str
+    contentType: str = Field(..., alias="content_type")
+    url: str
+
+
+class JobOut(Schema):
+    jobId: UUID
+    traceId: UUID
+    parentJobId: UUID | None
+    agentId: str
+    intent: str
+    scope: dict[str, Any]
+    payload: dict[str, Any]
+    constraints: dict[str, Any]
+    context: dict[str, Any]
+    idempotencyKey: str
+    createdAt: datetime
+    expiresAt: datetime | None
+    status: str
+    startedAt: datetime | None
+    finishedAt: datetime | None
+    lease: LeaseOut
+    graphState: GraphStateOut
+    output: dict[str, Any] | None
+    preConditions: list[dict[str, Any]]
+    postConditions: list[dict[str, Any]]
+    artifacts: list[ArtifactOut]
+    escalations: list[dict[str, Any]]
+
+
+class JobResultOut(Schema):
+    status: str
+    postConditions: list[dict[str, Any]]
+    escalation: dict[str, Any] | None
+    nextAttemptAt: datetime | None = None

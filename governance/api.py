@@ -132,8 +132,12 @@ def get_health(request: HttpRequest) -> Status:
 
 def _mount_routers() -> None:
     from agents.api import router as agents_router
+    from agents.jobs_api import router as jobs_router
+    from governance.reviews_api import router as reviews_router
 
     api.add_router("/agents", agents_router)
+    api.add_router("/jobs", jobs_router)
+    api.add_router("/reviews", reviews_router)
 
 
 _mount_routers()

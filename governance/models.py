@@ -138,3 +138,34 @@ class ReviewItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.title}"
+
+
+class ReviewDecision(models.Model):
+    """A human (or the system, on expiry) deciding a review item. Written once, never changed.
+
+    ``payload_hash`` is the SHA-256 of the item's payload at decision time, so what was approved
+    can be proven later even if someone edits the item.
+    """
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+        ANSWER = "answer", "Answer"
+        EXPIRE = "expire", "Expire"
+
+    item = models.OneToOneField(ReviewItem, on_delete=models.PROTECT, related_name="decision")
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    answer = models.JSONField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, help_text="user:<name> or system")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+    payload_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-decided_at"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} by {self.decided_by}"

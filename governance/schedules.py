@@ -47,3 +47,10 @@ HEARTBEAT = Schedule(
     every_seconds=60,
     description="Proves the beat -> broker -> worker path; its last run shows in /api/v1/health.",
 )
+
+ESCALATION_TIMEOUTS = Schedule(
+    name="escalation timeouts",
+    task="agents.escalation_timeouts",
+    every_seconds=300,
+    description="Re-escalates escalations not handled within their timeout_hours, then expires them.",
+)

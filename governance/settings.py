@@ -221,3 +221,12 @@ LOGGING = {
 
 NINJA_PAGINATION_PER_PAGE = 100
 NINJA_PAGINATION_MAX_LIMIT = 1000
+
+# --- Jobs (seed 001's IdempotencyConfig) -------------------------------------------------------
+
+JOB_RESULT_TTL_SECONDS = env.integer("JOB_RESULT_TTL_SECONDS", 3600)  # resultTTL 3600000 ms
+JOB_LOCK_TTL_SECONDS = env.integer("JOB_LOCK_TTL_SECONDS", 300)  # lockTTL 300000 ms
+JOB_LOCK_RETRY = env.integer("JOB_LOCK_RETRY", 3)  # lockRetry
+JOB_LOCK_BACKOFF = env.string("JOB_LOCK_BACKOFF", "exponential")  # linear | exponential
+JOB_RETRY_BASE_SECONDS = env.integer("JOB_RETRY_BASE_SECONDS", 30)
+KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)

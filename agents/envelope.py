@@ -1,0 +1,167 @@
+"""JobEnvelope, GraphState updates and AgentOutput (seed 001) as pydantic models. Pure: no Django.
+
+Field names stay camelCase as in the seed, since agents written against it send them so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt
+
+from agents.manifest import JobIntent
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+Lower = BeforeValidator(_lower)
+
+
+class EntityType(StrEnum):
+    GAMME = "gamme"
+    VEHICLE = "vehicle"
+    ARTICLE = "article"
+    PAGE = "page"
+    ALL = "all"
+
+
+class Source(StrEnum):
+    CRON = "cron"
+    WEBHOOK = "webhook"
+    MANUAL = "manual"
+    EVENT = "event"
+
+
+class Priority(StrEnum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobScope(_Strict):
+    entityType: Annotated[EntityType, Lower]
+    entityIds: list[Annotated[str, Field(max_length=500)]] | None = Field(None, max_length=10_000)
+    filters: dict[str, Any] | None = None
+    limit: int = Field(1000, ge=1, le=10_000)
+
+
+class JobConstraints(_Strict):
+    maxTokens: PositiveInt = 4000
+    maxDocs: NonNegativeInt = 10
+    timeout: PositiveInt = Field(300_000, description="milliseconds")
+    budget: float | None = Field(None, ge=0, description="spending limit in dollars")
+    dryRun: bool = False
+
+
+class JobContext(_Strict):
+    userId: str | None = None
+    source: Annotated[Source, Lower]
+    priority: Annotated[Priority, Lower] = Priority.NORMAL
+    ragVersion: str | None = None
+    seoRole: str | None = None
+
+
+class JobEnvelopeIn(_Strict):
+    """What an agent submits; the server fills ids, defaults and the idempotency key."""
+
+    jobId: UUID | None = None
+    traceId: UUID | None = None
+    parentJobId: UUID | None = None
+    intent: Annotated[JobIntent, Lower]
+    scope: JobScope
+    payload: dict[str, Any] = Field(default_factory=dict)
+    constraints: JobConstraints = Field(default_factory=JobConstraints)
+    context: JobContext
+    idempotencyKey: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    createdAt: datetime | None = Field(None, description="Accepted for compatibility; the server's time is kept.")
+    expiresAt: datetime | None = None
+
+    def idempotency_key(self) -> str:
+        return self.idempotencyKey or stable_hash(
+            {"intent": self.intent.value, "scope": self.scope.model_dump(mode="json"), "payload": self.payload}
+        )
+
+
+def stable_hash(content: dict[str, Any]) -> str:
+    """SHA-256 of canonical JSON (keys sorted at every depth): the same content in another key
+    order gives the same key; nothing time-dependent goes in (the seed's Date.now() warning)."""
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "idem_" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class GraphError(_Strict):
+    node: Annotated[str, Field(min_length=1, max_length=200)]
+    message: Annotated[str, Field(min_length=1, max_length=10_000)]
+    timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    recoverable: bool
+
+
+class BudgetUsage(_Strict):
+    """Usage counters as totals so far (not deltas): resending an update changes nothing."""
+
+    tokensUsed: NonNegativeInt | None = None
+    docsRetrieved: NonNegativeInt | None = None
+    apiCalls: NonNegativeInt | None = None
+
+
+class GraphStateUpdate(_Strict):
+    """``currentNode`` moves the flow (and is appended to visitedNodes), ``visitedNodes`` appends
+    nodes passed through in between, ``intermediate`` is merged key by key, ``errors`` appended."""
+
+    currentNode: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    visitedNodes: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
+    retryCount: NonNegativeInt | None = None
+    intermediate: dict[str, Any] = Field(default_factory=dict)
+    budget: BudgetUsage | None = None
+    errors: list[GraphError] = Field(default_factory=list)
+
+
+class ArtifactRef(BaseModel):
+    """An artifact the agent produced (a URI or inline content); kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Annotated[str, Field(min_length=1, max_length=300)]
+    type: str | None = None
+    uri: str | None = None
+
+
+class AgentOutput(_Strict):
+    success: bool
+    data: Any = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    nextAction: Literal["continue", "escalate", "complete"] | None = None
+    confidence: float | None = Field(None, ge=0, le=1)
+    error_count: NonNegativeInt | None = None
+    human_required: bool | None = None
+
+    def evaluation_context(self, job_input: dict[str, Any]) -> dict[str, Any]:
+        """Names a post-condition or trigger may use: the job's input fields and the output's
+        data fields by their own names (`urls`, `scores`), plus `input`, `output`, `metrics`
+        and the AgentOutput fields (`confidence`, `error_count`, `human_required`, ...)."""
+        data = self.data if isinstance(self.data, dict) else {}
+        context: dict[str, Any] = {**job_input, **data}
+        context.update(
+            input=job_input,
+            output=self.data,
+            metrics=self.metrics,
+            success=self.success,
+            nextAction=self.nextAction,
+            confidence=self.confidence,
+            error_count=self.error_count,
+            human_required=self.human_required,
+        )
+        return context

@@ -1,0 +1,185 @@
+"""Escalations: fired by a job's result, routed to another agent or to a human reviewer,
+re-escalated once when not handled in time, then expired. Every step is kept on the row and
+in the audit trail."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from uuid import uuid4
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents import conditions
+from agents.envelope import AgentOutput
+from agents.models import Agent, Escalation, Job
+from governance import reviews
+from governance.models import ReviewDecision, ReviewItem
+from governance.principals import SYSTEM, Principal
+from governance.services import record
+
+REVIEW_KIND = "escalation"
+ACTIVE = (Escalation.Status.OPEN, Escalation.Status.REESCALATED)
+
+
+def _step(escalation: Escalation, action: str, *, by: Principal = SYSTEM, **detail: Any) -> None:
+    escalation.steps = [
+        *escalation.steps,
+        {"at": timezone.now().isoformat(), "action": action, "by": by.label, **detail},
+    ]
+    record(actor=by, action=f"escalation.{action}", target=escalation, **detail)
+
+
+def _fired(triggers: list[str], context: dict[str, Any]) -> list[str]:
+    """Triggers that hold. One that cannot be evaluated (say `confidence` was not reported)
+    does not fire: escalating on missing data would page people for nothing."""
+    fired = []
+    for trigger in triggers:
+        try:
+            if conditions.holds(trigger, context):
+                fired.append(trigger)
+        except conditions.ConditionError:
+            continue
+    return fired
+
+
+def fire(job: Job, output: AgentOutput, context: dict[str, Any]) -> Escalation | None:
+    """Evaluate the manifest's triggers on a result; open and route an escalation if any fire."""
+    config = job.manifest.document["escalation"]
+    fired = _fired(config["triggers"], context)
+    if output.nextAction == "escalate":
+        fired.append("nextAction == 'escalate'")
+    if not fired:
+        return None
+    human = bool(config["human_required"] or output.human_required)
+    escalation = Escalation.objects.create(
+        job=job,
+        triggers=fired,
+        reason=f"{job.agent.agent_id}: " + "; ".join(fired),
+        human_required=human,
+        timeout_hours=config["timeout_hours"],
+        deadline=timezone.now() + timedelta(hours=config["timeout_hours"]),
+    )
+    _step(escalation, "opened", triggers=fired)
+    target = Agent.objects.filter(agent_id=config["target_agent"]).select_related("active_manifest").first()
+    if not human and target is not None and target.active_manifest is not None:
+        _route_to_agent(escalation, target)
+    else:
+        if not human:
+            _step(escalation, "target_unavailable", target=config["target_agent"])
+        _route_to_human(escalation)
+    escalation.save()
+    return escalation
+
+
+def _route_to_agent(escalation: Escalation, target: Agent) -> None:
+    job = escalation.job
+    escalation.target_agent = target
+    escalation.child_job = Job.objects.create(
+        job_id=uuid4(),
+        trace_id=job.trace_id,
+        parent=job,
+        agent=target,
+        manifest=target.active_manifest,
+        intent=job.intent,
+        scope=job.scope,
+        payload={
+            "escalation": {
+                "fromJob": str(job.job_id),
+                "fromAgent": job.agent.agent_id,
+                "triggers": escalation.triggers,
+                "output": job.output,
+            }
+        },
+        constraints=job.constraints,
+        context={**job.context, "source": "event", "priority": "high"},
+        priority="high",
+        idempotency_key=f"escalation:{escalation.pk}:{uuid4().hex}",
+        budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
+    )
+    _step(escalation, "routed_to_agent", target=target.agent_id, childJob=str(escalation.child_job.job_id))
+
+
+def _route_to_human(escalation: Escalation) -> None:
+    job = escalation.job
+    escalation.review_item = reviews.open_item(
+        actor=SYSTEM,
+        kind=REVIEW_KIND,
+        title=f"Escalation of {job.intent} job by {job.agent.agent_id}",
+        agent=job.agent,
+        payload={
+            "escalation": escalation.pk,
+            "job": str(job.job_id),
+            "triggers": escalation.triggers,
+            "output": job.output,
+        },
+        expires_at=escalation.deadline,
+    )
+    _step(escalation, "routed_to_human", reviewItem=escalation.review_item.pk)
+
+
+def child_job_finished(job: Job) -> None:
+    """The agent an escalation went to has finished its job: the escalation is handled."""
+    for escalation in Escalation.objects.select_for_update().filter(child_job=job, status__in=ACTIVE):
+        escalation.status, escalation.handled_at = Escalation.Status.HANDLED, timezone.now()
+        _step(escalation, "handled", by=Principal(agent=job.agent), jobStatus=job.status)
+        escalation.save()
+
+
+def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    """A reviewer decided the inbox item of an escalation: it is handled."""
+    escalation = Escalation.objects.select_for_update().filter(review_item=item, status__in=ACTIVE).first()
+    if escalation is None or decision.decision == ReviewDecision.Decision.EXPIRE:
+        return
+    escalation.status, escalation.handled_at = Escalation.Status.HANDLED, timezone.now()
+    _step(escalation, "handled", by=Principal(user=decision.user), decision=decision.decision, comment=decision.comment)
+    escalation.save()
+
+
+def process_overdue() -> dict[str, int]:
+    """Beat task body: an open escalation past its deadline is escalated again (to the reviewer
+    inbox, with a new deadline); one already re-escalated and still unhandled expires."""
+    counts = {"reescalated": 0, "expired": 0}
+    while True:
+        with transaction.atomic():
+            escalation = (
+                Escalation.objects.overdue()
+                .select_for_update(skip_locked=True, of=("self",))
+                .select_related("job__agent")
+                .first()
+            )
+            if escalation is None:
+                return counts
+            if escalation.status == Escalation.Status.OPEN:
+                escalation.status = Escalation.Status.REESCALATED
+                escalation.deadline = timezone.now() + timedelta(hours=escalation.timeout_hours)
+                _step(escalation, "reescalated", deadline=escalation.deadline.isoformat())
+                if escalation.review_item is None:
+                    _route_to_human(escalation)
+                else:
+                    ReviewItem.objects.filter(pk=escalation.review_item_id).update(expires_at=escalation.deadline)
+                counts["reescalated"] += 1
+                escalation.save()
+            else:
+                escalation.status = Escalation.Status.EXPIRED
+                _step(escalation, "expired")
+                escalation.save()
+                if escalation.review_item is not None and escalation.review_item.status == ReviewItem.Status.PENDING:
+                    reviews.decide(escalation.review_item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)
+                counts["expired"] += 1
+
+
+def describe(escalation: Escalation) -> dict[str, Any]:
+    return {
+        "id": escalation.pk,
+        "status": escalation.status,
+        "triggers": escalation.triggers,
+        "reason": escalation.reason,
+        "targetAgent": escalation.target_agent.agent_id if escalation.target_agent_id else None,
+        "humanRequired": escalation.human_required,
+        "childJobId": str(escalation.child_job_id) if escalation.child_job_id else None,
+        "reviewItemId": escalation.review_item_id,
+        "deadline": escalation.deadline.isoformat(),
+        "steps": escalation.steps,
+    }

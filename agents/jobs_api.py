@@ -1,0 +1,152 @@
+"""Jobs router (/api/v1/jobs): submission, state, leases, results, artifacts."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from ninja import Query, Router, Schema, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from agents import jobs
+from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
+from agents.escalations import describe
+from agents.models import Job, JobArtifact
+from agents.schemas import JobOut, JobResultOut, LeaseIn
+from governance.exceptions import Forbidden, NotFound
+from governance.principals import Principal
+
+router = Router(tags=["jobs"])
+
+
+def serialize(job: Job) -> dict[str, Any]:
+    return {
+        "jobId": job.job_id,
+        "traceId": job.trace_id,
+        "parentJobId": job.parent_id,
+        "agentId": job.agent.agent_id,
+        "intent": job.intent,
+        "scope": job.scope,
+        "payload": job.payload,
+        "constraints": job.constraints,
+        "context": job.context,
+        "idempotencyKey": job.idempotency_key,
+        "createdAt": job.created_at,
+        "expiresAt": job.expires_at,
+        "status": job.status,
+        "startedAt": job.started_at,
+        "finishedAt": job.finished_at,
+        "lease": job,
+        "graphState": job,
+        "output": job.output,
+        "preConditions": job.pre_conditions,
+        "postConditions": job.post_conditions,
+        "artifacts": [
+            {**vars(a), "url": reverse("api:job_artifact", kwargs={"job_id": job.job_id, "kind": a.kind})}
+            for a in job.artifact_files.all()
+        ],
+        "escalations": [describe(e) for e in job.escalations.select_related("target_agent")],
+    }
+
+
+def _visible_job(principal: Principal, job_id: UUID) -> Job:
+    job = Job.objects.select_related("agent", "manifest").filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No job {job_id}.")
+    if principal.agent is not None:
+        if job.agent_id != principal.agent.pk:
+            raise Forbidden("This job belongs to another agent.")
+    elif not principal.has_perm("agents.view_job"):
+        raise Forbidden("Your account may not view jobs.")
+    return job
+
+
+def _owned_job(principal: Principal, job_id: UUID) -> Job:
+    job = _visible_job(principal, job_id)
+    if principal.agent is None:
+        raise Forbidden("Only the agent that owns the job changes it.")
+    return job
+
+
+@router.post("", response={200: JobOut, 201: JobOut})
+def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn) -> Status:
+    """Submit a JobEnvelope. 201 created; 200 with `Idempotent-Replayed: true` and the original
+    job when the same idempotency key was seen within the result TTL."""
+    job, created = jobs.submit_job(data, actor=request.auth)
+    if not created:
+        response["Idempotent-Replayed"] = "true"
+    return Status(201 if created else 200, serialize(job))
+
+
+class JobFilters(Schema):
+    status: Job.Status | None = None
+    intent: str | None = None
+    agent: str | None = None
+
+
+@router.get("", response=list[JobOut])
+@paginate(LimitOffsetPagination)
+def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> list[dict]:
+    found: QuerySet[Job] = Job.objects.visible_to(request.auth).select_related("agent", "manifest")
+    if filters.status:
+        found = found.filter(status=filters.status)
+    if filters.intent:
+        found = found.filter(intent=filters.intent)
+    if filters.agent:
+        found = found.filter(agent__agent_id=filters.agent)
+    return _LazySerialized(found.prefetch_related("artifact_files"))
+
+
+class _LazySerialized:
+    """Serialize only the page the paginator slices out."""
+
+    def __init__(self, queryset: QuerySet[Job]) -> None:
+        self.queryset = queryset
+
+    def count(self) -> int:
+        return self.queryset.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, page: slice) -> list[dict]:
+        return [serialize(job) for job in self.queryset[page]]
+
+
+@router.get("/{job_id}", response=JobOut)
+def get_job(request: HttpRequest, job_id: UUID) -> dict:
+    return serialize(_visible_job(request.auth, job_id))
+
+
+@router.post("/{job_id}/lease", response=JobOut)
+def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -> dict:
+    """Take or renew the job's lease (lockTTL); 409 while another worker holds it."""
+    job = _owned_job(request.auth, job_id)
+    owner = (data.owner if data else None) or request.auth.api_key.prefix
+    return serialize(jobs.claim_lease(job, owner=owner, ttl_seconds=data.ttlSeconds if data else None))
+
+
+@router.post("/{job_id}/state", response=JobOut)
+def update_state(request: HttpRequest, job_id: UUID, data: GraphStateUpdate) -> dict:
+    """GraphState update; 409 when the job is finished or the token budget would go below zero."""
+    return serialize(jobs.update_state(_owned_job(request.auth, job_id), data))
+
+
+@router.post("/{job_id}/result", response=JobResultOut)
+def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput) -> dict:
+    """AgentOutput: post-conditions and escalation triggers are evaluated."""
+    return jobs.submit_result(_owned_job(request.auth, job_id), data)
+
+
+@router.get("/{job_id}/artifacts/{kind}", url_name="job_artifact", response={200: None})
+def download_artifact(request: HttpRequest, job_id: UUID, kind: JobArtifact.Kind) -> HttpResponse:
+    job = _visible_job(request.auth, job_id)
+    artifact = job.artifact_files.filter(kind=kind).first()
+    if artifact is None:
+        raise NotFound(f"Job {job_id} has no {kind} artifact (artifacts exist once the job is finished).")
+    response = HttpResponse(artifact.content, content_type=f"{artifact.content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{artifact.name}"'
+    return response

@@ -1,0 +1,96 @@
+"""KPI samples from job results, and KPI reports over a time window."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Avg
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from agents.envelope import AgentOutput
+from agents.kpi import kpi_status, worst
+from agents.models import Agent, Job, KpiSample, ManifestKpi
+
+DERIVED_SUCCESS_METRIC = "task_success_rate"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def record_samples(job: Job, output: AgentOutput, *, at: datetime) -> list[KpiSample]:
+    """One sample per KPI of the job's manifest that the result measured. `task_success_rate`,
+    when declared and not reported, is derived from `success` (1 or 0), so its average over a
+    window is the success rate."""
+    samples = []
+    for kpi in job.manifest.kpis.all():
+        value = _number(output.metrics.get(kpi.metric_id))
+        if value is None and kpi.metric_id == DERIVED_SUCCESS_METRIC:
+            value = 1.0 if output.success else 0.0
+        if value is not None:
+            samples.append(KpiSample(agent=job.agent, metric_id=kpi.metric_id, value=value, recorded_at=at, job=job))
+    return KpiSample.objects.bulk_create(samples)
+
+
+def _averages(agent_ids: list[int], since: datetime) -> dict[tuple[int, str], float]:
+    rows = (
+        KpiSample.objects.filter(agent_id__in=agent_ids, recorded_at__gte=since)
+        .values_list("agent_id", "metric_id")
+        .annotate(mean=Avg("value"))
+    )
+    return {(agent_id, metric_id): mean for agent_id, metric_id, mean in rows}
+
+
+def report(agent: Agent, window_days: int) -> list[dict[str, Any]]:
+    """Each KPI of the active manifest with its mean over the window and its status."""
+    if agent.active_manifest_id is None:
+        return []
+    since = timezone.now() - timedelta(days=window_days)
+    means = _averages([agent.pk], since)
+    items = []
+    for kpi in agent.active_manifest.kpis.all():
+        current = means.get((agent.pk, kpi.metric_id))
+        items.append(
+            {
+                "metric_id": kpi.metric_id,
+                "target": kpi.target,
+                "threshold_warning": kpi.threshold_warning,
+                "threshold_critical": kpi.threshold_critical,
+                "unit": kpi.unit,
+                "direction": kpi.direction,
+                "current": current,
+                "status": kpi_status(current, kpi.threshold_warning, kpi.threshold_critical, kpi.direction),
+            }
+        )
+    return items
+
+
+def trend(agent: Agent, metric_id: str, days: int) -> list[tuple[str, float]]:
+    """Daily means, oldest first, for the trend chart."""
+    since = timezone.now() - timedelta(days=days)
+    rows = (
+        KpiSample.objects.filter(agent=agent, metric_id=metric_id, recorded_at__gte=since)
+        .annotate(day=TruncDate("recorded_at"))
+        .values_list("day")
+        .annotate(mean=Avg("value"))
+        .order_by("day")
+    )
+    return [(day.isoformat(), mean) for day, mean in rows]
+
+
+def worst_statuses(agents: list[Agent], window_days: int) -> dict[int, str]:
+    """The worst KPI status of each agent, in two queries for the whole fleet."""
+    since = timezone.now() - timedelta(days=window_days)
+    means = _averages([a.pk for a in agents], since)
+    statuses: dict[int, list[str]] = {a.pk: [] for a in agents}
+    manifest_owner = {a.active_manifest_id: a.pk for a in agents if a.active_manifest_id}
+    for kpi in ManifestKpi.objects.filter(manifest_id__in=manifest_owner):
+        agent_id = manifest_owner[kpi.manifest_id]
+        current = means.get((agent_id, kpi.metric_id))
+        statuses[agent_id].append(kpi_status(current, kpi.threshold_warning, kpi.threshold_critical, kpi.direction))
+    return {agent_id: worst(found) for agent_id, found in statuses.items()}

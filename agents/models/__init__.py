@@ -1,0 +1,16 @@
+from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
+from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
+from agents.models.metrics import KpiSample, ToolCall
+
+__all__ = [
+    "Agent",
+    "AgentManifest",
+    "Escalation",
+    "IdempotencyKey",
+    "Job",
+    "JobArtifact",
+    "KpiSample",
+    "ManifestKpi",
+    "ManifestTool",
+    "ToolCall",
+]

@@ -1,0 +1,137 @@
+"""The manifest registry: validate, version and activate agent manifests.
+
+Rules (seed 001 + issue): versions only go up; re-sending the active version is a no-op;
+the same version with other content, or a lower version, is refused (409); old versions stay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+from django.db import IntegrityError, transaction
+
+from agents.manifest import Manifest, ManifestSyntaxError, content_hash, read_text, unwrap, version_key
+from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
+from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from governance.principals import Principal
+from governance.services import record
+
+
+def validation_errors(exc: pydantic.ValidationError, prefix: tuple = ("body",)) -> list[dict[str, Any]]:
+    """pydantic errors as problem+json entries, each with the field path a client sent."""
+    return [{"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
+
+
+def parse_manifest(source: str | dict, *, agent_id: str | None = None) -> Manifest:
+    """A Manifest from YAML/JSON text or an already-decoded mapping; InvalidInput otherwise."""
+    try:
+        data = read_text(source) if isinstance(source, str) else unwrap(source)
+    except ManifestSyntaxError as exc:
+        raise InvalidInput(str(exc), errors=[{"loc": ["body"], "msg": str(exc), "type": "manifest_syntax"}]) from exc
+    try:
+        manifest = Manifest.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise InvalidInput("The manifest is invalid.", errors=validation_errors(exc)) from exc
+    if agent_id is not None and manifest.id != agent_id:
+        msg = f"manifest id {manifest.id!r} does not match the agent {agent_id!r} in the URL"
+        raise InvalidInput(msg, errors=[{"loc": ["body", "id"], "msg": msg, "type": "id_mismatch"}])
+    return manifest
+
+
+def _locked_agent(agent_id: str) -> Agent:
+    """The agent row, created on first manifest, locked so concurrent loads take turns."""
+    try:
+        with transaction.atomic():
+            Agent.objects.get_or_create(agent_id=agent_id)
+    except IntegrityError:
+        pass  # created by a concurrent load in the meantime
+    return Agent.objects.select_for_update().select_related("active_manifest").get(agent_id=agent_id)
+
+
+@transaction.atomic
+def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManifest, bool]:
+    """Store and activate ``manifest``. Returns (row, created); created is False for a no-op."""
+    if actor.is_agent or (actor.is_operator and not actor.has_perm("agents.change_agent")):
+        raise Forbidden("Loading manifests needs the agents.change_agent permission.")
+    agent = _locked_agent(manifest.id)
+    document = manifest.document()
+    digest = content_hash(document)
+    active = agent.active_manifest
+    same_version = agent.manifests.filter(version=manifest.version).first()
+    if same_version is not None and same_version.content_hash != digest:
+        raise Conflict(
+            f"Version {manifest.version} of {manifest.id} already exists with different content; "
+            "bump the version to change the manifest.",
+            agent_id=manifest.id,
+            version=manifest.version,
+        )
+    if active is not None and active.content_hash == digest and active.version == manifest.version:
+        return active, False
+    if active is not None and version_key(manifest.version) <= version_key(active.version):
+        raise Conflict(
+            f"Version {manifest.version} is not above the active version {active.version}; versions only go up.",
+            agent_id=manifest.id,
+            version=manifest.version,
+            active_version=active.version,
+        )
+    major, minor, patch, *_ = version_key(manifest.version)
+    row = AgentManifest.objects.create(
+        agent=agent,
+        version=manifest.version,
+        version_major=major,
+        version_minor=minor,
+        version_patch=patch,
+        document=document,
+        content_hash=digest,
+        created_by=actor.label,
+    )
+    ManifestTool.objects.bulk_create(
+        ManifestTool(
+            manifest=row,
+            tool_id=tool.tool_id,
+            permission=tool.permissions.value,
+            rate_limit=tool.rate_limit,
+            requires_approval=bool(tool.requires_approval),
+        )
+        for tool in manifest.tools
+    )
+    ManifestKpi.objects.bulk_create(
+        ManifestKpi(
+            manifest=row,
+            metric_id=kpi.metric_id,
+            target=kpi.target,
+            threshold_warning=kpi.threshold_warning,
+            threshold_critical=kpi.threshold_critical,
+            unit=kpi.unit,
+            direction=kpi.direction.value,
+        )
+        for kpi in manifest.kpis
+    )
+    previous = active.version if active else None
+    agent.active_manifest = row
+    agent.name, agent.role, agent.domain, agent.owner = (
+        manifest.name,
+        manifest.role.value,
+        manifest.domain.value,
+        manifest.owner,
+    )
+    agent.save(update_fields=["active_manifest", "name", "role", "domain", "owner"])
+    record(actor=actor, action="manifest.activated", target=row, version=manifest.version, previous=previous)
+    return row, True
+
+
+def load_manifest(source: str | dict, *, actor: Principal, agent_id: str | None = None) -> tuple[AgentManifest, bool]:
+    return store_manifest(parse_manifest(source, agent_id=agent_id), actor=actor)
+
+
+def manifest_for(agent: Agent, version: str | None = None) -> AgentManifest:
+    """The active manifest, or the given version; NotFound when there is none."""
+    if version is None:
+        if agent.active_manifest_id is None:
+            raise NotFound(f"Agent {agent.agent_id!r} has no active manifest.")
+        return agent.active_manifest
+    found = agent.manifests.filter(version=version).first()
+    if found is None:
+        raise NotFound(f"Agent {agent.agent_id!r} has no manifest version {version!r}.")
+    return found

@@ -1,0 +1,30 @@
+"""Reviews router (/api/v1/reviews): operators decide review items with an operator key."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Router
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from governance import reviews
+from governance.auth import operator_key
+from governance.exceptions import Forbidden
+from governance.models import ReviewDecision, ReviewItem
+from governance.schemas import DecisionIn, DecisionOut, ReviewItemOut
+
+router = Router(tags=["reviews"], auth=operator_key)
+
+
+@router.get("", response=list[ReviewItemOut])
+@paginate(LimitOffsetPagination)
+def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet[ReviewItem]:
+    if not request.auth.has_perm("governance.view_reviewitem"):
+        raise Forbidden("Your account may not view review items.")
+    return ReviewItem.objects.filter(status=status).select_related("agent")
+
+
+@router.post("/{item_id}/decision", response=DecisionOut)
+def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
+    """Approve or reject a pending item; 409 when it was already decided."""
+    return reviews.decide(item_id, actor=request.auth, decision=data.decision, comment=data.comment)
