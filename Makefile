@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint format clean
+.PHONY: install run test lint format clean bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ run: install
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m bench $(BENCH_ARGS)
 
 lint: install
 	$(PY) -m ruff check .

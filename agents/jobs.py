@@ -90,7 +90,9 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
                 claim = IdempotencyKey.objects.create(agent=agent, key=key, expires_at=expires)
         except IntegrityError:
             # Someone holds the key: their insert committed before ours failed, so it is readable.
-            claim = IdempotencyKey.objects.select_for_update().select_related("job").get(agent=agent, key=key)
+            claim = (
+                IdempotencyKey.objects.select_for_update(of=("self",)).select_related("job").get(agent=agent, key=key)
+            )
             if claim.expires_at > now and claim.job is not None:
                 return claim.job, False
         try:
@@ -124,7 +126,7 @@ def _initial_budget(max_tokens: int) -> dict[str, int]:
 
 
 def _locked(job: Job) -> Job:
-    locked = Job.objects.select_for_update().select_related("agent", "manifest").get(pk=job.pk)
+    locked = Job.objects.select_for_update(of=("self",)).select_related("agent", "manifest").get(pk=job.pk)
     if locked.is_finished:
         raise Conflict(f"Job {locked.job_id} is {locked.status}; it takes no more changes.", jobStatus=locked.status)
     return locked

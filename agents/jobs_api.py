@@ -1,14 +1,12 @@
 """Jobs router (/api/v1/jobs): submission, state, leases, results, artifacts."""
 
-from __future__ import annotations
-
 from typing import Any
 from uuid import UUID
 
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Query, Router, Schema, Status
+from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents import jobs
@@ -81,25 +79,6 @@ def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn
     return Status(201 if created else 200, serialize(job))
 
 
-class JobFilters(Schema):
-    status: Job.Status | None = None
-    intent: str | None = None
-    agent: str | None = None
-
-
-@router.get("", response=list[JobOut])
-@paginate(LimitOffsetPagination)
-def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> list[dict]:
-    found: QuerySet[Job] = Job.objects.visible_to(request.auth).select_related("agent", "manifest")
-    if filters.status:
-        found = found.filter(status=filters.status)
-    if filters.intent:
-        found = found.filter(intent=filters.intent)
-    if filters.agent:
-        found = found.filter(agent__agent_id=filters.agent)
-    return _LazySerialized(found.prefetch_related("artifact_files"))
-
-
 class _LazySerialized:
     """Serialize only the page the paginator slices out."""
 
@@ -114,6 +93,22 @@ class _LazySerialized:
 
     def __getitem__(self, page: slice) -> list[dict]:
         return [serialize(job) for job in self.queryset[page]]
+
+
+@router.get("", response=list[JobOut])
+@paginate(LimitOffsetPagination)
+def list_jobs(
+    request: HttpRequest, status: Job.Status | None = None, intent: str | None = None, agent: str | None = None
+) -> _LazySerialized:
+    """Jobs the caller may see, newest first, filtered by status, intent and agent id."""
+    found: QuerySet[Job] = Job.objects.visible_to(request.auth).select_related("agent", "manifest")
+    if status:
+        found = found.filter(status=status)
+    if intent:
+        found = found.filter(intent=intent)
+    if agent:
+        found = found.filter(agent__agent_id=agent)
+    return _LazySerialized(found.prefetch_related("artifact_files"))
 
 
 @router.get("/{job_id}", response=JobOut)

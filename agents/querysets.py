@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils import timezone
 
 if TYPE_CHECKING:
+    from agents.models import Agent
     from governance.principals import Principal
 
 
@@ -19,6 +20,30 @@ class AgentQuerySet(models.QuerySet):
         if principal.has_perm("agents.view_agent"):
             return self
         return self.none()
+
+    def filtered(self, *, role: str = "", domain: str = "", owner: str = "") -> AgentQuerySet:
+        """Narrow the fleet by identity fields; empty values leave the fleet as it is."""
+        lookups = {"role": role, "domain": domain, "owner": owner}
+        return self.filter(**{field: value for field, value in lookups.items() if value})
+
+    def owners(self) -> list[str]:
+        """The distinct owners, for filter choices."""
+        return list(self.exclude(owner="").order_by("owner").values_list("owner", flat=True).distinct())
+
+    def ranked_by_kpi_status(self, window_days: int, status: str = "") -> list[Agent]:
+        """The agents, each with ``kpi_status`` set, worst first (critical, warning, ok, no_data),
+        then by agent_id. Statuses come from the KPI roll-up, not a column, so the ordering and the
+        status filter happen after the (constant number of) queries."""
+        from agents.kpi import STATUS_SEVERITY
+        from agents.kpis import worst_statuses
+
+        agents = list(self.select_related("active_manifest"))
+        statuses = worst_statuses(agents, window_days)
+        for agent in agents:
+            agent.kpi_status = statuses[agent.pk]
+        if status:
+            agents = [agent for agent in agents if agent.kpi_status == status]
+        return sorted(agents, key=lambda agent: (-STATUS_SEVERITY[agent.kpi_status], agent.agent_id))
 
 
 class JobQuerySet(models.QuerySet):
@@ -33,6 +58,25 @@ class JobQuerySet(models.QuerySet):
         from agents.models import Escalation
 
         return self.annotate(escalated=models.Exists(Escalation.objects.filter(job=models.OuterRef("pk"))))
+
+    def for_list(self) -> JobQuerySet:
+        """What a job table shows, in one query whatever the number of rows."""
+        return self.select_related("agent").with_escalation_flag()
+
+    def filtered(
+        self, *, status: str = "", intent: str = "", agent: Any = None, escalated: bool | None = None
+    ) -> JobQuerySet:
+        """Narrow jobs; ``escalated`` needs ``with_escalation_flag()`` (or ``for_list()``) first."""
+        jobs = self
+        if status:
+            jobs = jobs.filter(status=status)
+        if intent:
+            jobs = jobs.filter(intent=intent)
+        if agent is not None:
+            jobs = jobs.filter(agent=agent)
+        if escalated is not None:
+            jobs = jobs.filter(escalated=escalated)
+        return jobs
 
 
 class EscalationQuerySet(models.QuerySet):

@@ -46,7 +46,7 @@ def _locked_agent(agent_id: str) -> Agent:
             Agent.objects.get_or_create(agent_id=agent_id)
     except IntegrityError:
         pass  # created by a concurrent load in the meantime
-    return Agent.objects.select_for_update().select_related("active_manifest").get(agent_id=agent_id)
+    return Agent.objects.select_for_update(of=("self",)).select_related("active_manifest").get(agent_id=agent_id)
 
 
 @transaction.atomic

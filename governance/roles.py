@@ -54,5 +54,5 @@ def sync(apps: Any) -> None:
 
 
 def sync_after_migrate(sender: Any, apps: Any = None, **kwargs: Any) -> None:
-    if sender.label == PRODUCT_APPS[-1] and apps is not None:
+    if sender.label == "governance" and apps is not None:
         sync(apps)

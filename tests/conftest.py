@@ -125,3 +125,70 @@ def anonymous_api(client) -> Api:
 def _fast_password_hashing(settings):
     """Real hashing is deliberately slow; tests do not need it to be."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+MANIFESTS = settings.BASE_DIR / "agents" / "manifests"
+
+
+def manifest_text(agent_id: str) -> str:
+    """One of the shipped manifests (agent.seo.vlevel is seed 001's example, unchanged)."""
+    return (MANIFESTS / f"{agent_id}.yaml").read_text(encoding="utf-8")
+
+
+def load(agent_id: str):
+    from agents.registry import load_manifest
+
+    return load_manifest(manifest_text(agent_id), actor=SYSTEM)[0].agent
+
+
+@pytest.fixture
+def vlevel(db):
+    """agent.seo.vlevel with seed 001's manifest active."""
+    return load("agent.seo.vlevel")
+
+
+@pytest.fixture
+def architect(db):
+    """agent.seo.architect, the escalation target of agent.seo.vlevel."""
+    return load("agent.seo.architect")
+
+
+@pytest.fixture
+def vlevel_api(client, vlevel) -> Api:
+    return Api(client, _key(agent=vlevel))
+
+
+@pytest.fixture
+def served(transactional_db, tmp_path):
+    """The real web stack (gunicorn, 2 worker processes x 8 threads) on the test database, for
+    tests with real concurrent clients. Yields the base URL."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.processes import BASE_DIR, database_url_of_tests, free_port, process_env, wait_for
+
+    port = free_port()
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
+    log = open(tmp_path / "gunicorn.log", "w")  # noqa: SIM115  (closed below)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+         "--threads", "8", "--no-control-socket"],
+        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{base}/api/v1/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    try:
+        assert wait_for(healthy, timeout=60), (tmp_path / "gunicorn.log").read_text()[-3000:]
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

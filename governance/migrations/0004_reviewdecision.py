@@ -6,28 +6,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0003_roles_and_heartbeat'),
+        ("governance", "0003_roles_and_heartbeat"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReviewDecision',
+            name="ReviewDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('decision', models.CharField(choices=[('approve', 'Approve'), ('reject', 'Reject'), ('answer', 'Answer'), ('expire', 'Expire')], max_length=10)),
-                ('comment', models.TextField(blank=True)),
-                ('answer', models.JSONField(blank=True, null=True)),
-                ('decided_by', models.CharField(help_text='user:<name> or system', max_length=200)),
-                ('decided_at', models.DateTimeField(auto_now_add=True)),
-                ('payload_hash', models.CharField(max_length=64)),
-                ('item', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='decision', to='governance.reviewitem')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[
+                            ("approve", "Approve"),
+                            ("reject", "Reject"),
+                            ("answer", "Answer"),
+                            ("expire", "Expire"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("comment", models.TextField(blank=True)),
+                ("answer", models.JSONField(blank=True, null=True)),
+                ("decided_by", models.CharField(help_text="user:<name> or system", max_length=200)),
+                ("decided_at", models.DateTimeField(auto_now_add=True)),
+                ("payload_hash", models.CharField(max_length=64)),
+                (
+                    "item",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="decision", to="governance.reviewitem"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-decided_at'],
+                "ordering": ["-decided_at"],
             },
         ),
     ]

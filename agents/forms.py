@@ -1,0 +1,112 @@
+"""Forms of the agents pages and admin: GET filters (never invalid for the page: a bad value is
+ignored, not an error page) and the manifest upload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from agents.manifest import AgentRole, Domain, JobIntent
+from agents.models import Agent, Job
+
+ANY = ("", "Any")
+KPI_STATUSES = [("critical", "Critical"), ("warning", "Warning"), ("ok", "OK"), ("no_data", "No data")]
+MAX_MANIFEST_BYTES = 1024 * 1024
+
+
+class FilterForm(forms.Form):
+    """A filter form bound to request.GET; ``values()`` are the fields that validated."""
+
+    def values(self) -> dict[str, Any]:
+        self.is_valid()
+        return {name: value for name, value in self.cleaned_data.items() if value not in ("", None)}
+
+
+class AgentFilterForm(FilterForm):
+    role = forms.ChoiceField(required=False, choices=[ANY, *((r.value, r.name.title()) for r in AgentRole)])
+    domain = forms.ChoiceField(required=False, choices=[ANY, *((d.value, d.name) for d in Domain)])
+    owner = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=[ANY, *KPI_STATUSES], label="KPI status")
+
+    def __init__(self, *args: Any, owners: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["owner"].choices = [ANY, *((owner, owner) for owner in owners)]
+
+
+class JobFilterForm(FilterForm):
+    status = forms.ChoiceField(required=False, choices=[ANY, *Job.Status.choices])
+    intent = forms.ChoiceField(required=False, choices=[ANY, *((i.value, i.value) for i in JobIntent)])
+    agent = forms.ModelChoiceField(required=False, queryset=Agent.objects.none(), to_field_name="agent_id")
+    escalated = forms.TypedChoiceField(
+        required=False,
+        choices=[ANY, ("yes", "Yes"), ("no", "No")],
+        coerce=lambda value: value == "yes",
+        empty_value=None,
+    )
+
+    def __init__(self, *args: Any, agents: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = agents
+        self.fields["agent"].empty_label = "Any"
+
+
+def window_choices() -> list[tuple[int, str]]:
+    days = sorted({7, 30, 90, settings.KPI_WINDOW_DAYS})
+    return [(d, f"{d} days") for d in days]
+
+
+class KpiWindowForm(forms.Form):
+    window = forms.TypedChoiceField(coerce=int, label="Window")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["window"].choices = window_choices()
+        self.fields["window"].initial = settings.KPI_WINDOW_DAYS
+
+    def days(self) -> int:
+        """The chosen window, or the configured default when none or a bad one was asked for."""
+        return self.cleaned_data["window"] if self.is_valid() else settings.KPI_WINDOW_DAYS
+
+
+class ManifestUploadForm(forms.Form):
+    file = forms.FileField(required=False, help_text="A YAML or JSON manifest file.")
+    text = forms.CharField(
+        required=False,
+        label="Or paste the manifest",
+        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "spellcheck": "false"}),
+    )
+
+    def clean_file(self) -> UploadedFile | None:
+        upload = self.cleaned_data.get("file")
+        if upload is not None and upload.size > MAX_MANIFEST_BYTES:
+            raise forms.ValidationError("A manifest is at most 1 MiB.")
+        return upload
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload, text = data.get("file"), (data.get("text") or "").strip()
+        if bool(upload) == bool(text):
+            raise forms.ValidationError("Upload a file or paste the manifest (one of them).")
+        if upload:
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise forms.ValidationError("The file is not UTF-8 text.") from exc
+        data["source"] = text
+        return data
+
+
+class ManifestDiffForm(forms.Form):
+    """Two versions of one agent's manifest to compare."""
+
+    agent = forms.CharField(widget=forms.HiddenInput)
+    a = forms.ChoiceField(label="From version")
+    b = forms.ChoiceField(label="To version")
+
+    def __init__(self, *args: Any, versions: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("a", "b"):
+            self.fields[name].choices = [(v, v) for v in versions]

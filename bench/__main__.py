@@ -1,0 +1,48 @@
+"""``python -m bench [name ...] [--flag value ...]``: run every benchmark, or the ones named.
+
+Names are the module names in ``bench/`` (``jobs``, ``sessions``, ...); everything from the first
+argument starting with ``-`` on is handed to each benchmark's own ``main(argv)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+# Modules of the package that support the benchmarks but are not benchmarks themselves.
+NOT_BENCHMARKS = frozenset({"settings", "urls", "views"})
+
+
+def available() -> list[str]:
+    """Benchmark modules found next to this file, so a new one needs no registration."""
+    found = pkgutil.iter_modules([str(Path(__file__).parent)])
+    return sorted(m.name for m in found if not m.name.startswith("_") and m.name not in NOT_BENCHMARKS)
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(benchmark names, flags for them): names come first, flags from the first ``-...`` on."""
+    for index, arg in enumerate(argv):
+        if arg.startswith("-"):
+            return argv[:index], argv[index:]
+    return argv, []
+
+
+def main(argv: list[str] | None = None) -> int:
+    names, flags = split_argv(sys.argv[1:] if argv is None else argv)
+    known = available()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(known)}", file=sys.stderr)
+        return 2
+    status = 0
+    for name in names or known:
+        print(f"== bench.{name} ==", flush=True)
+        module = importlib.import_module(f"bench.{name}")
+        status = max(status, module.main(flags))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,454 @@
+"""Job submission (``POST /api/v1/jobs``) through the real HTTP stack vs a bare Django view.
+
+One gunicorn (the same command ``make run`` uses, ``bench.settings`` so ``/bench/bare`` exists)
+serves three phases in turn, each driven by ``clients`` keep-alive threads for ``duration``
+seconds after a short unrecorded warm-up:
+
+* ``bare``: ``GET /bench/bare``, the floor set by gunicorn + Django middleware;
+* ``create``: a new JobEnvelope every request (201 expected);
+* ``replay``: a few envelopes sent again and again (200 + ``Idempotent-Replayed: true``).
+
+Only answers with the expected status count towards req/s and latency; the others are counted
+as errors, with a few samples kept for the report. The server writes to its own database,
+``governance_bench`` on the embedded PostgreSQL, or to ``DATABASE_URL`` when that is set.
+
+Run: ``python -m bench jobs --duration 30 --clients 8`` (or ``make bench BENCH_ARGS=...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import http.client
+import itertools
+import json
+import math
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results" / "jobs.json"
+SETTINGS = "bench.settings"
+DB_NAME = "governance_bench"
+MANIFEST = BASE_DIR / "agents" / "manifests" / "agent.seo.vlevel.yaml"
+WORKERS = 2
+REPLAY_BODIES = 8
+HEALTH_TIMEOUT = 90.0
+STOP_TIMEOUT = 15.0
+ERROR_SAMPLES = 5
+
+# Targets from the issue; printed as met / missed, never a failure.
+CREATE_P95_MS = 50.0
+CREATE_VS_BARE = 0.5
+
+_PR_SET_PDEATHSIG = 1
+
+
+# --- Requests and their checks ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    body: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Check = Callable[[http.client.HTTPResponse], bool]
+
+
+def expect_status(status: int) -> Check:
+    return lambda response: response.status == status
+
+
+def expect_replay(response: http.client.HTTPResponse) -> bool:
+    """A replay is only a replay when the server says so; a 200 without the header is a bug."""
+    return response.status == 200 and response.getheader("Idempotent-Replayed") == "true"
+
+
+def envelope(url: str) -> dict[str, Any]:
+    """The smallest envelope the vlevel manifest admits (its pre-condition wants 1..1000 urls)."""
+    return {
+        "intent": "seo_audit",
+        "scope": {"entityType": "page"},
+        "payload": {"urls": [url]},
+        "context": {"source": "cron"},
+    }
+
+
+def job_request(key: str, url: str) -> Request:
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    return Request("POST", "/api/v1/jobs", json.dumps(envelope(url)).encode(), headers)
+
+
+def unique_jobs(key: str, run_id: str) -> Callable[[], Request]:
+    """A new idempotency key per request; the run id keeps a second run from replaying the first."""
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def next_request() -> Request:
+        with lock:
+            n = next(counter)
+        return job_request(key, f"https://example.com/{run_id}/{n}")
+
+    return next_request
+
+
+def cycling(requests: list[Request]) -> Callable[[], Request]:
+    """The same few requests in turn, so every one after the first is a replay."""
+    pool: Iterator[Request] = itertools.cycle(requests)
+    lock = threading.Lock()
+
+    def next_request() -> Request:
+        with lock:
+            return next(pool)
+
+    return next_request
+
+
+# --- Load generation ----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What the client threads of one phase saw; appends are thread-safe under the GIL."""
+
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def error(self, sample: dict[str, Any]) -> None:
+        self.errors += 1
+        if len(self.samples) < ERROR_SAMPLES:
+            self.samples.append(sample)
+
+
+def _client(port: int, next_request: Callable[[], Request], check: Check, deadline: float, tally: Tally) -> None:
+    """One keep-alive connection; http.client reconnects by itself when the server closes it."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        while time.perf_counter() < deadline:
+            request = next_request()
+            started = time.perf_counter()
+            try:
+                conn.request(request.method, request.path, request.body, request.headers)
+                response = conn.getresponse()
+                body = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                tally.error({"exception": repr(exc)})
+                continue
+            elapsed = time.perf_counter() - started
+            if check(response):
+                tally.latencies.append(elapsed)
+            else:
+                tally.error({"status": response.status, "headers": dict(response.getheaders()), "body": body[:500]})
+    finally:
+        conn.close()
+
+
+def drive(port: int, next_request: Callable[[], Request], check: Check, clients: int, seconds: float) -> dict:
+    """Run ``clients`` threads for ``seconds``; the clock stops when the last answer is in."""
+    tally = Tally()
+    started = time.perf_counter()
+    deadline = started + seconds
+    threads = [
+        threading.Thread(target=_client, args=(port, next_request, check, deadline, tally), daemon=True)
+        for _ in range(clients)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():  # join() with a timeout stays interruptible by Ctrl-C
+            thread.join(0.2)
+    return summarise(tally, time.perf_counter() - started)
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted list (no interpolation between samples)."""
+    if not ordered:
+        return math.nan
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def summarise(tally: Tally, seconds: float) -> dict[str, Any]:
+    ordered = sorted(tally.latencies)
+    ms = [round(percentile(ordered, p) * 1000, 2) for p in (50, 95, 99)]
+    return {
+        "requests": len(ordered) + tally.errors,
+        "errors": tally.errors,
+        "seconds": round(seconds, 2),
+        "rps": round(len(ordered) / seconds, 1) if seconds else 0.0,
+        "p50_ms": ms[0],
+        "p95_ms": ms[1],
+        "p99_ms": ms[2],
+        "error_samples": [_printable(s) for s in tally.samples],
+    }
+
+
+def _printable(sample: dict[str, Any]) -> dict[str, Any]:
+    body = sample.get("body")
+    return {**sample, "body": body.decode("utf-8", "replace")} if isinstance(body, bytes) else sample
+
+
+def phase(port: int, next_request: Callable[[], Request], check: Check, clients: int, duration: float) -> dict:
+    """A warm-up (connections, lazy imports, plan caches) that is thrown away, then the measure."""
+    drive(port, next_request, check, clients, warmup_seconds(duration))
+    return drive(port, next_request, check, clients, duration)
+
+
+def warmup_seconds(duration: float) -> float:
+    return min(3.0, duration / 10)
+
+
+# --- Database and server ------------------------------------------------------------------------
+
+
+def prepare_database() -> tuple[str, str]:
+    """Migrate, load the vlevel manifest and issue an agent key, in this process, before the
+    server starts. Returns (plain key, where the database is). A second run reuses the manifest
+    (loading the same version is a no-op) and only adds a key."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS
+    os.environ["EMBEDDED_DB_NAME"] = DB_NAME
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from agents.registry import load_manifest
+    from governance.principals import SYSTEM
+    from governance.services import issue_api_key
+
+    call_command("migrate", interactive=False, verbosity=0)
+    row, _ = load_manifest(MANIFEST.read_text(encoding="utf-8"), actor=SYSTEM)
+    _, key = issue_api_key(actor=SYSTEM, name="bench", agent=row.agent)
+    db = connection.settings_dict
+    where = f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded'}: {db['NAME']}"
+    connection.close()
+    return key, where
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the benchmark is killed outright (Linux), so no orphan stays."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def start_server(port: int, log: Path) -> subprocess.Popen:
+    """gunicorn as ``make run`` starts it, minus the access log (it would time our disk)."""
+    command = [sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}",
+               "--workers", str(WORKERS), "--graceful-timeout", "10", "--no-control-socket"]  # fmt: skip
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "EMBEDDED_DB_NAME": DB_NAME, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as out:
+        # Own session: a terminal Ctrl-C reaches only us, and we stop the server ourselves.
+        return subprocess.Popen(
+            command,
+            cwd=BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def wait_healthy(server: subprocess.Popen, port: int, log: Path) -> None:
+    """Block until /api/v1/health answers 200; fail with the server's log if it never does."""
+    deadline = time.monotonic() + HEALTH_TIMEOUT
+    while time.monotonic() < deadline and server.poll() is None:
+        url = f"http://127.0.0.1:{port}/api/v1/health"
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.3)
+    tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    raise RuntimeError(f"gunicorn did not become healthy (exit code {server.poll()}); log {log}:\n{tail}")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM (gunicorn's graceful stop), then SIGKILL to the group if it hangs."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def stop_embedded_db_if_ours() -> None:
+    """Like ``make run``: stop the embedded PostgreSQL only when this process started it."""
+    from django.conf import settings
+    from django.db import connections
+
+    from governance import embedded_db
+
+    if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
+        connections.close_all()
+        embedded_db.stop(settings.EMBEDDED_PGDATA)
+
+
+# --- The benchmark ------------------------------------------------------------------------------
+
+
+def seed_replays(port: int, key: str, run_id: str) -> list[Request]:
+    """Create the replayed jobs once, outside the clock; any answer but 201 stops the run."""
+    requests = [job_request(key, f"https://example.com/{run_id}/replay/{n}") for n in range(REPLAY_BODIES)]
+    for request in requests:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(request.method, request.path, request.body, request.headers)
+            response = conn.getresponse()
+            body = response.read()
+        finally:
+            conn.close()
+        if response.status != 201:
+            raise RuntimeError(f"seeding a replay job answered {response.status}: {body[:500]!r}")
+    return requests
+
+
+def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dict]:
+    run_id = uuid.uuid4().hex[:12]
+    results: dict[str, dict] = {}
+    print(f"bare:   GET /bench/bare for {duration:g} s ...", flush=True)
+    results["bare"] = phase(port, cycling([Request("GET", "/bench/bare")]), expect_status(200), clients, duration)
+    print(f"create: POST /api/v1/jobs (new envelope each time) for {duration:g} s ...", flush=True)
+    results["create"] = phase(port, unique_jobs(key, run_id), expect_status(201), clients, duration)
+    print(f"replay: POST /api/v1/jobs ({REPLAY_BODIES} envelopes sent again) for {duration:g} s ...", flush=True)
+    replays = seed_replays(port, key, run_id)
+    results["replay"] = phase(port, cycling(replays), expect_replay, clients, duration)
+    return results
+
+
+def ratios(phases: dict[str, dict]) -> dict[str, float]:
+    bare, create, replay = phases["bare"], phases["create"], phases["replay"]
+
+    def div(a: float, b: float) -> float:
+        return round(a / b, 3) if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+    return {
+        "create_rps_vs_bare": div(create["rps"], bare["rps"]),
+        "replay_rps_vs_bare": div(replay["rps"], bare["rps"]),
+        "replay_p95_vs_create_p95": div(replay["p95_ms"], create["p95_ms"]),
+    }
+
+
+def targets(phases: dict[str, dict], ratio: dict[str, float]) -> dict[str, bool]:
+    create, replay = phases["create"], phases["replay"]
+    return {
+        f"create p95 < {CREATE_P95_MS:g} ms": create["p95_ms"] < CREATE_P95_MS,
+        f"create throughput >= {CREATE_VS_BARE:.0%} of bare": ratio["create_rps_vs_bare"] >= CREATE_VS_BARE,
+        "replay at least as fast as create (req/s and p95)": replay["rps"] >= create["rps"]
+        and replay["p95_ms"] <= create["p95_ms"],
+    }
+
+
+def machine(database: str) -> dict[str, Any]:
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "django": metadata.version("django"),
+        "gunicorn": metadata.version("gunicorn"),
+        "git_commit": git_commit(),
+        "database": database,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def git_commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
+    except OSError:
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [f"{'phase':<8}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"]
+    for name, p in result["phases"].items():
+        lines.append(
+            f"{name:<8}{p['requests']:>10}{p['errors']:>8}{p['rps']:>9.1f}"
+            f"{p['p50_ms']:>9.2f}{p['p95_ms']:>9.2f}{p['p99_ms']:>9.2f}"
+        )
+    lines.append("")
+    lines += [f"{name:<26}{value:.3f}" for name, value in result["ratios"].items()]
+    lines.append("")
+    lines += [f"[{'met' if met else 'MISSED'}] {name}" for name, met in result["targets"].items()]
+    for name, p in result["phases"].items():
+        for sample in p["error_samples"]:
+            lines.append(f"error sample ({name}): {json.dumps(sample)[:600]}")
+    return "\n".join(lines)
+
+
+def run(duration: float = 30, clients: int = 8) -> dict:
+    """Prepare the database, serve it with gunicorn, measure the three phases, write the JSON."""
+    key, database = prepare_database()
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / f"bench-jobs-gunicorn-{port}.log"
+    server = start_server(port, log)
+    try:
+        wait_healthy(server, port, log)
+        print(f"gunicorn ({WORKERS} workers) on 127.0.0.1:{port}, {clients} clients, log {log}", flush=True)
+        phases = measure(port, key, clients, duration)
+    finally:
+        stop_server(server)
+        stop_embedded_db_if_ours()
+    ratio = ratios(phases)
+    result = {
+        "benchmark": "jobs",
+        "config": {"duration_s": duration, "warmup_s": warmup_seconds(duration), "clients": clients},
+        "config_server": {"workers": WORKERS, "worker_class": "sync", "settings": SETTINGS},
+        "machine": machine(database),
+        "phases": phases,
+        "ratios": ratio,
+        "targets": targets(phases, ratio),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(report(result))
+    print(f"written to {RESULTS.relative_to(BASE_DIR)}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench jobs", description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=30, help="seconds per phase (default 30)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent client threads (default 8)")
+    args = parser.parse_args(argv)
+    try:
+        run(duration=args.duration, clients=args.clients)
+    except KeyboardInterrupt:
+        print("interrupted; server stopped", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
