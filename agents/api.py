@@ -90,7 +90,7 @@ def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None
 @router.get("/{agent_id}/kpis", response=KpiReportOut)
 def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None) -> dict:
     """Each KPI's mean over the window (default KPI_WINDOW_DAYS) and its status."""
-    window = window_days or settings.KPI_WINDOW_DAYS
+    window = settings.KPI_WINDOW_DAYS if window_days is None else window_days
     if not 1 <= window <= 366:
         msg = "window_days must be between 1 and 366"
         raise InvalidInput(msg, errors=[{"loc": ["query", "window_days"], "msg": msg, "type": "range"}])

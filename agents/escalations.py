@@ -67,7 +67,7 @@ def fire(job: Job, output: AgentOutput, context: dict[str, Any]) -> Escalation |
         _route_to_agent(escalation, target)
     else:
         if not human:
-            _step(escalation, "target_unavailable", target=config["target_agent"])
+            _step(escalation, "target_unavailable", targetAgent=config["target_agent"])
         _route_to_human(escalation)
     escalation.save()
     return escalation
@@ -98,7 +98,7 @@ def _route_to_agent(escalation: Escalation, target: Agent) -> None:
         idempotency_key=f"escalation:{escalation.pk}:{uuid4().hex}",
         budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
     )
-    _step(escalation, "routed_to_agent", target=target.agent_id, childJob=str(escalation.child_job.job_id))
+    _step(escalation, "routed_to_agent", targetAgent=target.agent_id, childJob=str(escalation.child_job.job_id))
 
 
 def _route_to_human(escalation: Escalation) -> None:

@@ -6,6 +6,7 @@ are easy to test and to reuse for previews.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -87,7 +88,7 @@ def graph(record: dict[str, Any]) -> dict[str, Any]:
     """The GraphState path as nodes and edges, with the jobs it came from and led to."""
     visited = record["visited_nodes"]
     nodes = list(dict.fromkeys(visited))
-    edges = [[a, b] for a, b in zip(visited, visited[1:], strict=False)]
+    edges = [[a, b] for a, b in itertools.pairwise(visited)]
     return {
         "job_id": record["job_id"],
         "current_node": record["current_node"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
+from governance.exceptions import Forbidden
 from governance.models import ApiKey
 from governance.principals import Principal
 from governance.services import authenticate_key
@@ -18,8 +19,11 @@ class _KeyAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
         api_key = authenticate_key(token)
-        if api_key is None or api_key.kind not in self.kinds:
+        if api_key is None:
             return None
+        if api_key.kind not in self.kinds:
+            # A valid key of the wrong kind is known to us: forbidden, not unauthenticated.
+            raise Forbidden(f"This endpoint does not accept {api_key.kind} keys.")
         return Principal(agent=api_key.agent, user=api_key.user, api_key=api_key)
 
 

@@ -92,6 +92,9 @@ class IdempotencyKey(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent", "key"], name="idempotency_key_unique")]
 
+    def __str__(self) -> str:
+        return self.key
+
 
 class Escalation(models.Model):
     class Status(models.TextChoices):
