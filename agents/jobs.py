@@ -80,9 +80,17 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     if actor.agent is None:
         raise Forbidden("Jobs are submitted by agents, with an agent key.")
     agent = Agent.objects.select_related("active_manifest").get(pk=actor.agent.pk)
-    pre_conditions = _check_admissible(agent, envelope)
     key = envelope.idempotency_key()
     now = timezone.now()
+    replay = (
+        IdempotencyKey.objects.filter(agent=agent, key=key, expires_at__gt=now, job__isnull=False)
+        .select_related("job")
+        .first()
+    )
+    if replay is not None:  # the common replay: no checks to redo, no failed insert
+        replay.job.agent = agent
+        return replay.job, False
+    pre_conditions = _check_admissible(agent, envelope)
     expires = now + timedelta(seconds=settings.JOB_RESULT_TTL_SECONDS)
     with transaction.atomic():
         try:
