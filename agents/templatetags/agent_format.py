@@ -20,5 +20,18 @@ def pretty_json(value: Any) -> str:
 
 @register.filter
 def step_detail(step: dict[str, Any]) -> list[tuple[str, Any]]:
-    """What a step recorded beyond when, what and who, as (name, value) pairs."""
-    return sorted((key, value) for key, value in step.items() if key not in STEP_FIELDS)
+    """What a step recorded beyond when, what and who, as (name, text) pairs; lists and objects
+    as JSON, so they read the same as in the API and the artifacts."""
+    return sorted(
+        (key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+        for key, value in step.items()
+        if key not in STEP_FIELDS
+    )
+
+
+@register.filter
+def kpi_number(value: float | None) -> str:
+    """At most three decimals, without trailing zeros: 0.95, 5000, 6047.6."""
+    if value is None:
+        return ""
+    return f"{value:.3f}".rstrip("0").rstrip(".")

@@ -22,30 +22,31 @@ def _scale(value: float, low: float, high: float) -> float:
 
 
 def chart_geometry(
-    points: list[tuple[str, float]], thresholds: tuple[float, ...] = (), width: int = WIDTH
+    points: list[tuple[str, float]], warning: float | None = None, critical: float | None = None, width: int = WIDTH
 ) -> dict[str, Any]:
     """Map (day, value) points, oldest first, to SVG coordinates.
 
-    The vertical range covers the thresholds too, so the warning and critical lines always show
-    and a value's distance to them reads at a glance. One point becomes a flat segment.
+    The vertical range covers the warning threshold too, so the distance to it reads at a
+    glance; the critical line is drawn only when it falls inside that range (a far-away critical
+    threshold would squash the line flat). One point becomes a flat segment.
     """
     values = [value for _, value in points]
-    low, high = min([*values, *thresholds]), max([*values, *thresholds])
+    bounds = [*values, *([] if warning is None else [warning])]
+    low, high = min(bounds), max(bounds)
     if len(values) == 1:
         xs = [float(PAD), float(width - PAD)]
         values = values * 2
     else:
-        step = (width - 2 * PAD) / max(len(values) - 1, 1)
+        step = (width - 2 * PAD) / (len(values) - 1)
         xs = [round(PAD + i * step, 2) for i in range(len(values))]
     return {
         "width": width,
         "height": HEIGHT,
         "points": " ".join(f"{x},{_scale(v, low, high)}" for x, v in zip(xs, values, strict=True)),
-        "lines": [_scale(t, low, high) for t in thresholds],
+        "warning_y": None if warning is None else _scale(warning, low, high),
+        "critical_y": _scale(critical, low, high) if critical is not None and low <= critical <= high else None,
         "first": points[0][0],
         "last": points[-1][0],
-        "low": low,
-        "high": high,
     }
 
 
@@ -54,7 +55,4 @@ def kpi_sparkline(kpi: dict[str, Any]) -> dict[str, Any]:
     """``{% kpi_sparkline kpi %}`` for one row of the KPI report (with its ``trend``)."""
     if not kpi["trend"]:
         return {"chart": None, "kpi": kpi}
-    thresholds = (kpi["threshold_warning"], kpi["threshold_critical"])
-    chart = chart_geometry(kpi["trend"], thresholds)
-    chart["warning_y"], chart["critical_y"] = chart.pop("lines")
-    return {"chart": chart, "kpi": kpi}
+    return {"chart": chart_geometry(kpi["trend"], kpi["threshold_warning"], kpi["threshold_critical"]), "kpi": kpi}

@@ -1,0 +1,90 @@
+"""`load_demo` builds a fleet worth looking at, through the real services, and can run again."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from agents.kpis import worst_statuses
+from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
+from governance.models import ApiKey, ReviewItem
+
+DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
+
+
+def _load() -> str:
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+def _counts() -> dict[str, int]:
+    return {
+        model.__name__: model.objects.count()
+        for model in (Agent, AgentManifest, Job, JobArtifact, Escalation, KpiSample, ReviewItem)
+    }
+
+
+@pytest.mark.django_db
+def test_the_demo_loads_the_three_seed_manifests():
+    output = _load()
+
+    agents = Agent.objects.select_related("active_manifest").in_bulk(DEMO_AGENTS, field_name="agent_id")
+    assert sorted(agents) == DEMO_AGENTS
+    assert all(agent.active_manifest is not None for agent in agents.values())
+    assert agents["agent.seo.vlevel"].active_manifest.version == "1.0.0"
+    assert "Manifest agent.seo.vlevel 1.0.0: activated" in output
+
+
+@pytest.mark.django_db
+def test_the_demo_jobs_succeed_fail_and_escalate():
+    _load()
+
+    jobs = Job.objects.select_related("agent")
+    assert jobs.filter(status=Job.Status.SUCCEEDED).count() >= 4
+    failed = jobs.get(status=Job.Status.FAILED)
+    assert failed.agent.agent_id == "agent.rag.indexer"
+    assert [r["error_code"] for r in failed.post_conditions if not r["passed"]] == ["INDEX_OVERCOUNT"]
+    to_architect = Escalation.objects.filter(target_agent__agent_id="agent.seo.architect")
+    assert to_architect.count() == 2
+    assert to_architect.filter(status=Escalation.Status.HANDLED).exists()
+    to_inbox = Escalation.objects.get(job__agent__agent_id="agent.seo.architect")
+    assert to_inbox.review_item.status == ReviewItem.Status.PENDING
+    assert JobArtifact.objects.filter(job=failed).count() == 3
+
+
+@pytest.mark.django_db
+def test_the_fleet_shows_ok_warning_and_critical():
+    _load()
+
+    agents = list(Agent.objects.filter(agent_id__in=DEMO_AGENTS))
+    statuses = worst_statuses(agents, settings.KPI_WINDOW_DAYS)
+    by_id = {agent.agent_id: statuses[agent.pk] for agent in agents}
+    assert by_id == {"agent.seo.architect": "ok", "agent.seo.vlevel": "warning", "agent.rag.indexer": "critical"}
+    assert KpiSample.objects.filter(job__isnull=True).dates("recorded_at", "day").count() >= 14
+
+
+@pytest.mark.django_db
+def test_loading_the_demo_twice_creates_no_duplicates():
+    _load()
+    before = _counts()
+
+    output = _load()
+
+    assert _counts() == before
+    assert "Manifest agent.seo.vlevel 1.0.0: unchanged" in output
+    assert "Demo jobs" not in output
+
+
+@pytest.mark.django_db
+def test_each_run_prints_one_live_key_per_demo_agent():
+    _load()
+    output = _load()
+
+    for agent_id in DEMO_AGENTS:
+        assert f"Demo agent key for {agent_id}: " in output
+    live = ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS, name="demo", revoked_at__isnull=True)
+    assert sorted(live.values_list("agent__agent_id", flat=True)) == DEMO_AGENTS
