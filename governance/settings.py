@@ -230,3 +230,14 @@ JOB_LOCK_RETRY = env.integer("JOB_LOCK_RETRY", 3)  # lockRetry
 JOB_LOCK_BACKOFF = env.string("JOB_LOCK_BACKOFF", "exponential")  # linear | exponential
 JOB_RETRY_BASE_SECONDS = env.integer("JOB_RETRY_BASE_SECONDS", 30)
 KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)
+
+# --- Sessions (seed 003's AILimitsConfig and scheduler) -----------------------------------------
+
+SESSION_AUTOMATION_MAX_ROUNDTRIPS = env.integer("SESSION_AUTOMATION_MAX_ROUNDTRIPS", 20)
+SESSION_CHAT_MAX_ROUNDTRIPS = env.integer("SESSION_CHAT_MAX_ROUNDTRIPS", 0) or None  # 0: unlimited
+SESSION_INACTIVITY_TIMEOUT_MINUTES = env.integer("SESSION_INACTIVITY_TIMEOUT_MINUTES", 30)
+SESSION_VALIDATION_APP = env.boolean("SESSION_VALIDATION_APP", False)  # level 1: every action
+SESSION_VALIDATION_DOMAINS = env.listing("SESSION_VALIDATION_DOMAINS", "cart")  # level 2: these domains
+SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)
+SESSION_WEEK_START_DAY = env.string("SESSION_WEEK_START_DAY", "MONDAY")
+REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)

@@ -1,0 +1,446 @@
+"""The AI session state machine (seed 003): pure transitions, no Django, no I/O.
+
+``transition(state, event, limits)`` returns the next state and the effects the processor must
+carry out (write messages, run commands, schedule timers). Any (phase, event) pair outside the
+table is refused with :class:`TransitionRefused`, which the API turns into a 409 naming both.
+
+Decisions where the seed is silent or contradicts itself are marked "Decision:" below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+
+class Phase(StrEnum):
+    IDLE = "IDLE"
+    EXECUTING_ENRICHMENTS = "EXECUTING_ENRICHMENTS"
+    CALLING_AI = "CALLING_AI"
+    PARSING_AI_RESPONSE = "PARSING_AI_RESPONSE"
+    WAITING_VALIDATION = "WAITING_VALIDATION"
+    WAITING_COMMUNICATION_RESPONSE = "WAITING_COMMUNICATION_RESPONSE"
+    EXECUTING_DATA_QUERIES = "EXECUTING_DATA_QUERIES"
+    EXECUTING_ACTIONS = "EXECUTING_ACTIONS"
+    WAITING_COMPLETION_CONFIRMATION = "WAITING_COMPLETION_CONFIRMATION"
+    WAITING_NETWORK_RETRY = "WAITING_NETWORK_RETRY"
+    RETRYING_AFTER_FORMAT_ERROR = "RETRYING_AFTER_FORMAT_ERROR"
+    RETRYING_AFTER_ACTION_FAILURE = "RETRYING_AFTER_ACTION_FAILURE"
+    AWAITING_SESSION_CLOSURE = "AWAITING_SESSION_CLOSURE"
+    COMPLETED = "COMPLETED"
+
+
+class Event(StrEnum):
+    SESSION_ACTIVATION_REQUESTED = "SessionActivationRequested"
+    USER_MESSAGE_SENT = "UserMessageSent"
+    ENRICHMENTS_EXECUTED = "EnrichmentsExecuted"
+    AI_RESPONSE_RECEIVED = "AIResponseReceived"
+    AI_RESPONSE_PARSED = "AIResponseParsed"
+    VALIDATION_RECEIVED = "ValidationReceived"
+    COMMUNICATION_RESPONSE_RECEIVED = "CommunicationResponseReceived"
+    DATA_QUERIES_EXECUTED = "DataQueriesExecuted"
+    ACTIONS_EXECUTED = "ActionsExecuted"
+    COMPLETION_CONFIRMED = "CompletionConfirmed"
+    COMPLETION_REJECTED = "CompletionRejected"
+    NETWORK_ERROR_OCCURRED = "NetworkErrorOccurred"
+    PARSE_ERROR_OCCURRED = "ParseErrorOccurred"
+    ACTION_FAILURE_OCCURRED = "ActionFailureOccurred"
+    NETWORK_RETRY_SCHEDULED = "NetworkRetryScheduled"
+    RETRY_SCHEDULED = "RetryScheduled"
+    NETWORK_AVAILABLE = "NetworkAvailable"
+    SYSTEM_ERROR_OCCURRED = "SystemErrorOccurred"
+    SESSION_COMPLETED = "SessionCompleted"
+    SCHEDULER_HEARTBEAT = "SchedulerHeartbeat"
+
+
+class SessionType(StrEnum):
+    CHAT = "CHAT"
+    SEED = "SEED"
+    AUTOMATION = "AUTOMATION"
+
+
+class EndReason(StrEnum):
+    COMPLETED = "COMPLETED"
+    LIMIT_REACHED = "LIMIT_REACHED"
+    ERROR = "ERROR"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+    SUSPENDED = "SUSPENDED"
+    NETWORK_ERROR = "NETWORK_ERROR"
+
+
+class SystemMessageType(StrEnum):
+    DATA_ADDED = "DATA_ADDED"
+    ACTIONS_EXECUTED = "ACTIONS_EXECUTED"
+    LIMIT_REACHED = "LIMIT_REACHED"
+    FORMAT_ERROR = "FORMAT_ERROR"
+    NETWORK_ERROR = "NETWORK_ERROR"
+    SESSION_TIMEOUT = "SESSION_TIMEOUT"
+
+
+# Phases where work is under way: the watchdog never times these out (seed section 5).
+ACTIVE_PHASES = frozenset(
+    {
+        Phase.EXECUTING_ENRICHMENTS,
+        Phase.CALLING_AI,
+        Phase.PARSING_AI_RESPONSE,
+        Phase.EXECUTING_DATA_QUERIES,
+        Phase.EXECUTING_ACTIONS,
+        Phase.RETRYING_AFTER_FORMAT_ERROR,
+        Phase.RETRYING_AFTER_ACTION_FAILURE,
+    }
+)
+# Phases that wait for a person: inactivity counts from the last user interaction.
+WAITING_PHASES = frozenset(
+    {Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE, Phase.WAITING_COMPLETION_CONFIRMATION}
+)
+CLOSURE_DELAY = timedelta(seconds=5)
+NETWORK_RETRY_DELAY = timedelta(seconds=30)
+COMPLETION_CONFIRMATION_DELAY = timedelta(seconds=5)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """AILimitsConfig: CHAT is unlimited (None), AUTOMATION stops after 20 round trips."""
+
+    chat_max_autonomous_roundtrips: int | None = None
+    automation_max_autonomous_roundtrips: int | None = 20
+    inactivity_timeout: timedelta = timedelta(minutes=30)
+
+    def max_roundtrips(self, session_type: SessionType) -> int | None:
+        if session_type == SessionType.AUTOMATION:
+            return self.automation_max_autonomous_roundtrips
+        return self.chat_max_autonomous_roundtrips
+
+
+@dataclass(frozen=True)
+class State:
+    """AIState plus what the machine needs to decide (the session's type and activity)."""
+
+    session_type: SessionType
+    phase: Phase = Phase.IDLE
+    total_roundtrips: int = 0
+    last_event_time: datetime | None = None
+    last_user_interaction_time: datetime | None = None
+    waiting_context: dict[str, Any] | None = None
+    is_active: bool = False
+    end_reason: EndReason | None = None
+    pending_end_reason: EndReason | None = None
+    timer_at: datetime | None = None  # when the phase's own timer fires (retry, closure, confirmation)
+    timer_event: Event | None = None  # what the timer emits then
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Something the processor does after the transition, inside the same transaction."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def effect(kind: str, **data: Any) -> Effect:
+    return Effect(kind, data)
+
+
+class TransitionRefused(Exception):
+    def __init__(self, phase: Phase, event: Event, reason: str = "") -> None:
+        self.phase, self.event = phase, event
+        super().__init__(reason or f"{event.value} is not allowed in phase {phase.value}")
+
+
+@dataclass(frozen=True)
+class EventInput:
+    type: Event
+    at: datetime
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[State, EventInput, Limits], tuple[State, list[Effect]]]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _close(state: State, event: EventInput, reason: EndReason, *effects: Effect) -> tuple[State, list[Effect]]:
+    """Every automatic end goes through AWAITING_SESSION_CLOSURE for 5 s (seed section 6)."""
+    new = replace(
+        state,
+        phase=Phase.AWAITING_SESSION_CLOSURE,
+        pending_end_reason=reason,
+        waiting_context=None,
+        **_timer(event.at + CLOSURE_DELAY, Event.SESSION_COMPLETED),
+    )
+    return new, [*effects, effect("schedule")]
+
+
+def _timer(at: datetime | None, fires: Event | None) -> dict[str, Any]:
+    """The phase's timer; the processor schedules it, and the scheduler tick is the backstop."""
+    return {"timer_at": at, "timer_event": fires}
+
+
+def _call_ai(state: State, event: EventInput, limits: Limits, *effects: Effect) -> tuple[State, list[Effect]]:
+    """Go (back) to the model, unless the autonomous round-trip limit is reached."""
+    limit = limits.max_roundtrips(state.session_type)
+    if limit is not None and state.total_roundtrips >= limit:
+        summary = f"Limit of {limit} autonomous round trips reached."
+        message = effect("system_message", type=SystemMessageType.LIMIT_REACHED.value, summary=summary)
+        if state.session_type == SessionType.AUTOMATION:
+            return _close(state, event, EndReason.LIMIT_REACHED, *effects, message)
+        # A CHAT limit (only if configured) waits for the user instead of ending the session.
+        return replace(state, phase=Phase.IDLE, waiting_context=None, **_timer(None, None)), [*effects, message]
+    new = replace(state, phase=Phase.CALLING_AI, waiting_context=None, **_timer(None, None))
+    return new, [*effects, effect("call_ai")]
+
+
+def _is_chat(state: State) -> bool:
+    return state.session_type == SessionType.CHAT
+
+
+# --- handlers --------------------------------------------------------------------------------
+
+
+def activate(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """A new session starts, or a suspended / orphaned one resumes transparently where it was."""
+    if state.is_active:
+        raise TransitionRefused(state.phase, event.type, "the session is already active")
+    resumed = replace(state, is_active=True, end_reason=None)
+    if state.phase == Phase.IDLE and state.session_type == SessionType.AUTOMATION:
+        # The SEED messages were copied into the session: run their enrichments first.
+        return replace(resumed, phase=Phase.EXECUTING_ENRICHMENTS), [effect("execute_enrichments")]
+    # Decision: a resumed session whose interrupted step was an AI call simply calls again.
+    return resumed, [effect("resume")]
+
+
+def user_message(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """Decision: in CHAT a new user message also answers a pending validation/communication by
+    abandoning it; the fallback message stays as the trace of what was not answered."""
+    effects = [effect("store_user_message"), effect("execute_enrichments")]
+    if state.phase in (Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE):
+        effects.insert(0, effect("abandon_waiting"))
+    new = replace(
+        state,
+        phase=Phase.EXECUTING_ENRICHMENTS,
+        waiting_context=None,
+        last_user_interaction_time=event.at,
+        **_timer(None, None),
+    )
+    return new, effects
+
+
+def enrichments_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _call_ai(state, event, limits)
+
+
+def ai_response_received(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """A completed round trip: the only place the counter moves (it is never reset)."""
+    new = replace(state, phase=Phase.PARSING_AI_RESPONSE, total_roundtrips=state.total_roundtrips + 1)
+    return new, [effect("store_ai_response"), effect("parse_response")]
+
+
+def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """The decision tree: completed? validation? communication? data queries? actions?"""
+    parsed = event.payload
+    automation = state.session_type == SessionType.AUTOMATION
+    if automation and parsed.get("completed"):
+        at = event.at + COMPLETION_CONFIRMATION_DELAY
+        context = {"type": "CompletionConfirmation", "aiMessageId": parsed.get("aiMessageId"),
+                   "scheduledConfirmationTime": at.isoformat()}  # fmt: skip
+        new = replace(state, phase=Phase.WAITING_COMPLETION_CONFIRMATION, waiting_context=context,
+                      **_timer(at, Event.COMPLETION_CONFIRMED))  # fmt: skip
+        return new, [effect("schedule")]
+    if parsed.get("validationRequired") and parsed.get("actionCommands"):
+        context = {"type": "Validation", "validationContext": parsed.get("validationContext", {})}
+        new = replace(state, phase=Phase.WAITING_VALIDATION, waiting_context=context)
+        return new, [effect("request_validation")]
+    if parsed.get("communicationModule"):
+        if automation:
+            summary = "Communication modules are not available in AUTOMATION sessions; continue on your own."
+            new = replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR)
+            return new, [effect("system_message", type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
+                         effect("retry")]  # fmt: skip
+        context = {"type": "Communication", "communicationModule": parsed["communicationModule"]}
+        new = replace(state, phase=Phase.WAITING_COMMUNICATION_RESPONSE, waiting_context=context)
+        return new, [effect("request_communication")]
+    if parsed.get("dataCommands"):
+        return replace(state, phase=Phase.EXECUTING_DATA_QUERIES), [effect("execute_data_queries")]
+    if parsed.get("actionCommands"):
+        return replace(state, phase=Phase.EXECUTING_ACTIONS), [effect("execute_actions")]
+    if automation:
+        # Decision: an AUTOMATION answer with nothing to do continues; the round-trip limit
+        # stops a model that never says `completed`.
+        return _call_ai(state, event, limits)
+    return replace(state, phase=Phase.IDLE), []
+
+
+def parse_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """No limit on format errors: the model must correct itself (round trips still count)."""
+    summary = event.payload.get("summary") or "The response was not valid JSON in the expected format."
+    return replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR), [
+        effect("system_message", type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
+        effect("retry"),
+    ]
+
+
+def retry(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _call_ai(state, event, limits)
+
+
+def validation_received(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    if event.payload.get("approved"):
+        new = replace(state, phase=Phase.EXECUTING_ACTIONS, waiting_context=None, last_user_interaction_time=event.at)
+        return new, [effect("remove_fallback"), effect("execute_actions")]
+    # Refused: the fallback message stays. Decision: CHAT returns to IDLE (a chat never closes by
+    # itself); AUTOMATION tells the model its actions were refused and lets it adapt.
+    refused = effect("system_message", type=SystemMessageType.ACTIONS_EXECUTED.value,
+                     summary="The requested actions were rejected by a reviewer; they were not run.")  # fmt: skip
+    new = replace(state, waiting_context=None, last_user_interaction_time=event.at)
+    if _is_chat(state):
+        return replace(new, phase=Phase.IDLE), [refused]
+    return _call_ai(new, event, limits, refused)
+
+
+def communication_response(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    new = replace(state, waiting_context=None, last_user_interaction_time=event.at)
+    return _call_ai(new, event, limits, effect("remove_fallback"), effect("store_communication_response"))
+
+
+def data_queries_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _call_ai(state, event, limits)
+
+
+def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    if not event.payload.get("allSuccess", True):
+        return action_failure(state, event, limits)
+    effects = [effect("post_text")]
+    if state.session_type == SessionType.AUTOMATION or event.payload.get("keepControl"):
+        return _call_ai(state, event, limits, *effects)
+    return replace(state, phase=Phase.IDLE), effects
+
+
+def action_failure(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """No limit on action failures: the model must change its strategy."""
+    return replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE), [effect("retry")]
+
+
+def completion_confirmed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _close(replace(state, waiting_context=None), event, EndReason.COMPLETED)
+
+
+def completion_rejected(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _call_ai(replace(state, waiting_context=None), event, limits)
+
+
+def network_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    summary = event.payload.get("summary") or "The AI provider could not be reached."
+    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+    if _is_chat(state):
+        # The session stays active; the user tries again by sending a message.
+        return replace(state, phase=Phase.IDLE), [message]
+    new = replace(
+        state, phase=Phase.WAITING_NETWORK_RETRY, **_timer(event.at + NETWORK_RETRY_DELAY, Event.NETWORK_AVAILABLE)
+    )
+    return new, [message, effect("schedule")]
+
+
+def network_retry_scheduled(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """Still offline: wait another 30 s (retries are unlimited in AUTOMATION)."""
+    return replace(state, **_timer(event.at + NETWORK_RETRY_DELAY, Event.NETWORK_AVAILABLE)), [effect("schedule")]
+
+
+def network_available(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _call_ai(state, event, limits)
+
+
+def system_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    return _close(state, event, EndReason.ERROR)
+
+
+def session_completed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """Ends the session: after the closure delay, or at once when stopped (CANCELLED) or
+    suspended (SUSPENDED, which keeps the phase so the session can resume)."""
+    requested = event.payload.get("endReason")
+    reason = EndReason(requested) if requested else state.pending_end_reason
+    if reason is None:
+        raise TransitionRefused(state.phase, event.type, "no end reason: the session is not closing")
+    if reason == EndReason.SUSPENDED:
+        return replace(state, is_active=False, end_reason=reason), [effect("session_released")]
+    new = replace(state, phase=Phase.COMPLETED, is_active=False, end_reason=reason, pending_end_reason=None,
+                  waiting_context=None, **_timer(None, None))  # fmt: skip
+    return new, [effect("session_released")]
+
+
+def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """The watchdog: ends a session inactive for too long, except while work is under way or
+    while an AUTOMATION waits for the network."""
+    if state.phase in ACTIVE_PHASES or state.phase == Phase.WAITING_NETWORK_RETRY or not state.is_active:
+        return state, []
+    since = state.last_user_interaction_time if state.phase in WAITING_PHASES else state.last_event_time
+    if since is None or event.at - since < limits.inactivity_timeout:
+        return state, []
+    if _is_chat(state) and state.phase == Phase.IDLE:
+        return state, []  # a chat never closes by itself
+    message = effect("system_message", type=SystemMessageType.SESSION_TIMEOUT.value,
+                     summary=f"No activity for {limits.inactivity_timeout}; the session was closed.")  # fmt: skip
+    return _close(state, event, EndReason.TIMEOUT, message)
+
+
+# --- the table -------------------------------------------------------------------------------
+
+_RUNNING = [p for p in Phase if p not in (Phase.COMPLETED, Phase.AWAITING_SESSION_CLOSURE)]
+_NOT_TERMINAL = [p for p in Phase if p != Phase.COMPLETED]
+
+TABLE: dict[tuple[Phase, Event], Handler] = {
+    **{(p, Event.SESSION_ACTIVATION_REQUESTED): activate for p in _RUNNING},
+    (Phase.IDLE, Event.USER_MESSAGE_SENT): user_message,
+    (Phase.WAITING_VALIDATION, Event.USER_MESSAGE_SENT): user_message,
+    (Phase.WAITING_COMMUNICATION_RESPONSE, Event.USER_MESSAGE_SENT): user_message,
+    (Phase.EXECUTING_ENRICHMENTS, Event.ENRICHMENTS_EXECUTED): enrichments_executed,
+    (Phase.CALLING_AI, Event.AI_RESPONSE_RECEIVED): ai_response_received,
+    (Phase.CALLING_AI, Event.NETWORK_ERROR_OCCURRED): network_error,
+    (Phase.PARSING_AI_RESPONSE, Event.AI_RESPONSE_PARSED): ai_response_parsed,
+    (Phase.PARSING_AI_RESPONSE, Event.PARSE_ERROR_OCCURRED): parse_error,
+    (Phase.WAITING_VALIDATION, Event.VALIDATION_RECEIVED): validation_received,
+    (Phase.WAITING_COMMUNICATION_RESPONSE, Event.COMMUNICATION_RESPONSE_RECEIVED): communication_response,
+    (Phase.EXECUTING_DATA_QUERIES, Event.DATA_QUERIES_EXECUTED): data_queries_executed,
+    (Phase.EXECUTING_ACTIONS, Event.ACTIONS_EXECUTED): actions_executed,
+    (Phase.EXECUTING_ACTIONS, Event.ACTION_FAILURE_OCCURRED): action_failure,
+    (Phase.RETRYING_AFTER_FORMAT_ERROR, Event.RETRY_SCHEDULED): retry,
+    (Phase.RETRYING_AFTER_ACTION_FAILURE, Event.RETRY_SCHEDULED): retry,
+    (Phase.WAITING_COMPLETION_CONFIRMATION, Event.COMPLETION_CONFIRMED): completion_confirmed,
+    (Phase.WAITING_COMPLETION_CONFIRMATION, Event.COMPLETION_REJECTED): completion_rejected,
+    (Phase.WAITING_NETWORK_RETRY, Event.NETWORK_RETRY_SCHEDULED): network_retry_scheduled,
+    (Phase.WAITING_NETWORK_RETRY, Event.NETWORK_AVAILABLE): network_available,
+    **{(p, Event.SYSTEM_ERROR_OCCURRED): system_error for p in _RUNNING if p != Phase.IDLE},
+    **{(p, Event.SESSION_COMPLETED): session_completed for p in _NOT_TERMINAL},
+    **{(p, Event.SCHEDULER_HEARTBEAT): heartbeat for p in _NOT_TERMINAL},
+}
+
+# Events only an active session accepts (activation itself is the way in).
+_NEEDS_ACTIVE = frozenset(Event) - {
+    Event.SESSION_ACTIVATION_REQUESTED,
+    Event.SESSION_COMPLETED,
+    Event.SCHEDULER_HEARTBEAT,
+}
+
+
+def allowed(phase: Phase, event: Event) -> bool:
+    return (phase, event) in TABLE
+
+
+def transition(state: State, event: EventInput, limits: Limits | None = None) -> tuple[State, list[Effect]]:
+    """Apply ``event``; refuse any pair outside the table or any event an inactive session cannot take."""
+    handler = TABLE.get((state.phase, event.type))
+    if handler is None:
+        raise TransitionRefused(state.phase, event.type)
+    if event.type in _NEEDS_ACTIVE and not state.is_active:
+        raise TransitionRefused(state.phase, event.type, "the session is not active")
+    closing = state.phase == Phase.AWAITING_SESSION_CLOSURE
+    if event.type == Event.SESSION_COMPLETED and not closing and not event.payload.get("endReason"):
+        raise TransitionRefused(state.phase, event.type, "only a closing session completes without an end reason")
+    new, effects = handler(state, event, limits or Limits())
+    if event.type == Event.SCHEDULER_HEARTBEAT and new == state:
+        return state, effects  # a watchdog look is not activity
+    return replace(new, last_event_time=event.at), effects

@@ -1,0 +1,100 @@
+"""OpenAI-compatible chat completions (OpenAI, vLLM, LM Studio, OpenRouter...): seed 003 section 11.
+
+Also home of message fusion, the rule every provider shares: the session keeps USER, SYSTEM and AI
+messages as they happened, while chat APIs want alternating user/assistant turns. SYSTEM messages
+(enrichments, query results, format errors) are things the model must read, so they travel on the
+user side and merge with the user messages around them; consecutive AI messages merge likewise.
+
+Config: ``model`` (required), ``api_key`` (sent as a bearer token when set: local servers often
+need none), ``base_url`` (default ``https://api.openai.com/v1``), optional ``temperature``,
+``max_tokens`` and ``timeout`` (seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sessions.providers.base import AIResponse, PromptData, PromptMessage
+from sessions.providers.http import count, dig, post_json, provider_error
+
+Role = Literal["user", "assistant"]
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+TURN_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One API-side message: a role and the session texts fused into it, in order."""
+
+    role: Role
+    texts: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return TURN_SEPARATOR.join(self.texts)
+
+
+def merge_turns(messages: Sequence[PromptMessage]) -> list[Turn]:
+    """Fuse consecutive same-side messages (USER and SYSTEM are one side, AI the other)."""
+    turns: list[Turn] = []
+    for message in messages:
+        role: Role = "assistant" if message.sender == "AI" else "user"
+        if turns and turns[-1].role == role:
+            turns[-1] = Turn(role, (*turns[-1].texts, message.text))
+        else:
+            turns.append(Turn(role, (message.text,)))
+    return turns
+
+
+def system_text(prompt: PromptData) -> str:
+    """Level 1 (documentation) then level 2 (always-send data), skipping an empty level."""
+    return TURN_SEPARATOR.join(part for part in (prompt.level1_content, prompt.level2_content) if part)
+
+
+def chat_messages(prompt: PromptData) -> list[dict[str, str]]:
+    """The ``messages`` array of OpenAI-style chat APIs: system first, then the fused turns."""
+    system = system_text(prompt)
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [{"role": turn.role, "content": turn.text} for turn in merge_turns(prompt.session_messages)]
+
+
+def base_url(config: dict[str, Any], default: str) -> str:
+    return str(config.get("base_url") or default).rstrip("/")
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
+        if not config.get("model"):
+            return provider_error("openai config: 'model' is required")
+        api_key = config.get("api_key")
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        url = f"{base_url(config, DEFAULT_BASE_URL)}/chat/completions"
+        data = post_json(url, build_request(prompt, config), headers, config, secrets=[api_key])
+        return data if isinstance(data, AIResponse) else parse_response(data)
+
+
+def build_request(prompt: PromptData, config: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": config["model"], "messages": chat_messages(prompt)}
+    for option in ("temperature", "max_tokens"):
+        if config.get(option) is not None:
+            body[option] = config[option]
+    return body
+
+
+def parse_response(data: dict[str, Any]) -> AIResponse:
+    """``prompt_tokens`` includes the cached ones: they are reported apart, as cache reads."""
+    content = dig(data, "choices", 0, "message", "content")
+    if not isinstance(content, str):
+        return provider_error("openai: the answer has no choices[0].message.content text")
+    cached = count(data, "usage", "prompt_tokens_details", "cached_tokens")
+    return AIResponse(
+        success=True,
+        content=content,
+        input_tokens=max(count(data, "usage", "prompt_tokens") - cached, 0),
+        output_tokens=count(data, "usage", "completion_tokens"),
+        cache_read_tokens=cached,
+    )
