@@ -134,10 +134,14 @@ def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.jobs_api import router as jobs_router
     from governance.reviews_api import router as reviews_router
+    from sessions.api import automations as automations_router
+    from sessions.api import router as sessions_router
 
     api.add_router("/agents", agents_router)
     api.add_router("/jobs", jobs_router)
     api.add_router("/reviews", reviews_router)
+    api.add_router("/sessions", sessions_router)
+    api.add_router("/automations", automations_router)
 
 
 _mount_routers()

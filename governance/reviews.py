@@ -54,8 +54,13 @@ def open_item(
 
 
 @transaction.atomic
-def decide(item_id: int, *, actor: Principal, decision: str, comment: str = "", answer: Any = None) -> ReviewDecision:
-    """Decide a pending item once. A second decision is a Conflict naming who decided first."""
+def decide(
+    item_id: int, *, actor: Principal, decision: str, comment: str = "", answer: Any = None, notify: bool = True
+) -> ReviewDecision:
+    """Decide a pending item once. A second decision is a Conflict naming who decided first.
+
+    ``notify=False`` is for the app that opened the item withdrawing it itself: its handler
+    must not react to its own withdrawal."""
     is_system = actor.user is None and actor.agent is None
     if not is_system and not actor.has_perm("governance.decide_reviewitem"):
         raise Forbidden("Deciding review items needs the reviewer permission.")
@@ -83,6 +88,6 @@ def decide(item_id: int, *, actor: Principal, decision: str, comment: str = "", 
     item.save(update_fields=["status"])
     record(actor=actor, action=f"review.{decision}", target=item, comment=comment, payload_hash=outcome.payload_hash)
     handler = _handlers.get(item.kind)
-    if handler is not None:
+    if handler is not None and notify:
         handler(item, outcome)
     return outcome

@@ -54,3 +54,11 @@ ESCALATION_TIMEOUTS = Schedule(
     every_seconds=300,
     description="Re-escalates escalations not handled within their timeout_hours, then expires them.",
 )
+
+SESSION_TICK = Schedule(
+    name="session scheduler tick",
+    task="sessions.tick",
+    every_seconds=300,
+    description="Fires due session timers, closes idle sessions, expires review requests, starts queued "
+    "and scheduled sessions on free slots.",
+)

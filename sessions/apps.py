@@ -6,3 +6,10 @@ class SessionsConfig(AppConfig):
     # `sessions` is taken by django.contrib.sessions.
     label = "ai_sessions"
     verbose_name = "AI sessions"
+
+    def ready(self) -> None:
+        from governance import reviews
+        from sessions import inbox, processor
+
+        reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided)
+        reviews.register(processor.REVIEW_KINDS["communication"], inbox.on_communication_decided)

@@ -97,6 +97,9 @@ ACTIVE_PHASES = frozenset(
 WAITING_PHASES = frozenset(
     {Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE, Phase.WAITING_COMPLETION_CONFIRMATION}
 )
+# Closing is not inactivity, and a network wait is the provider's fault, not the session's.
+_NEVER_TIMED_OUT = ACTIVE_PHASES | {Phase.WAITING_NETWORK_RETRY, Phase.AWAITING_SESSION_CLOSURE}
+RESUMABLE_END_REASONS = frozenset({EndReason.SUSPENDED, EndReason.NETWORK_ERROR})
 CLOSURE_DELAY = timedelta(seconds=5)
 NETWORK_RETRY_DELAY = timedelta(seconds=30)
 COMPLETION_CONFIRMATION_DELAY = timedelta(seconds=5)
@@ -148,7 +151,16 @@ def effect(kind: str, **data: Any) -> Effect:
 class TransitionRefused(Exception):
     def __init__(self, phase: Phase, event: Event, reason: str = "") -> None:
         self.phase, self.event = phase, event
-        super().__init__(reason or f"{event.value} is not allowed in phase {phase.value}")
+        base = f"{event.value} is not allowed in phase {phase.value}"
+        super().__init__(f"{base}: {reason}" if reason else base)
+
+
+class InvalidPayload(ValueError):
+    """The event is allowed but its payload is not usable; ``field`` names the payload key."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -206,6 +218,8 @@ def activate(state: State, event: EventInput, limits: Limits) -> tuple[State, li
     """A new session starts, or a suspended / orphaned one resumes transparently where it was."""
     if state.is_active:
         raise TransitionRefused(state.phase, event.type, "the session is already active")
+    if state.session_type == SessionType.SEED:
+        raise TransitionRefused(state.phase, event.type, "a SEED session is a template and never runs")
     resumed = replace(state, is_active=True, end_reason=None)
     if state.phase == Phase.IDLE and state.session_type == SessionType.AUTOMATION:
         # The SEED messages were copied into the session: run their enrichments first.
@@ -308,21 +322,21 @@ def communication_response(state: State, event: EventInput, limits: Limits) -> t
 
 
 def data_queries_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    return _call_ai(state, event, limits)
+    return _call_ai(state, event, limits, effect("record_results"))
 
 
 def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     if not event.payload.get("allSuccess", True):
         return action_failure(state, event, limits)
-    effects = [effect("post_text")]
+    effects = [effect("record_results"), effect("post_text")]
     if state.session_type == SessionType.AUTOMATION or event.payload.get("keepControl"):
         return _call_ai(state, event, limits, *effects)
     return replace(state, phase=Phase.IDLE), effects
 
 
 def action_failure(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    """No limit on action failures: the model must change its strategy."""
-    return replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE), [effect("retry")]
+    """No limit on action failures: the model must change its strategy (it sees the results)."""
+    return replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE), [effect("record_results"), effect("retry")]
 
 
 def completion_confirmed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -355,33 +369,41 @@ def network_available(state: State, event: EventInput, limits: Limits) -> tuple[
 
 
 def system_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    return _close(state, event, EndReason.ERROR)
+    """Provider or system failure: recorded (as the seed's audit-only NETWORK_ERROR type), then closed."""
+    summary = event.payload.get("summary") or "The AI provider or the system failed."
+    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+    return _close(state, event, EndReason.ERROR, message)
 
 
 def session_completed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """Ends the session: after the closure delay, or at once when stopped (CANCELLED) or
     suspended (SUSPENDED, which keeps the phase so the session can resume)."""
     requested = event.payload.get("endReason")
-    reason = EndReason(requested) if requested else state.pending_end_reason
+    try:
+        reason = EndReason(requested) if requested else state.pending_end_reason
+    except ValueError as exc:
+        raise InvalidPayload("endReason", f"endReason must be one of {', '.join(EndReason)}") from exc
     if reason is None:
         raise TransitionRefused(state.phase, event.type, "no end reason: the session is not closing")
-    if reason == EndReason.SUSPENDED:
-        return replace(state, is_active=False, end_reason=reason), [effect("session_released")]
+    if reason in RESUMABLE_END_REASONS:
+        if state.phase == Phase.AWAITING_SESSION_CLOSURE:
+            reason = state.pending_end_reason  # it was ending anyway: it ends now, for its own reason
+        else:
+            # Suspended or cut off by the network: the phase is kept so the session resumes there.
+            return replace(state, is_active=False, end_reason=reason), [effect("session_released")]
     new = replace(state, phase=Phase.COMPLETED, is_active=False, end_reason=reason, pending_end_reason=None,
                   waiting_context=None, **_timer(None, None))  # fmt: skip
     return new, [effect("session_released")]
 
 
 def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    """The watchdog: ends a session inactive for too long, except while work is under way or
-    while an AUTOMATION waits for the network."""
-    if state.phase in ACTIVE_PHASES or state.phase == Phase.WAITING_NETWORK_RETRY or not state.is_active:
-        return state, []
+    """The watchdog: ends an AUTOMATION inactive for too long, except while work is under way,
+    while it waits for the network, or while it is closing anyway. A CHAT never closes by itself."""
+    if state.phase in _NEVER_TIMED_OUT or not state.is_active or _is_chat(state):
+        return state, []  # work under way, a network wait, a closing session, or a chat
     since = state.last_user_interaction_time if state.phase in WAITING_PHASES else state.last_event_time
     if since is None or event.at - since < limits.inactivity_timeout:
         return state, []
-    if _is_chat(state) and state.phase == Phase.IDLE:
-        return state, []  # a chat never closes by itself
     message = effect("system_message", type=SystemMessageType.SESSION_TIMEOUT.value,
                      summary=f"No activity for {limits.inactivity_timeout}; the session was closed.")  # fmt: skip
     return _close(state, event, EndReason.TIMEOUT, message)

@@ -128,3 +128,24 @@ class Automation(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PromptChunk(models.Model):
+    """A piece of the level-1 documentation every model call starts with, editable by operators.
+
+    Chunks are ordered by importance (highest first) and can be limited to session types; the
+    round-trip limits of the session's type are always appended (seed section 10).
+    """
+
+    key = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=200)
+    body = models.TextField()
+    importance = models.PositiveSmallIntegerField(default=50, help_text="Higher comes first")
+    session_types = models.JSONField(default=list, blank=True, help_text='Empty for all, or e.g. ["AUTOMATION"]')
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["-importance", "key"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -64,16 +64,20 @@ def base_url(config: dict[str, Any], default: str) -> str:
     return str(config.get("base_url") or default).rstrip("/")
 
 
+def bearer(config: dict[str, Any]) -> dict[str, str]:
+    """The authorization header when the config has a key: local servers often need none."""
+    api_key = config.get("api_key")
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 class OpenAIProvider:
     name = "openai"
 
     def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
         if not config.get("model"):
             return provider_error("openai config: 'model' is required")
-        api_key = config.get("api_key")
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         url = f"{base_url(config, DEFAULT_BASE_URL)}/chat/completions"
-        data = post_json(url, build_request(prompt, config), headers, config, secrets=[api_key])
+        data = post_json(url, build_request(prompt, config), bearer(config), config, secrets=[config.get("api_key")])
         return data if isinstance(data, AIResponse) else parse_response(data)
 
 

@@ -1,0 +1,170 @@
+"""Sessions and automations routers (/api/v1/sessions, /api/v1/automations)."""
+
+from datetime import timedelta
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import Router, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from agents.models import Agent
+from governance.access import get_agent_for
+from governance.exceptions import Forbidden, InvalidInput, NotFound
+from governance.principals import Principal
+from sessions import prompt, scheduler
+from sessions.models import AISession, Automation, SessionMessage
+from sessions.processor import apply_event, enqueue
+from sessions.schemas import (
+    AIStateOut,
+    AutomationIn,
+    AutomationOut,
+    EventIn,
+    EventOut,
+    ExecuteOut,
+    MessageOut,
+    PromptOut,
+    SessionIn,
+)
+
+router = Router(tags=["sessions"])
+automations = Router(tags=["automations"])
+
+
+def _visible_session(principal: Principal, session_id: UUID) -> AISession:
+    session = AISession.objects.select_related("agent", "automation").filter(pk=session_id).first()
+    if session is None:
+        raise NotFound(f"No session {session_id}.")
+    if principal.agent is not None:
+        if principal.agent.pk != session.agent_id:
+            raise Forbidden("This session belongs to another agent.")
+    elif not principal.has_perm("ai_sessions.view_aisession"):
+        raise Forbidden("Your account may not view sessions.")
+    return session
+
+
+def _own_session(principal: Principal, session_id: UUID) -> AISession:
+    session = _visible_session(principal, session_id)
+    if principal.agent is None:
+        raise Forbidden("Only the agent that owns the session drives it.")
+    return session
+
+
+def _agent(principal: Principal) -> Agent:
+    if principal.agent is None:
+        raise Forbidden("This endpoint is for agents (agent key).")
+    return principal.agent
+
+
+@router.post("", response={201: AIStateOut})
+def create_session(request: HttpRequest, data: SessionIn) -> Status:
+    """CHAT starts at once (pre-empting an AUTOMATION, which is suspended); AUTOMATION queues
+    and starts when the agent's slot is free."""
+    agent = _agent(request.auth)
+    start = scheduler.start_chat if data.type == "CHAT" else scheduler.queue_automation_session
+    return Status(201, start(agent, name=data.name, require_validation=data.requireValidation))
+
+
+@router.get("/next", response={200: AIStateOut, 204: None})
+def next_session(request: HttpRequest) -> Status:
+    """The session this agent should work on now, or 204 when there is none."""
+    session = scheduler.next_session(_agent(request.auth))
+    return Status(200, session) if session else Status(204, None)
+
+
+@router.get("/{session_id}", response=AIStateOut)
+def get_session(request: HttpRequest, session_id: UUID) -> AISession:
+    return _visible_session(request.auth, session_id)
+
+
+@router.post("/{session_id}/events", response=EventOut)
+def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
+    """Apply an AIEvent; 409 (naming `phase` and `event`) when the phase does not allow it."""
+    session = _own_session(request.auth, session_id)
+    outcome = apply_event(session.pk, data.type, data.payload, actor=request.auth)
+    return {"state": outcome.session, "next": outcome.next}
+
+
+@router.get("/{session_id}/messages", response=list[MessageOut])
+@paginate(LimitOffsetPagination)
+def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMessage]:
+    """Messages in order (withdrawn fallbacks are not listed)."""
+    session = _visible_session(request.auth, session_id)
+    return session.messages.filter(removed_at__isnull=True).order_by("seq")
+
+
+@router.get("/{session_id}/prompt", response=PromptOut)
+def get_prompt(request: HttpRequest, session_id: UUID) -> dict:
+    """PromptData: level 1 and 2, and the messages the model sees (no NETWORK_ERROR /
+    SESSION_TIMEOUT system messages, no excludeFromPrompt messages)."""
+    session = _own_session(request.auth, session_id)
+    data, messages = prompt.build(session)
+    return {"level1Content": data.level1_content, "level2Content": data.level2_content, "sessionMessages": messages}
+
+
+@router.post("/{session_id}/stop", response=AIStateOut)
+def stop_session(request: HttpRequest, session_id: UUID) -> AISession:
+    """STOP: ends CANCELLED, never resumes. The owner agent or an operator may stop."""
+    session = _visible_session(request.auth, session_id)
+    if request.auth.agent is None and not request.auth.has_perm("ai_sessions.change_aisession"):
+        raise Forbidden("Stopping sessions needs the ai_sessions.change_aisession permission.")
+    return scheduler.stop(session, actor=request.auth)
+
+
+def _automation_agent(principal: Principal, agent_id: str | None) -> Agent:
+    if principal.agent is not None:
+        if agent_id not in (None, principal.agent.agent_id):
+            raise Forbidden("An agent creates automations for itself only.")
+        return principal.agent
+    if not principal.has_perm("ai_sessions.add_automation"):
+        raise Forbidden("Creating automations needs the ai_sessions.add_automation permission.")
+    if agent_id is None:
+        msg = "agentId is required for operators"
+        raise InvalidInput(msg, errors=[{"loc": ["body", "agentId"], "msg": msg, "type": "missing"}])
+    return get_agent_for(principal, agent_id)
+
+
+@automations.post("", response={201: AutomationOut})
+def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
+    """An automation from a SEED session (given, or made from `messages`) with a schedule."""
+    agent = _automation_agent(request.auth, data.agentId)
+    if data.trigger == "SCHEDULED" and not data.intervalMinutes:
+        msg = "SCHEDULED automations need intervalMinutes"
+        raise InvalidInput(msg, errors=[{"loc": ["body", "intervalMinutes"], "msg": msg, "type": "missing"}])
+    now = timezone.now()
+    with transaction.atomic():
+        if data.seedSessionId is not None:
+            seed = AISession.objects.filter(pk=data.seedSessionId, agent=agent, type="SEED").first()
+            if seed is None:
+                msg = "no SEED session of this agent with that id"
+                raise InvalidInput(msg, errors=[{"loc": ["body", "seedSessionId"], "msg": msg, "type": "not_found"}])
+        elif data.messages:
+            seed = scheduler.create_seed(agent, name=data.name, messages=[m.dict() for m in data.messages], now=now)
+        else:
+            msg = "give seedSessionId or messages"
+            raise InvalidInput(msg, errors=[{"loc": ["body", "messages"], "msg": msg, "type": "missing"}])
+        automation = Automation.objects.create(
+            agent=agent, name=data.name, seed_session=seed, trigger=data.trigger,
+            interval_minutes=data.intervalMinutes, enabled=data.enabled,
+            next_run_at=now + timedelta(minutes=data.intervalMinutes) if data.trigger == "SCHEDULED" else None,
+            provider=data.provider or "", provider_config=data.providerConfig, created_by=request.auth.label,
+        )  # fmt: skip
+        transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent.pk))
+    return Status(201, automation)
+
+
+@automations.post("/{automation_id}/execute", response={202: ExecuteOut})
+def execute_automation(request: HttpRequest, automation_id: int) -> Status:
+    """MANUAL trigger: `active` when the run started now, `queued` behind the agent's slot."""
+    automation = Automation.objects.select_related("agent").filter(pk=automation_id).first()
+    if automation is None:
+        raise NotFound(f"No automation {automation_id}.")
+    principal = request.auth
+    if principal.agent is not None and principal.agent.pk != automation.agent_id:
+        raise Forbidden("This automation belongs to another agent.")
+    if principal.agent is None and not principal.has_perm("ai_sessions.change_automation"):
+        raise Forbidden("Running automations needs the ai_sessions.change_automation permission.")
+    status, session = scheduler.execute_automation(automation)
+    return Status(202, {"status": status, "sessionId": session.pk})

@@ -1,0 +1,37 @@
+"""What a reviewer's decision does to the session that asked (registered with governance.reviews)."""
+
+from __future__ import annotations
+
+from governance.models import ReviewDecision, ReviewItem
+from governance.principals import SYSTEM
+from sessions.machine import Event, Phase
+from sessions.models import AISession
+from sessions.processor import apply_event
+
+DECLINED = "The reviewer declined to answer."
+
+
+def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:
+    """The session still waiting for this very item; None when it has moved on (stopped, new
+    user message), in which case the decision is kept but changes nothing."""
+    session = AISession.objects.filter(pk=item.payload.get("session")).first()
+    if session is None or session.phase != phase or not session.is_active:
+        return None
+    if (session.waiting_context or {}).get("reviewItemId") != item.pk:
+        return None
+    return session
+
+
+def on_validation_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    session = _waiting_session(item, Phase.WAITING_VALIDATION)
+    if session is not None:
+        approved = decision.decision == ReviewDecision.Decision.APPROVE
+        apply_event(session.pk, Event.VALIDATION_RECEIVED, {"approved": approved}, actor=SYSTEM)
+
+
+def on_communication_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    session = _waiting_session(item, Phase.WAITING_COMMUNICATION_RESPONSE)
+    if session is not None:
+        answered = decision.decision == ReviewDecision.Decision.ANSWER and decision.answer is not None
+        response = decision.answer if answered else DECLINED
+        apply_event(session.pk, Event.COMMUNICATION_RESPONSE_RECEIVED, {"response": response}, actor=SYSTEM)

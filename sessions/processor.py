@@ -1,0 +1,452 @@
+"""The event processor (seed 003's AIEventProcessor): applies an event to a session in one
+transaction, carries out the machine's effects (messages, commands, review requests, timers),
+follows the events the server raises itself, and tells the agent what to do next.
+
+The session row is locked (SELECT ... FOR UPDATE) for the whole chain, so concurrent events on
+one session are applied one after the other, never interleaved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from agents.models import ManifestTool
+from governance import reviews
+from governance.exceptions import Conflict, Forbidden, InvalidInput
+from governance.models import ReviewDecision
+from governance.principals import SYSTEM, Principal
+from sessions import enrichments, executor, machine, parsing, validation
+from sessions.commands import DataCommand
+from sessions.machine import Event, EventInput, Phase, SessionType, SystemMessageType
+from sessions.models import AISession, SessionMessage
+
+logger = logging.getLogger(__name__)
+
+MAX_CHAIN = 50  # events the server may raise itself in one go; more means a loop
+REVIEW_KINDS = {"validation": "session_validation", "communication": "session_communication"}
+
+
+def limits() -> machine.Limits:
+    return machine.Limits(
+        chat_max_autonomous_roundtrips=settings.SESSION_CHAT_MAX_ROUNDTRIPS,
+        automation_max_autonomous_roundtrips=settings.SESSION_AUTOMATION_MAX_ROUNDTRIPS,
+        inactivity_timeout=timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES),
+    )
+
+
+def to_state(session: AISession) -> machine.State:
+    return machine.State(
+        session_type=SessionType(session.type),
+        phase=Phase(session.phase),
+        total_roundtrips=session.total_roundtrips,
+        last_event_time=session.last_event_time,
+        last_user_interaction_time=session.last_user_interaction_time,
+        waiting_context=session.waiting_context,
+        is_active=session.is_active,
+        end_reason=machine.EndReason(session.end_reason) if session.end_reason else None,
+        pending_end_reason=machine.EndReason(session.pending_end_reason) if session.pending_end_reason else None,
+        timer_at=session.timer_at,
+        timer_event=Event(session.timer_event) if session.timer_event else None,
+    )
+
+
+def _store_state(session: AISession, state: machine.State) -> None:
+    session.phase = state.phase.value
+    session.total_roundtrips = state.total_roundtrips
+    session.last_event_time = state.last_event_time
+    session.last_user_interaction_time = state.last_user_interaction_time
+    session.waiting_context = state.waiting_context
+    session.is_active = state.is_active
+    session.end_reason = state.end_reason.value if state.end_reason else None
+    session.pending_end_reason = state.pending_end_reason.value if state.pending_end_reason else None
+    session.timer_at = state.timer_at
+    session.timer_event = state.timer_event.value if state.timer_event else ""
+
+
+@dataclass
+class Outcome:
+    session: AISession
+    next: dict[str, Any]
+
+
+@dataclass
+class _Run:
+    """One chain of events on one locked session."""
+
+    session: AISession
+    actor: Principal
+    now: datetime
+    queue: deque[EventInput] = field(default_factory=deque)
+    on_commit: list[Any] = field(default_factory=list)
+
+    # --- driving ---------------------------------------------------------------------------
+
+    def apply(self, event: Event, payload: dict[str, Any]) -> None:
+        self.queue.append(EventInput(event, self.now, payload))
+        for _ in range(MAX_CHAIN):
+            if not self.queue:
+                break
+            current = self.queue.popleft()
+            before = to_state(self.session)
+            try:
+                after, effects = machine.transition(before, current, limits())
+            except machine.TransitionRefused as exc:
+                raise Conflict(str(exc), phase=exc.phase.value, event=exc.event.value) from exc
+            except machine.InvalidPayload as exc:
+                loc = ["body", "payload", exc.field]
+                raise InvalidInput(str(exc), errors=[{"loc": loc, "msg": str(exc), "type": "invalid"}]) from exc
+            _store_state(self.session, after)
+            for item in effects:
+                getattr(self, f"_{item.kind}")(before, current, item.data)
+        else:
+            raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
+        self.session.save()
+
+    def _raise(self, event: Event, **payload: Any) -> None:
+        self.queue.append(EventInput(event, self.now, payload))
+
+    # --- messages ----------------------------------------------------------------------------
+
+    def _add(self, sender: str, **fields: Any) -> SessionMessage:
+        last = self.session.messages.aggregate(last=Max("seq"))["last"] or 0
+        return SessionMessage.objects.create(
+            session=self.session, seq=last + 1, timestamp=self.now, sender=sender, **fields
+        )
+
+    def _add_system(self, message: dict[str, Any], **fields: Any) -> SessionMessage:
+        return self._add("SYSTEM", system_message=message, system_type=message["type"], **fields)
+
+    def _last_ai(self) -> SessionMessage | None:
+        return (
+            self.session.messages.filter(sender="AI", ai_message_json__isnull=False, removed_at__isnull=True)
+            .order_by("-seq")
+            .first()
+        )
+
+    # --- effects (named after machine.Effect kinds) -----------------------------------------------
+
+    def _store_user_message(self, before: machine.State, event: EventInput, data: dict) -> None:
+        payload = event.payload
+        segments = payload.get("segments") or [{"type": "text", "text": payload.get("text", "")}]
+        try:
+            rich = enrichments.rich_message(
+                segments,
+                is_relative=self.session.type == SessionType.AUTOMATION,
+                now=self.now,
+                day_start_hour=settings.SESSION_DAY_START_HOUR,
+                week_start_day=settings.SESSION_WEEK_START_DAY,
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInput(
+                f"invalid message: {exc}",
+                errors=[{"loc": ["body", "payload", "segments"], "msg": str(exc), "type": "invalid_segment"}],
+            ) from exc
+        self._add("USER", rich_content=rich)
+
+    def _execute_enrichments(self, before: machine.State, event: EventInput, data: dict) -> None:
+        last_other = self.session.messages.exclude(sender="USER").aggregate(last=Max("seq"))["last"] or 0
+        commands = [
+            DataCommand.from_dict(command)
+            for message in self.session.messages.filter(sender="USER", seq__gt=last_other, rich_content__isnull=False)
+            for command in message.rich_content.get("dataCommands", [])
+        ]
+        if commands:
+            batch = self._execute(commands)
+            if batch.system_message:
+                self._add_system(batch.system_message)
+        self._raise(Event.ENRICHMENTS_EXECUTED)
+
+    def _execute(self, commands: list[DataCommand]) -> executor.CommandBatch:
+        return executor.execute(
+            commands,
+            agent=self.session.agent,
+            now=self.now,
+            day_start_hour=settings.SESSION_DAY_START_HOUR,
+            week_start_day=settings.SESSION_WEEK_START_DAY,
+        )
+
+    def _call_ai(self, before: machine.State, event: EventInput, data: dict) -> None:
+        if self.session.automation_id and self.session.automation.provider:
+            session_id = self.session.pk
+            self.on_commit.append(lambda: enqueue("sessions.call_provider", str(session_id)))
+
+    def _store_ai_response(self, before: machine.State, event: EventInput, data: dict) -> None:
+        content = event.payload.get("content")
+        if not isinstance(content, str):
+            raise InvalidInput(
+                "AIResponseReceived needs the model's answer as `content` (a string).",
+                errors=[{"loc": ["body", "payload", "content"], "msg": "a string is required", "type": "missing"}],
+            )
+        tokens = dict(self.session.tokens_used or {})
+        for key in ("input", "output", "cacheWrite", "cacheRead"):
+            value = event.payload.get("tokens", {}).get(key, 0)
+            tokens[key] = tokens.get(key, 0) + (value if isinstance(value, int) and value >= 0 else 0)
+        self.session.tokens_used = tokens
+        self._add("AI", ai_message_json=content, execution_metadata=event.payload.get("metadata"))
+
+    def _parse_response(self, before: machine.State, event: EventInput, data: dict) -> None:
+        message = self._last_ai()
+        try:
+            parsed = parsing.parse(message.ai_message_json)
+        except parsing.FormatError as exc:
+            message.ai_message = parsing.fallback(message.ai_message_json)
+            message.save(update_fields=["ai_message"])
+            self._raise(Event.PARSE_ERROR_OCCURRED, summary=f"Format error: {exc}. Answer with the AIMessage JSON.")
+            return
+        message.ai_message = parsed
+        message.save(update_fields=["ai_message"])
+        decision = self._resolve_validation(parsed)
+        self._raise(
+            Event.AI_RESPONSE_PARSED,
+            aiMessageId=str(message.pk),
+            completed=parsed.get("completed", False),
+            validationRequired=decision.required,
+            validationContext=decision.context,
+            communicationModule=parsed.get("communicationModule"),
+            dataCommands=parsed.get("dataCommands"),
+            actionCommands=parsed.get("actionCommands"),
+        )
+
+    def _resolve_validation(self, parsed: dict[str, Any]) -> validation.Decision:
+        agent = self.session.agent
+        tools = {
+            tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)
+            for tool in ManifestTool.objects.filter(manifest_id=agent.active_manifest_id)
+        }
+        return validation.resolve(
+            actions=parsed.get("actionCommands") or [],
+            automation=self.session.type == SessionType.AUTOMATION,
+            domain=agent.domain,
+            session_requires=self.session.require_validation,
+            ai_requests=bool(parsed.get("validationRequest")),
+            policy=validation.Policy(
+                app=settings.SESSION_VALIDATION_APP, domains=frozenset(settings.SESSION_VALIDATION_DOMAINS), tools=tools
+            ),
+        )
+
+    def _open_review(self, kind: str, title: str, payload: dict[str, Any]) -> int:
+        last_ai = self._last_ai()
+        item = reviews.open_item(
+            actor=SYSTEM,
+            kind=REVIEW_KINDS[kind],
+            title=title,
+            agent=self.session.agent,
+            payload={
+                "session": str(self.session.pk),
+                "sessionName": self.session.name,
+                "lastAiMessage": (last_ai.ai_message or {}).get("preText", "") if last_ai else "",
+                **payload,
+            },
+            expires_at=self.now + timedelta(hours=settings.REVIEW_EXPIRY_HOURS),
+        )
+        return item.pk
+
+    def _request_validation(self, before: machine.State, event: EventInput, data: dict) -> None:
+        context = event.payload["validationContext"]
+        item_id = self._open_review(
+            "validation",
+            f"{self.session.agent.agent_id} asks to run {len(event.payload['actionCommands'])} action(s)",
+            {"validationContext": context, "actionCommands": event.payload["actionCommands"]},
+        )
+        # Before suspending, a trace that stays if nobody ever answers (seed section 12).
+        fallback = self._add_system(
+            {"type": SystemMessageType.ACTIONS_EXECUTED.value, "commandResults": [],
+             "summary": "VALIDATION_CANCELLED: the actions were not approved.", "formattedData": None},
+            fallback_kind="VALIDATION_CANCELLED",
+        )  # fmt: skip
+        self.session.waiting_context = {
+            **self.session.waiting_context,
+            "cancelMessageId": str(fallback.pk),
+            "reviewItemId": item_id,
+        }
+
+    def _request_communication(self, before: machine.State, event: EventInput, data: dict) -> None:
+        module = event.payload["communicationModule"]
+        question = module["data"].get("question") or module["data"].get("message")
+        item_id = self._open_review(
+            "communication", f"{self.session.agent.agent_id} asks: {question}", {"module": module}
+        )
+        fallback = self._add(
+            "AI", text_content="COMMUNICATION_CANCELLED: the question was not answered.",
+            exclude_from_prompt=True, fallback_kind="COMMUNICATION_CANCELLED",
+        )  # fmt: skip
+        self.session.waiting_context = {
+            **self.session.waiting_context,
+            "cancelMessageId": str(fallback.pk),
+            "reviewItemId": item_id,
+        }
+
+    def _remove_fallback(self, before: machine.State, event: EventInput, data: dict) -> None:
+        message_id = (before.waiting_context or {}).get("cancelMessageId")
+        if message_id:
+            SessionMessage.objects.filter(pk=message_id).update(removed_at=self.now)
+
+    def _abandon_waiting(self, before: machine.State, event: EventInput, data: dict) -> None:
+        item_id = (before.waiting_context or {}).get("reviewItemId")
+        if item_id:
+            reviews.decide(
+                item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE,
+                comment="Withdrawn: the user sent a new message instead.", notify=False,
+            )  # fmt: skip
+
+    def _store_communication_response(self, before: machine.State, event: EventInput, data: dict) -> None:
+        response = event.payload.get("response")
+        if response is None:
+            raise InvalidInput(
+                "CommunicationResponseReceived needs `response`.",
+                errors=[{"loc": ["body", "payload", "response"], "msg": "required", "type": "missing"}],
+            )
+        self._add("USER", text_content=response if isinstance(response, str) else json.dumps(response))
+
+    def _execute_data_queries(self, before: machine.State, event: EventInput, data: dict) -> None:
+        commands = [DataCommand.from_dict(c) for c in (self._last_ai().ai_message or {}).get("dataCommands", [])]
+        batch = self._execute(commands)
+        if batch.system_message:
+            self._add_system(batch.system_message)
+        if batch.delegated:
+            # Not the platform's data: the agent runs these and posts DataQueriesExecuted.
+            self.session.waiting_context = {
+                "type": "DelegatedQueries",
+                "commands": [c.to_dict() for c in batch.delegated],
+            }
+        else:
+            self._raise(Event.DATA_QUERIES_EXECUTED)
+
+    def _execute_actions(self, before: machine.State, event: EventInput, data: dict) -> None:
+        """Actions always run on the agent's side: the next action tells it which."""
+
+    def _record_results(self, before: machine.State, event: EventInput, data: dict) -> None:
+        results = event.payload.get("results")
+        if not results:
+            return
+        last = self._last_ai()
+        ai = (last.ai_message or {}) if last else {}
+        kind = "DATA_ADDED" if event.type == Event.DATA_QUERIES_EXECUTED else "ACTIONS_EXECUTED"
+        commands = ai.get("dataCommands" if kind == "DATA_ADDED" else "actionCommands") or []
+        self._add_system(executor.record_agent_results(commands, results, kind=kind))
+
+    def _post_text(self, before: machine.State, event: EventInput, data: dict) -> None:
+        last = self._last_ai()
+        post_text = (last.ai_message or {}).get("postText") if last else None
+        if post_text:
+            self._add("AI", text_content=post_text, exclude_from_prompt=True)
+
+    def _system_message(self, before: machine.State, event: EventInput, data: dict) -> None:
+        self._add_system(
+            {"type": data["type"], "commandResults": [], "summary": data["summary"], "formattedData": None}
+        )
+
+    def _retry(self, before: machine.State, event: EventInput, data: dict) -> None:
+        self._raise(Event.RETRY_SCHEDULED)
+
+    def _schedule(self, before: machine.State, event: EventInput, data: dict) -> None:
+        session_id, at, fires = str(self.session.pk), self.session.timer_at, self.session.timer_event
+        self.on_commit.append(lambda: enqueue("sessions.fire_timer", session_id, fires, at.isoformat(), eta=at))
+
+    def _resume(self, before: machine.State, event: EventInput, data: dict) -> None:
+        """Pick up transparently where the session stopped (no system message: seed section 6)."""
+        steps = {
+            Phase.EXECUTING_ENRICHMENTS: self._execute_enrichments,
+            Phase.CALLING_AI: self._call_ai,
+            Phase.PARSING_AI_RESPONSE: self._parse_response,
+            Phase.EXECUTING_DATA_QUERIES: self._execute_data_queries,
+            Phase.RETRYING_AFTER_FORMAT_ERROR: self._retry,
+            Phase.RETRYING_AFTER_ACTION_FAILURE: self._retry,
+        }
+        step = steps.get(Phase(self.session.phase))
+        if step is not None:
+            step(before, event, data)
+
+    def _session_released(self, before: machine.State, event: EventInput, data: dict) -> None:
+        agent_id = self.session.agent_id
+        self.on_commit.append(lambda: enqueue("sessions.tick_agent", agent_id))
+
+
+def enqueue(task_name: str, *args: Any, eta: datetime | None = None) -> None:
+    """Hand work to Celery after commit. A broker outage only delays it: the scheduler tick
+    picks up due timers and free slots on its own."""
+    from governance.celery import app
+
+    try:
+        app.send_task(task_name, args=list(args), eta=eta)
+    except Exception as exc:  # the broker is down; the tick is the backstop
+        logger.warning("[processor] could not enqueue %s: %s", task_name, exc.__class__.__name__)
+
+
+def _check_actor(session: AISession, actor: Principal, event: Event) -> None:
+    if actor.agent is not None:
+        if actor.agent.pk != session.agent_id:
+            raise Forbidden("This session belongs to another agent.")
+    elif actor.user is not None and not actor.has_perm("ai_sessions.change_aisession"):
+        raise Forbidden("Your account may not drive sessions.")
+
+
+def apply_event(
+    session_id: UUID | str, event: str, payload: dict[str, Any] | None = None, *, actor: Principal,
+    now: datetime | None = None,
+) -> Outcome:  # fmt: skip
+    """Apply one event (and whatever it sets off on the server) in one transaction."""
+    try:
+        kind = Event(event)
+    except ValueError as exc:
+        names = ", ".join(e.value for e in Event)
+        raise InvalidInput(
+            f"unknown event {event!r}", errors=[{"loc": ["body", "type"], "msg": f"one of {names}", "type": "enum"}]
+        ) from exc
+    with transaction.atomic():
+        session = (
+            AISession.objects.select_for_update(of=("self",)).select_related("agent", "automation").get(pk=session_id)
+        )
+        _check_actor(session, actor, kind)
+        run = _Run(session=session, actor=actor, now=now or timezone.now())
+        if kind == Event.ACTIONS_EXECUTED:
+            payload = _with_action_outcome(run, payload or {})
+        run.apply(kind, payload or {})
+        for callback in run.on_commit:
+            transaction.on_commit(callback)
+    return Outcome(session=session, next=next_action(session))
+
+
+def _with_action_outcome(run: _Run, payload: dict[str, Any]) -> dict[str, Any]:
+    """allSuccess from the reported results; keepControl from the AI message, not the agent."""
+    results = payload.get("results") or []
+    last = run._last_ai()
+    keep = bool((last.ai_message or {}).get("keepControl")) if last else False
+    all_success = payload.get("allSuccess")
+    if all_success is None:
+        all_success = all(r.get("status") in ("SUCCESS", "CACHED") for r in results if isinstance(r, dict))
+    return {**payload, "allSuccess": bool(all_success), "keepControl": keep}
+
+
+def next_action(session: AISession) -> dict[str, Any]:
+    """What the agent should do now, given where the session rests."""
+    if not session.is_active:
+        return {"action": "none", "endReason": session.end_reason}
+    phase = Phase(session.phase)
+    if phase == Phase.CALLING_AI:
+        if session.automation_id and session.automation.provider:
+            return {"action": "wait", "reason": "the server calls the model (hosted session)"}
+        return {"action": "call_ai", "prompt": f"/api/v1/sessions/{session.pk}/prompt"}
+    if phase == Phase.EXECUTING_ACTIONS:
+        ai = session.messages.filter(sender="AI", ai_message__isnull=False).order_by("-seq").first()
+        return {"action": "execute_actions", "commands": (ai.ai_message or {}).get("actionCommands", []) if ai else []}
+    if phase == Phase.EXECUTING_DATA_QUERIES:
+        return {"action": "execute_data_queries", "commands": (session.waiting_context or {}).get("commands", [])}
+    if phase == Phase.WAITING_VALIDATION:
+        return {"action": "wait_for_validation", "reviewItemId": (session.waiting_context or {}).get("reviewItemId")}
+    if phase == Phase.WAITING_COMMUNICATION_RESPONSE:
+        return {"action": "wait_for_response", "reviewItemId": (session.waiting_context or {}).get("reviewItemId")}
+    if phase == Phase.IDLE:
+        return {"action": "wait_for_user"}
+    return {"action": "wait", "until": session.timer_at.isoformat() if session.timer_at else None}

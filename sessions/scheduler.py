@@ -1,0 +1,272 @@
+"""The session scheduler (seed 003's AISessionScheduler): one active session per agent, CHAT
+pre-empts AUTOMATION, MANUAL runs queue FIFO, SCHEDULED runs start only on a free slot with an
+empty queue, orphans resume, timers fire, and the watchdog closes idle sessions.
+
+``tick()`` works set-wise: each step asks PostgreSQL for the few rows that need something (due
+timers, idle sessions, agents with a free slot and work waiting), so its cost follows the work
+to do, not the size of the fleet. Per agent, the agent row is locked (SKIP LOCKED, so two ticks
+share the work instead of queueing) and the partial unique index is the last word.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agents.models import Agent
+from governance import reviews
+from governance.exceptions import Conflict
+from governance.models import ReviewDecision, ReviewItem
+from governance.principals import SYSTEM, Principal
+from sessions import enrichments
+from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
+from sessions.models import AISession, Automation, SessionMessage
+from sessions.processor import REVIEW_KINDS, apply_event
+
+logger = logging.getLogger(__name__)
+
+RESUMABLE = (
+    Q(is_active=False, type=SessionType.AUTOMATION.value)
+    & ~Q(phase=Phase.COMPLETED.value)
+    & (Q(end_reason__isnull=True) | Q(end_reason__in=[EndReason.NETWORK_ERROR.value, EndReason.SUSPENDED.value]))
+)
+
+
+def _locked_agent(agent_id: int, *, wait: bool = True) -> Agent | None:
+    query = Agent.objects.select_for_update(skip_locked=not wait, of=("self",)).filter(pk=agent_id)
+    return query.first()
+
+
+def _active(agent: Agent) -> AISession | None:
+    return AISession.objects.select_for_update(of=("self",)).filter(agent=agent, is_active=True).first()
+
+
+def _activate(session: AISession, now: datetime) -> bool:
+    """Activate in a savepoint; the partial unique index refuses a second active session."""
+    try:
+        with transaction.atomic():
+            apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
+    except (IntegrityError, Conflict) as exc:
+        logger.info("[scheduler] activation refused: session=%s reason=%s", session.pk, exc.__class__.__name__)
+        return False
+    return True
+
+
+def _release(active: AISession, now: datetime) -> None:
+    """Free the slot for a CHAT: an AUTOMATION closing anyway ends now; anything else is
+    SUSPENDED and resumes when the slot is free again."""
+    if active.phase == Phase.AWAITING_SESSION_CLOSURE:
+        apply_event(active.pk, Event.SESSION_COMPLETED, {}, actor=SYSTEM, now=now)
+    else:
+        apply_event(active.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.SUSPENDED.value}, actor=SYSTEM, now=now)
+
+
+# --- starting sessions ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_chat(agent: Agent, *, name: str, require_validation: bool, now: datetime | None = None) -> AISession:
+    """CHAT interrupts whatever the agent was doing, at once (seed section 5)."""
+    now = now or timezone.now()
+    agent = _locked_agent(agent.pk)
+    active = _active(agent)
+    if active is not None:
+        _release(active, now)
+    session = AISession.objects.create(
+        agent=agent, name=name, type=SessionType.CHAT.value, require_validation=require_validation
+    )
+    apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
+    session.refresh_from_db()
+    return session
+
+
+def _copy_seed(seed: AISession, session: AISession, now: datetime) -> None:
+    SessionMessage.objects.bulk_create(
+        SessionMessage(
+            session=session,
+            seq=n,
+            timestamp=now,
+            sender=message.sender,
+            rich_content=message.rich_content,
+            text_content=message.text_content,
+        )
+        for n, message in enumerate(seed.messages.filter(sender="USER", removed_at__isnull=True), start=1)
+    )
+
+
+def _new_run(automation: Automation, trigger: str, now: datetime) -> AISession:
+    session = AISession.objects.create(
+        agent_id=automation.agent_id,
+        name=f"{automation.name} · {now:%Y-%m-%d %H:%M}",
+        type=SessionType.AUTOMATION.value,
+        automation=automation,
+        trigger=trigger,
+        queued_at=now,
+        scheduled_execution_time=automation.next_run_at if trigger == Automation.Trigger.SCHEDULED else None,
+        provider_id=automation.provider,
+    )
+    _copy_seed(automation.seed_session, session, now)
+    return session
+
+
+@transaction.atomic
+def queue_automation_session(agent: Agent, *, name: str, require_validation: bool, now: datetime | None = None):
+    """An AUTOMATION session the agent drives itself: queued, started when its turn comes."""
+    now = now or timezone.now()
+    session = AISession.objects.create(
+        agent=agent, name=name, type=SessionType.AUTOMATION.value, require_validation=require_validation,
+        queued_at=now, trigger=Automation.Trigger.MANUAL.value,
+    )  # fmt: skip
+    fill_slot(agent.pk, now=now)
+    session.refresh_from_db()
+    return session
+
+
+@transaction.atomic
+def execute_automation(automation: Automation, *, now: datetime | None = None) -> tuple[str, AISession]:
+    """MANUAL trigger: a new run joins the agent's queue; it starts now only if it is first."""
+    now = now or timezone.now()
+    session = _new_run(automation, Automation.Trigger.MANUAL.value, now)
+    fill_slot(automation.agent_id, now=now)
+    session.refresh_from_db()
+    return ("active" if session.is_active else "queued"), session
+
+
+def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now: datetime) -> AISession:
+    """A SEED session: the template an automation copies at each run; never executed itself."""
+    seed = AISession.objects.create(agent=agent, name=name, type=SessionType.SEED.value)
+    for n, message in enumerate(messages, start=1):
+        segments = message.get("segments") or [{"type": "text", "text": message.get("text", "")}]
+        rich = enrichments.rich_message(
+            segments, is_relative=True, now=now, day_start_hour=settings.SESSION_DAY_START_HOUR,
+            week_start_day=settings.SESSION_WEEK_START_DAY,
+        )  # fmt: skip
+        SessionMessage.objects.create(session=seed, seq=n, timestamp=now, sender="USER", rich_content=rich)
+    return seed
+
+
+def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -> AISession:
+    """STOP: the session ends CANCELLED and never resumes."""
+    apply_event(session.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.CANCELLED.value}, actor=actor, now=now)
+    session.refresh_from_db()
+    return session
+
+
+# --- the tick --------------------------------------------------------------------------------
+
+
+def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession | None:
+    """If the agent's slot is free: resume the oldest queued or orphaned session, else start a
+    due SCHEDULED automation (only when nothing is queued)."""
+    with transaction.atomic():
+        agent = _locked_agent(agent_id, wait=wait)
+        if agent is None or AISession.objects.filter(agent=agent, is_active=True).exists():
+            return None
+        waiting = AISession.objects.filter(RESUMABLE, agent=agent).order_by(Coalesce("queued_at", "created_at"))
+        candidate = waiting.first()
+        if candidate is None:
+            automation = (
+                Automation.objects.select_for_update(of=("self",))
+                .filter(agent=agent, enabled=True, trigger=Automation.Trigger.SCHEDULED, next_run_at__lte=now)
+                .order_by("next_run_at")
+                .first()
+            )
+            if automation is None:
+                return None
+            candidate = _new_run(automation, Automation.Trigger.SCHEDULED.value, now)
+            automation.next_run_at = now + timedelta(minutes=automation.interval_minutes or 60)
+            automation.save(update_fields=["next_run_at"])
+        return candidate if _activate(candidate, now) else None
+
+
+def fire_timer(session_id: str, event: str, at: str, *, now: datetime | None = None) -> bool:
+    """Fire a session's timer if it is still the one armed and it is due (a re-armed or
+    cancelled timer is ignored)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        session = AISession.objects.select_for_update(skip_locked=True).filter(pk=session_id).first()
+        if session is None or session.timer_event != event or session.timer_at is None:
+            return False
+        if session.timer_at.isoformat() != at or session.timer_at > now:
+            return False
+        try:
+            apply_event(session.pk, event, {}, actor=SYSTEM, now=now)
+        except Conflict:
+            return False
+    return True
+
+
+def _due_timers(now: datetime) -> int:
+    fired = 0
+    for session_id, event, at in AISession.objects.filter(timer_at__lte=now).values_list(
+        "pk", "timer_event", "timer_at"
+    ):
+        fired += fire_timer(str(session_id), event, at.isoformat(), now=now)
+    return fired
+
+
+def _watchdog(now: datetime) -> int:
+    """Sessions idle past the timeout get a heartbeat; the machine decides whether to close."""
+    cutoff = now - timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES)
+    quiet = Q(phase__in=[p.value for p in WAITING_PHASES], last_user_interaction_time__lt=cutoff) | (
+        ~Q(phase__in=[p.value for p in WAITING_PHASES | ACTIVE_PHASES] + [Phase.WAITING_NETWORK_RETRY.value])
+        & Q(last_event_time__lt=cutoff)
+    )
+    idle = AISession.objects.filter(quiet, is_active=True).exclude(type=SessionType.CHAT.value, phase=Phase.IDLE.value)
+    closed = 0
+    for session_id in idle.values_list("pk", flat=True):
+        try:
+            outcome = apply_event(session_id, Event.SCHEDULER_HEARTBEAT, {}, actor=SYSTEM, now=now)
+        except Conflict:
+            continue
+        closed += outcome.session.phase == Phase.AWAITING_SESSION_CLOSURE
+    return closed
+
+
+def _expire_reviews(now: datetime) -> int:
+    """A request nobody answered in time is rejected, recorded as a decision by `system`."""
+    expired = 0
+    due = ReviewItem.objects.filter(
+        status=ReviewItem.Status.PENDING, kind__in=REVIEW_KINDS.values(), expires_at__lte=now
+    ).values_list("pk", flat=True)
+    for item_id in due:
+        try:
+            reviews.decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE,
+                           comment="Not decided in time: rejected.")  # fmt: skip
+            expired += 1
+        except Conflict:
+            continue
+    return expired
+
+
+def _agents_with_work(now: datetime) -> list[int]:
+    """Agents whose slot is free and that have a queued/orphaned session or a due automation."""
+    busy = AISession.objects.filter(agent=OuterRef("pk"), is_active=True)
+    waiting = AISession.objects.filter(RESUMABLE, agent=OuterRef("pk"))
+    due = Automation.objects.filter(
+        agent=OuterRef("pk"), enabled=True, trigger=Automation.Trigger.SCHEDULED, next_run_at__lte=now
+    )
+    return list(Agent.objects.filter(~Exists(busy) & (Exists(waiting) | Exists(due))).values_list("pk", flat=True))
+
+
+def tick(now: datetime | None = None) -> dict[str, int]:
+    """One pass of the scheduler; safe to run concurrently with itself."""
+    now = now or timezone.now()
+    counts = {"timers": _due_timers(now), "timeouts": _watchdog(now), "expired_reviews": _expire_reviews(now)}
+    started = 0
+    for agent_id in _agents_with_work(now):
+        started += fill_slot(agent_id, now=now, wait=False) is not None
+    counts["started"] = started
+    return counts
+
+
+def next_session(agent: Agent) -> AISession | None:
+    """The session the agent should work on now: its active one."""
+    return AISession.objects.filter(agent=agent, is_active=True).select_related("automation").first()

@@ -1,0 +1,48 @@
+"""Celery tasks of the sessions app: the scheduler tick, timers, and hosted model calls."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from governance.exceptions import Conflict
+from governance.principals import SYSTEM
+from sessions import hosted, scheduler
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="sessions.tick", ignore_result=True)
+def tick() -> dict[str, int]:
+    """Every 5 minutes (beat), and after automation changes and session ends."""
+    return scheduler.tick()
+
+
+@shared_task(name="sessions.tick_agent", ignore_result=True)
+def tick_agent(agent_id: int) -> bool:
+    """A slot was freed or an automation changed: give the agent its next session now."""
+    from django.utils import timezone
+
+    return scheduler.fill_slot(agent_id, now=timezone.now()) is not None
+
+
+@shared_task(name="sessions.fire_timer", ignore_result=True)
+def fire_timer(session_id: str, event: str, at: str) -> bool:
+    return scheduler.fire_timer(session_id, event, at)
+
+
+@shared_task(
+    name="sessions.call_provider",
+    ignore_result=True,
+    soft_time_limit=200,
+    time_limit=240,
+    acks_late=True,
+)
+def call_provider(session_id: str) -> str:
+    """A hosted session's turn to call the model. A session that moved on meanwhile is left alone."""
+    try:
+        return hosted.call_provider(session_id, actor=SYSTEM)
+    except Conflict as exc:
+        logger.info("[sessions] provider answer dropped: session=%s reason=%s", session_id, exc.detail)
+        return "dropped"
