@@ -1,0 +1,79 @@
+"""A hosted automation driven by Celery: beat's tick starts it, a real worker calls the (scripted)
+provider, runs its data query, and carries it through completion to COMPLETED."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from governance.celery import app
+from sessions import scheduler
+from sessions.models import AISession, Automation
+from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
+
+pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
+
+SCRIPT = [
+    json.dumps({"preText": "Let me look at recent jobs.", "dataCommands": [{"type": "JOBS", "params": {}}]}),
+    json.dumps({"preText": "Nothing to fix today.", "completed": True}),
+]
+
+
+@pytest.fixture
+def worker(tmp_path):
+    """A real Celery worker on the test database; this process sends to the same queue."""
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
+    saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
+    app.conf.task_default_queue = child_env["CELERY_QUEUE"]
+    app.conf.broker_url = child_env["CELERY_BROKER_URL"]
+    if child_env["CELERY_BROKER_URL"].startswith("filesystem"):
+        folder = str(tmp_path / "var" / "celery" / "queue")
+        app.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder}
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115  (closed below)
+    process = subprocess.Popen(
+        [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield tmp_path / "worker.log"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+        app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
+        app.pool.force_close_all()
+
+
+def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel_api):
+    created = vlevel_api.post(
+        "/automations",
+        {
+            "name": "Daily check",
+            "messages": [{"text": "Check yesterday's jobs and tell me if anything needs fixing."}],
+            "trigger": "SCHEDULED",
+            "intervalMinutes": 60,
+            "provider": "scripted",
+            "providerConfig": {"responses": SCRIPT},
+        },
+    )
+    assert created.status_code == 201
+    Automation.objects.update(next_run_at=timezone.now() - timedelta(seconds=1))
+
+    assert scheduler.tick()["started"] == 1
+
+    def finished():
+        session = AISession.objects.filter(automation_id=created.json()["id"]).first()
+        return session if session and session.phase == "COMPLETED" else None
+
+    session = wait_for(finished, timeout=90)
+    assert session is not None, worker.read_text()[-5000:]
+    assert session.end_reason == "COMPLETED"
+    assert session.trigger == "SCHEDULED"
+    assert session.total_roundtrips == 2
+    kinds = [(m.sender, m.system_type) for m in session.messages.order_by("seq")]
+    assert kinds == [("USER", ""), ("AI", ""), ("SYSTEM", "DATA_ADDED"), ("AI", "")]
+    assert session.tokens_used["output"] > 0
