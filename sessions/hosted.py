@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from governance.principals import Principal
 from sessions import prompt
 from sessions.machine import Event, Phase
 from sessions.models import AISession
 from sessions.processor import apply_event
 from sessions.providers.registry import get_provider
+
+
+def provider_config(stored: dict[str, Any]) -> dict[str, Any]:
+    """The stored config with `api_key_env` resolved: keys live in the environment, not in rows."""
+    config = dict(stored)
+    env_name = config.pop("api_key_env", None)
+    if env_name:
+        config["api_key"] = os.environ.get(env_name, "")
+    return config
 
 
 def call_provider(session_id: str, *, actor: Principal) -> str:
@@ -19,7 +31,7 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
         return "skipped"
     automation = session.automation
     data, _ = prompt.build(session)
-    response = get_provider(automation.provider).query(data, automation.provider_config)
+    response = get_provider(automation.provider).query(data, provider_config(automation.provider_config))
     if response.success:
         tokens = {
             "input": response.input_tokens,
@@ -34,3 +46,19 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
     kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
     apply_event(session.pk, kind, {"summary": response.error_message or "provider error"}, actor=actor)
     return kind.value
+
+
+def simulate_actions(session_id: str, *, actor: Principal) -> str:
+    """Report the last AI message's actions as done, for scripted automations that ask for it:
+    there is no agent behind a demo automation to run them. Results say they were simulated."""
+    session = AISession.objects.get(pk=session_id)
+    if not session.is_active or session.phase != Phase.EXECUTING_ACTIONS:
+        return "skipped"
+    last = session.messages.filter(sender="AI", ai_message__isnull=False).order_by("-seq").first()
+    commands = (last.ai_message or {}).get("actionCommands", []) if last else []
+    results = [
+        {"commandId": command["id"], "status": "SUCCESS", "summary": f"simulated {command['type']} (scripted demo)"}
+        for command in commands
+    ]
+    apply_event(session.pk, Event.ACTIONS_EXECUTED, {"results": results}, actor=actor)
+    return "simulated"

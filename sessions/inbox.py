@@ -6,9 +6,7 @@ from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM
 from sessions.machine import Event, Phase
 from sessions.models import AISession
-from sessions.processor import apply_event
-
-DECLINED = "The reviewer declined to answer."
+from sessions.processor import DECLINED, apply_event
 
 
 def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:

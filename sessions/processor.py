@@ -24,7 +24,7 @@ from django.utils import timezone
 from agents.models import ManifestTool
 from governance import reviews
 from governance.exceptions import Conflict, Forbidden, InvalidInput
-from governance.models import ReviewDecision
+from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
 from sessions import enrichments, executor, machine, parsing, validation
 from sessions.commands import DataCommand
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 MAX_CHAIN = 50  # events the server may raise itself in one go; more means a loop
 REVIEW_KINDS = {"validation": "session_validation", "communication": "session_communication"}
+DECLINED = "The reviewer declined to answer."
 
 
 def limits() -> machine.Limits:
@@ -324,7 +325,16 @@ class _Run:
             self._raise(Event.DATA_QUERIES_EXECUTED)
 
     def _execute_actions(self, before: machine.State, event: EventInput, data: dict) -> None:
-        """Actions always run on the agent's side: the next action tells it which."""
+        """Actions run on the agent's side: the next action tells it which. A hosted scripted
+        automation (demos, tests) may ask the platform to simulate them instead."""
+        automation = self.session.automation
+        if (
+            automation is not None
+            and automation.provider == "scripted"
+            and automation.provider_config.get("simulate_actions")
+        ):
+            session_id = str(self.session.pk)
+            self.on_commit.append(lambda: enqueue("sessions.simulate_actions", session_id))
 
     def _record_results(self, before: machine.State, event: EventInput, data: dict) -> None:
         results = event.payload.get("results")
@@ -367,6 +377,19 @@ class _Run:
         step = steps.get(Phase(self.session.phase))
         if step is not None:
             step(before, event, data)
+        elif before.phase in (Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE):
+            self._catch_up_on_review(before)
+
+    def _catch_up_on_review(self, before: machine.State) -> None:
+        """A reviewer may have decided while the session was suspended: apply it now."""
+        item = ReviewItem.objects.filter(pk=(before.waiting_context or {}).get("reviewItemId")).first()
+        if item is None or item.status == ReviewItem.Status.PENDING:
+            return
+        if before.phase == Phase.WAITING_VALIDATION:
+            self._raise(Event.VALIDATION_RECEIVED, approved=item.status == ReviewItem.Status.APPROVED)
+        else:
+            answer = getattr(getattr(item, "decision", None), "answer", None)
+            self._raise(Event.COMMUNICATION_RESPONSE_RECEIVED, response=answer if answer is not None else DECLINED)
 
     def _session_released(self, before: machine.State, event: EventInput, data: dict) -> None:
         agent_id = self.session.agent_id

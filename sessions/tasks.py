@@ -46,3 +46,12 @@ def call_provider(session_id: str) -> str:
     except Conflict as exc:
         logger.info("[sessions] provider answer dropped: session=%s reason=%s", session_id, exc.detail)
         return "dropped"
+
+
+@shared_task(name="sessions.simulate_actions", ignore_result=True)
+def simulate_actions(session_id: str) -> str:
+    try:
+        return hosted.simulate_actions(session_id, actor=SYSTEM)
+    except Conflict as exc:
+        logger.info("[sessions] simulated actions dropped: session=%s reason=%s", session_id, exc.detail)
+        return "dropped"

@@ -204,3 +204,31 @@ def test_two_ticks_at_once_never_activate_two_sessions_for_one_agent(vlevel):
 
     assert errors == []
     assert AISession.objects.filter(agent=vlevel, is_active=True).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resumes(vlevel_api, client, reviewer):
+    import json
+
+    from sessions.models import Automation as AutomationModel
+    from tests.conftest import Api, _key
+
+    seed_body = {"name": "auto", "messages": [{"text": "go"}], "trigger": "MANUAL"}
+    automation = AutomationModel.objects.get(pk=vlevel_api.post("/automations", seed_body).json()["id"])
+    started = run(vlevel_api, automation)
+    url = f"/sessions/{started['sessionId']}/events"
+    action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
+    content = json.dumps({"preText": "snap", "actionCommands": [action]})
+    assert vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}}).json()["state"][
+        "phase"
+    ] == "WAITING_VALIDATION"  # a tool that requires approval waits even in AUTOMATION
+    chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "interrupt"}).json()
+    item = ReviewItem.objects.get()
+    Api(client, _key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
+    assert AISession.objects.get(pk=started["sessionId"]).phase == "WAITING_VALIDATION"  # suspended: untouched
+
+    vlevel_api.post(f"/sessions/{chat['sessionId']}/stop")
+    scheduler.tick()
+
+    resumed = AISession.objects.get(pk=started["sessionId"])
+    assert (resumed.is_active, resumed.phase) == (True, "EXECUTING_ACTIONS")
