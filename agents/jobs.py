@@ -7,16 +7,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agents import artifacts, conditions, escalations, kpis
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
+from agents.registry import manifest_document
 from governance.exceptions import Conflict, Forbidden, InvalidInput
 from governance.principals import Principal
 
@@ -40,15 +41,15 @@ def _input_context(envelope: JobEnvelopeIn) -> dict[str, Any]:
     return {**envelope.payload, "input": envelope.payload, "scope": scope, "intent": envelope.intent.value}
 
 
-def _check_admissible(agent: Agent, envelope: JobEnvelopeIn) -> list[dict[str, Any]]:
+def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelopeIn) -> list[dict[str, Any]]:
     """R1 and the manifest's own rules; returns the pre-condition results (all passed)."""
-    manifest = agent.active_manifest
-    if manifest is None:
+    if manifest_id is None:
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest, so it may not run jobs.")
-    intents = manifest.document.get("intents")
+    document = manifest_document(manifest_id)
+    intents = document.get("intents")
     if intents is not None and envelope.intent.value not in intents:
         raise Forbidden(
-            f"Intent {envelope.intent.value!r} is not among the intents of {agent.agent_id} {manifest.version}.",
+            f"Intent {envelope.intent.value!r} is not among the intents of {agent.agent_id} {document['version']}.",
             allowed_intents=intents,
         )
     if envelope.expiresAt is not None and envelope.expiresAt <= timezone.now():
@@ -57,7 +58,7 @@ def _check_admissible(agent: Agent, envelope: JobEnvelopeIn) -> list[dict[str, A
     if envelope.parentJobId is not None and not Job.objects.filter(pk=envelope.parentJobId).exists():
         msg = f"no job {envelope.parentJobId}"
         raise InvalidInput(msg, errors=[{"loc": ["body", "parentJobId"], "msg": msg, "type": "not_found"}])
-    results = _evaluate(manifest.document["validation"]["pre_conditions"], _input_context(envelope))
+    results = _evaluate(document["validation"]["pre_conditions"], _input_context(envelope))
     failed = [r for r in results if not r["passed"]]
     if failed:
         raise InvalidInput(
@@ -79,54 +80,74 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     the result TTL. Returns (job, created)."""
     if actor.agent is None:
         raise Forbidden("Jobs are submitted by agents, with an agent key.")
-    agent = Agent.objects.select_related("active_manifest").get(pk=actor.agent.pk)
+    agent = actor.agent
     key = envelope.idempotency_key()
     now = timezone.now()
-    replay = (
-        IdempotencyKey.objects.filter(agent=agent, key=key, expires_at__gt=now, job__isnull=False)
+    replay = _live_claim(agent, key, now)
+    if replay is not None:  # the common replay: no checks to redo, no write
+        return replay, False
+    manifest_id = agent.active_manifest_id
+    pre_conditions = _check_admissible(agent, manifest_id, envelope)
+    job_id = envelope.jobId or uuid4()
+    try:
+        with transaction.atomic():
+            if not _claim(agent, key, job_id, now):
+                # Held by a submission that committed first: replay it.
+                return _live_claim(agent, key, now), False
+            job = Job.objects.create(
+                job_id=job_id,
+                trace_id=envelope.traceId or uuid4(),
+                parent_id=envelope.parentJobId,
+                agent=agent,
+                manifest_id=manifest_id,
+                intent=envelope.intent.value,
+                scope=envelope.scope.model_dump(mode="json"),
+                payload=envelope.payload,
+                constraints=envelope.constraints.model_dump(mode="json"),
+                context=envelope.context.model_dump(mode="json"),
+                priority=envelope.context.priority.value,
+                idempotency_key=key,
+                expires_at=envelope.expiresAt,
+                budget=_initial_budget(envelope.constraints.maxTokens),
+                pre_conditions=pre_conditions,
+            )
+    except IntegrityError as exc:
+        raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc
+    return job, True
+
+
+def _live_claim(agent: Agent, key: str, now) -> Job | None:
+    claim = (
+        IdempotencyKey.objects.filter(agent=agent, key=key, expires_at__gt=now)
         .select_related("job")
+        .only("job")
         .first()
     )
-    if replay is not None:  # the common replay: no checks to redo, no failed insert
-        replay.job.agent = agent
-        return replay.job, False
-    pre_conditions = _check_admissible(agent, envelope)
+    if claim is None:
+        return None
+    claim.job.agent = agent
+    return claim.job
+
+
+def _claim(agent: Agent, key: str, job_id: UUID, now) -> bool:
+    """Claim ``key`` for ``job_id`` in one statement: insert it, or take it over when its TTL has
+    run out. False when a live claim holds it. A concurrent identical submission waits on the
+    unique index until the first one commits, then finds the key held: exactly one job. The
+    foreign key to the job is checked at commit (Django creates it DEFERRABLE), so the job can
+    be inserted after its claim."""
+    table = IdempotencyKey._meta.db_table
     expires = now + timedelta(seconds=settings.JOB_RESULT_TTL_SECONDS)
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                claim = IdempotencyKey.objects.create(agent=agent, key=key, expires_at=expires)
-        except IntegrityError:
-            # Someone holds the key: their insert committed before ours failed, so it is readable.
-            claim = (
-                IdempotencyKey.objects.select_for_update(of=("self",)).select_related("job").get(agent=agent, key=key)
-            )
-            if claim.expires_at > now and claim.job is not None:
-                return claim.job, False
-        try:
-            with transaction.atomic():
-                job = Job.objects.create(
-                    job_id=envelope.jobId or uuid4(),
-                    trace_id=envelope.traceId or uuid4(),
-                    parent_id=envelope.parentJobId,
-                    agent=agent,
-                    manifest=agent.active_manifest,
-                    intent=envelope.intent.value,
-                    scope=envelope.scope.model_dump(mode="json"),
-                    payload=envelope.payload,
-                    constraints=envelope.constraints.model_dump(mode="json"),
-                    context=envelope.context.model_dump(mode="json"),
-                    priority=envelope.context.priority.value,
-                    idempotency_key=key,
-                    expires_at=envelope.expiresAt,
-                    budget=_initial_budget(envelope.constraints.maxTokens),
-                    pre_conditions=pre_conditions,
-                )
-        except IntegrityError as exc:
-            raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc
-        claim.job, claim.expires_at = job, expires
-        claim.save(update_fields=["job", "expires_at"])
-    return job, True
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {table} (agent_id, key, job_id, expires_at) VALUES (%s, %s, %s, %s)
+            ON CONFLICT (agent_id, key) DO UPDATE SET job_id = EXCLUDED.job_id, expires_at = EXCLUDED.expires_at
+                WHERE {table}.expires_at <= %s
+            RETURNING id
+            """,
+            [agent.pk, key, job_id, expires, now],
+        )
+        return cursor.fetchone() is not None
 
 
 def _initial_budget(max_tokens: int) -> dict[str, int]:

@@ -20,7 +20,9 @@ from governance.principals import Principal
 router = Router(tags=["jobs"])
 
 
-def serialize(job: Job) -> dict[str, Any]:
+def serialize(job: Job, *, fresh: bool = False) -> dict[str, Any]:
+    """The JobOut document. A job created by this very request has no artifacts or escalations
+    yet: ``fresh`` skips asking."""
     return {
         "jobId": job.job_id,
         "traceId": job.trace_id,
@@ -42,12 +44,12 @@ def serialize(job: Job) -> dict[str, Any]:
         "output": job.output,
         "preConditions": job.pre_conditions,
         "postConditions": job.post_conditions,
-        "artifacts": [
+        "artifacts": [] if fresh else [
             {**vars(a), "url": reverse("api:job_artifact", kwargs={"job_id": job.job_id, "kind": a.kind})}
             for a in job.artifact_files.all()
         ],
-        "escalations": [describe(e) for e in job.escalations.select_related("target_agent")],
-    }
+        "escalations": [] if fresh else [describe(e) for e in job.escalations.select_related("target_agent")],
+    }  # fmt: skip
 
 
 def _visible_job(principal: Principal, job_id: UUID) -> Job:
@@ -76,7 +78,7 @@ def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn
     job, created = jobs.submit_job(data, actor=request.auth)
     if not created:
         response["Idempotent-Replayed"] = "true"
-    return Status(201 if created else 200, serialize(job))
+    return Status(201 if created else 200, serialize(job, fresh=created))
 
 
 class _LazySerialized:

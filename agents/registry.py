@@ -6,6 +6,7 @@ the same version with other content, or a lower version, is refused (409); old v
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pydantic
@@ -123,6 +124,13 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
 
 def load_manifest(source: str | dict, *, actor: Principal, agent_id: str | None = None) -> tuple[AgentManifest, bool]:
     return store_manifest(parse_manifest(source, agent_id=agent_id), actor=actor)
+
+
+@functools.lru_cache(maxsize=4096)
+def manifest_document(manifest_id: int) -> dict[str, Any]:
+    """A manifest's document, read once per process: stored versions never change (a change is
+    a new version, a new row), so the cache can never be stale. Treat the result as read-only."""
+    return AgentManifest.objects.values_list("document", flat=True).get(pk=manifest_id)
 
 
 def manifest_for(agent: Agent, version: str | None = None) -> AgentManifest:
