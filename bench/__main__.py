@@ -1,7 +1,8 @@
 """``python -m bench [name ...] [--flag value ...]``: run every benchmark, or the ones named.
 
 Names are the module names in ``bench/`` (``jobs``, ``sessions``, ...); everything from the first
-argument starting with ``-`` on is handed to each benchmark's own ``main(argv)``.
+argument starting with ``-`` on is handed to each benchmark's own ``main(argv)`` (a module with
+only ``run()`` is called without flags).
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in names or known:
         print(f"== bench.{name} ==", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        status = max(status, module.main(flags))
+        if hasattr(module, "main"):
+            status = max(status, module.main(flags) or 0)
+        else:  # a benchmark with only run() takes no flags
+            module.run()
     return status
 
 

@@ -367,9 +367,12 @@ def targets(phases: dict[str, dict], ratio: dict[str, float]) -> dict[str, bool]
     }
 
 
-def machine(database: str) -> dict[str, Any]:
+def machine(database: str, load_before: tuple[float, ...]) -> dict[str, Any]:
+    """Where the numbers come from; the load averages flag a run that shared its cores."""
     return {
         "cpu_count": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "platform": platform.platform(),
         "python": platform.python_version(),
         "django": metadata.version("django"),
@@ -399,6 +402,8 @@ def report(result: dict[str, Any]) -> str:
         )
     lines.append("")
     lines += [f"{name:<26}{value:.3f}" for name, value in result["ratios"].items()]
+    box = result["machine"]
+    lines.append(f"load average before/after: {box['loadavg_before'][0]} / {box['loadavg_after'][0]}")
     lines.append("")
     lines += [f"[{'met' if met else 'MISSED'}] {name}" for name, met in result["targets"].items()]
     for name, p in result["phases"].items():
@@ -409,6 +414,7 @@ def report(result: dict[str, Any]) -> str:
 
 def run(duration: float = 30, clients: int = 8) -> dict:
     """Prepare the database, serve it with gunicorn, measure the three phases, write the JSON."""
+    load_before = os.getloadavg()
     key, database = prepare_database()
     port = free_port()
     log = Path(tempfile.gettempdir()) / f"bench-jobs-gunicorn-{port}.log"
@@ -425,7 +431,7 @@ def run(duration: float = 30, clients: int = 8) -> dict:
         "benchmark": "jobs",
         "config": {"duration_s": duration, "warmup_s": warmup_seconds(duration), "clients": clients},
         "config_server": {"workers": WORKERS, "worker_class": "sync", "settings": SETTINGS},
-        "machine": machine(database),
+        "machine": machine(database, load_before),
         "phases": phases,
         "ratios": ratio,
         "targets": targets(phases, ratio),
@@ -437,11 +443,17 @@ def run(duration: float = 30, clients: int = 8) -> dict:
     return result
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM behaves like Ctrl-C, so the ``finally`` that stops gunicorn runs."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench jobs", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=30, help="seconds per phase (default 30)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads (default 8)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         run(duration=args.duration, clients=args.clients)
     except KeyboardInterrupt:
