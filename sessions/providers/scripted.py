@@ -11,12 +11,7 @@ Config:
   call fails with ``"script exhausted"``, a provider error (``network_error=False``) that ends the
   session like any refusal would.
 * ``network_errors_at`` (list of int): answer indexes whose call fails with ``network_error=True``,
-  as if the provider were unreachable. Without ``once`` such an index fails on every attempt.
-* ``once`` (bool, default false): a failing index succeeds when the prompt's last message is a
-  SYSTEM message whose text starts with ``"NETWORK_ERROR"`` (the processor renders system messages
-  as ``"<TYPE>: <summary>"``), i.e. on the retry that follows the recorded failure. This only works
-  if that message reaches the prompt; the seed filters NETWORK_ERROR messages out of prompts, in
-  which case every attempt fails.
+  as if the provider were unreachable, on every attempt (an AUTOMATION keeps retrying every 30 s).
 
 Token counts are word counts (prompt words as input, answer words as output), so that limits and
 cost displays have deterministic, non-zero figures to show.
@@ -30,7 +25,6 @@ from sessions.providers.base import AIResponse, PromptData
 from sessions.providers.http import provider_error
 
 EXHAUSTED = "script exhausted"
-NETWORK_ERROR_PREFIX = "NETWORK_ERROR"
 
 
 class ScriptedProvider:
@@ -41,7 +35,7 @@ class ScriptedProvider:
         if not isinstance(responses, list) or not all(isinstance(item, str) for item in responses):
             return provider_error("scripted config: 'responses' must be a list of strings")
         index = response_index(prompt)
-        if _fails_now(prompt, config, index):
+        if _fails_now(config, index):
             return AIResponse(
                 success=False, network_error=True, error_message=f"scripted network error at response {index}"
             )
@@ -57,17 +51,8 @@ def response_index(prompt: PromptData) -> int:
     return sum(1 for message in prompt.session_messages if message.sender == "AI")
 
 
-def _fails_now(prompt: PromptData, config: dict[str, Any], index: int) -> bool:
-    if index not in (config.get("network_errors_at") or []):
-        return False
-    return not (config.get("once") and _follows_network_error(prompt))
-
-
-def _follows_network_error(prompt: PromptData) -> bool:
-    if not prompt.session_messages:
-        return False
-    last = prompt.session_messages[-1]
-    return last.sender == "SYSTEM" and last.text.startswith(NETWORK_ERROR_PREFIX)
+def _fails_now(config: dict[str, Any], index: int) -> bool:
+    return index in (config.get("network_errors_at") or [])
 
 
 def _answer(prompt: PromptData, content: str) -> AIResponse:

@@ -544,7 +544,7 @@ def test_scripted_empty_script_is_exhausted_even_with_repeat_last() -> None:
     assert response.error_message == "script exhausted"
 
 
-def test_scripted_network_errors_at_fails_every_time_without_once() -> None:
+def test_scripted_network_errors_at_fails_every_attempt() -> None:
     config = {**SCRIPT, "network_errors_at": [1]}
     provider = ScriptedProvider()
 
@@ -554,24 +554,6 @@ def test_scripted_network_errors_at_fails_every_time_without_once() -> None:
 
     assert (failed.success, failed.network_error) == (False, True)
     assert (retried.success, retried.network_error) == (False, True)
-
-
-def test_scripted_network_errors_at_with_once_succeeds_after_a_network_error_message() -> None:
-    config = {**SCRIPT, "network_errors_at": [1], "once": True}
-    provider = ScriptedProvider()
-    base = [PromptMessage("USER", "go"), PromptMessage("AI", "first")]
-
-    failed = provider.query(PromptData("", "", base), config)
-    other_system = provider.query(PromptData("", "", [*base, PromptMessage("SYSTEM", "DATA_ADDED: rows")]), config)
-    retried = provider.query(
-        PromptData("", "", [*base, PromptMessage("SYSTEM", "NETWORK_ERROR: provider unreachable")]), config
-    )
-
-    assert (failed.success, failed.network_error) == (False, True)
-    assert failed.error_message == "scripted network error at response 1"
-    assert (other_system.success, other_system.network_error) == (False, True)
-    assert retried.success
-    assert retried.content == "second"
 
 
 def test_scripted_token_counts_are_deterministic_word_counts() -> None:
