@@ -14,7 +14,8 @@ from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
 from agents.schemas import JobOut, JobResultOut, LeaseIn
-from governance.exceptions import Forbidden, NotFound
+from governance.access import get_for, require_owner_agent
+from governance.exceptions import NotFound
 from governance.principals import Principal
 
 router = Router(tags=["jobs"])
@@ -53,21 +54,14 @@ def serialize(job: Job, *, fresh: bool = False) -> dict[str, Any]:
 
 
 def _visible_job(principal: Principal, job_id: UUID) -> Job:
-    job = Job.objects.select_related("agent", "manifest").filter(pk=job_id).first()
-    if job is None:
-        raise NotFound(f"No job {job_id}.")
-    if principal.agent is not None:
-        if job.agent_id != principal.agent.pk:
-            raise Forbidden("This job belongs to another agent.")
-    elif not principal.has_perm("agents.view_job"):
-        raise Forbidden("Your account may not view jobs.")
-    return job
+    return get_for(
+        principal, Job.objects.select_related("agent", "manifest"), job_id, perm="agents.view_job", what="job"
+    )
 
 
 def _owned_job(principal: Principal, job_id: UUID) -> Job:
     job = _visible_job(principal, job_id)
-    if principal.agent is None:
-        raise Forbidden("Only the agent that owns the job changes it.")
+    require_owner_agent(principal, "job")
     return job
 
 

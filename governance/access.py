@@ -6,6 +6,8 @@ fleet); operators need the model's view permission.
 
 from __future__ import annotations
 
+from django.db.models import Model, QuerySet
+
 from agents.models import Agent
 from governance.exceptions import Forbidden, NotFound
 from governance.principals import Principal
@@ -22,3 +24,23 @@ def get_agent_for(principal: Principal, agent_id: str) -> Agent:
     if agent is None:
         raise NotFound(f"No agent {agent_id!r}.")
     return agent
+
+
+def get_for(principal: Principal, queryset: QuerySet, pk: object, *, perm: str, what: str) -> Model:
+    """An agent-owned object (job, session) by primary key: 404 when it does not exist, 403 for
+    another agent's object or for an operator without ``perm``."""
+    found = queryset.filter(pk=pk).first()
+    if found is None:
+        raise NotFound(f"No {what} {pk}.")
+    if principal.agent is not None:
+        if found.agent_id != principal.agent.pk:
+            raise Forbidden(f"This {what} belongs to another agent.")
+    elif not principal.has_perm(perm):
+        raise Forbidden(f"Your account may not view {what}s.")
+    return found
+
+
+def require_owner_agent(principal: Principal, what: str) -> None:
+    """Only the owning agent drives its object; operators read (and stop) but never drive."""
+    if principal.agent is None:
+        raise Forbidden(f"Only the agent that owns the {what} changes it.")

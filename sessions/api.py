@@ -11,7 +11,7 @@ from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents.models import Agent
-from governance.access import get_agent_for
+from governance.access import get_agent_for, get_for, require_owner_agent
 from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
 from sessions import prompt, scheduler
@@ -34,21 +34,13 @@ automations = Router(tags=["automations"])
 
 
 def _visible_session(principal: Principal, session_id: UUID) -> AISession:
-    session = AISession.objects.select_related("agent", "automation").filter(pk=session_id).first()
-    if session is None:
-        raise NotFound(f"No session {session_id}.")
-    if principal.agent is not None:
-        if principal.agent.pk != session.agent_id:
-            raise Forbidden("This session belongs to another agent.")
-    elif not principal.has_perm("ai_sessions.view_aisession"):
-        raise Forbidden("Your account may not view sessions.")
-    return session
+    sessions = AISession.objects.select_related("agent", "automation")
+    return get_for(principal, sessions, session_id, perm="ai_sessions.view_aisession", what="session")
 
 
 def _own_session(principal: Principal, session_id: UUID) -> AISession:
     session = _visible_session(principal, session_id)
-    if principal.agent is None:
-        raise Forbidden("Only the agent that owns the session drives it.")
+    require_owner_agent(principal, "session")
     return session
 
 
