@@ -54,5 +54,8 @@ def sync(apps: Any) -> None:
 
 
 def sync_after_migrate(sender: Any, apps: Any = None, **kwargs: Any) -> None:
-    if sender.label == "governance" and apps is not None:
-        sync(apps)
+    """After migrate (historical apps) and after a flush (which sends no `apps`: the live ones)."""
+    if sender.label == "governance":
+        from django.apps import apps as live_apps
+
+        sync(apps or live_apps)

@@ -25,6 +25,7 @@ from governance import reviews
 from governance.exceptions import Conflict
 from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
+from governance.services import record
 from sessions import enrichments
 from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
 from sessions.models import AISession, Automation, SessionMessage
@@ -60,12 +61,21 @@ def _activate(session: AISession, now: datetime) -> bool:
 
 
 def _release(active: AISession, now: datetime) -> None:
-    """Free the slot for a CHAT: an AUTOMATION closing anyway ends now; anything else is
-    SUSPENDED and resumes when the slot is free again."""
+    """Free the slot for a CHAT: a session closing anyway ends now; anything else is SUSPENDED.
+    A suspended AUTOMATION resumes later; a CHAT never does, so its pending question to the
+    reviewers is withdrawn rather than left in the inbox with nobody to receive the answer."""
     if active.phase == Phase.AWAITING_SESSION_CLOSURE:
         apply_event(active.pk, Event.SESSION_COMPLETED, {}, actor=SYSTEM, now=now)
-    else:
-        apply_event(active.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.SUSPENDED.value}, actor=SYSTEM, now=now)
+        return
+    apply_event(active.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.SUSPENDED.value}, actor=SYSTEM, now=now)
+    item_id = (active.waiting_context or {}).get("reviewItemId")
+    if active.type == SessionType.CHAT.value and item_id:
+        _withdraw(item_id, "Withdrawn: a newer chat of the same agent interrupted this one.")
+
+
+def _withdraw(item_id: int, why: str) -> None:
+    if ReviewItem.objects.filter(pk=item_id, status=ReviewItem.Status.PENDING).exists():
+        reviews.decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment=why, notify=False)
 
 
 # --- starting sessions ---------------------------------------------------------------------
@@ -152,10 +162,16 @@ def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now:
     return seed
 
 
+@transaction.atomic
 def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -> AISession:
-    """STOP: the session ends CANCELLED and never resumes."""
+    """STOP: the session ends CANCELLED and never resumes; who stopped it is recorded, and a
+    question it left with the reviewers is withdrawn."""
+    waiting = (session.waiting_context or {}).get("reviewItemId")
     apply_event(session.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.CANCELLED.value}, actor=actor, now=now)
     session.refresh_from_db()
+    record(actor=actor, action="session.stopped", target=session, phase=session.phase)
+    if waiting:
+        _withdraw(waiting, f"Withdrawn: the session was stopped by {actor.label}.")
     return session
 
 

@@ -4,4 +4,6 @@ from sessions import views
 
 urlpatterns = [
     path("", views.session_list, name="session-list"),
+    path("<uuid:session_id>/", views.session_detail, name="session-detail"),
+    path("<uuid:session_id>/stop/", views.session_stop, name="session-stop"),
 ]

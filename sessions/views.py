@@ -1,12 +1,146 @@
-"""Operator pages for AI sessions."""
+"""Operator pages for AI sessions: the filtered list, one session's thread and timeline, STOP.
+
+Views only gather and delegate (STOP goes through ``sessions.scheduler.stop``, like the API).
+As on the fleet pages, an htmx request gets the partial it swaps in, and a full load with the
+same query string renders the same rows inside the layout, so pushed URLs stay shareable.
+"""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from agents.forms import ANY, FilterForm
+from governance.exceptions import Conflict
+from governance.models import ReviewItem
+from governance.principals import Principal
+from sessions import scheduler
+from sessions.machine import Phase, SessionType
+from sessions.models import AISession, SessionMessage
+
+SESSIONS_PER_PAGE = 50
+ASKS = ("dataCommands", "actionCommands", "communicationModule")  # what an AI message can ask for
+
+view_sessions = permission_required("ai_sessions.view_aisession", raise_exception=True)
+change_sessions = permission_required("ai_sessions.change_aisession", raise_exception=True)
+
+
+class SessionFilterForm(FilterForm):
+    type = forms.ChoiceField(required=False, choices=[ANY, *((t.value, t.value.title()) for t in SessionType)])
+    phase = forms.ChoiceField(required=False, choices=[ANY, *((p.value, p.value) for p in Phase)])
+    active = forms.TypedChoiceField(
+        required=False,
+        choices=[ANY, ("yes", "Active"), ("no", "Not active")],
+        coerce=lambda value: value == "yes",
+        empty_value=None,
+    )
+
+
+def _partial(request: HttpRequest) -> bool:
+    """htmx swaps get the partial; a history restore after a cache miss needs the whole page."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 @login_required
+@view_sessions
 def session_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "sessions/session_list.html")
+    form = SessionFilterForm(request.GET)
+    filters = form.values()
+    lookups = {"type": filters.get("type"), "phase": filters.get("phase"), "is_active": filters.get("active")}
+    sessions = (
+        AISession.objects.select_related("agent")
+        .filter(**{field: value for field, value in lookups.items() if value is not None})
+        .order_by("-created_at")
+    )
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"form": form, "page": page, "sessions": page.object_list}
+    template = "sessions/partials/session_rows.html" if _partial(request) else "sessions/session_list.html"
+    return render(request, template, context)
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One line of the timeline: when, who or what, and a short description."""
+
+    at: datetime
+    kind: str
+    label: str
+    detail: str = ""
+
+
+def _message_moment(message: SessionMessage) -> Moment:
+    if message.sender == SessionMessage.Sender.SYSTEM:
+        detail = (message.system_message or {}).get("summary") or ""
+        return Moment(message.timestamp, "system", f"System: {message.system_type or 'message'}", detail)
+    if message.sender == SessionMessage.Sender.AI:
+        if message.ai_message is not None:
+            commands = [name for name in ASKS if message.ai_message.get(name)]
+            detail = "with " + ", ".join(commands) if commands else "text only"
+        else:
+            detail = "follow-up text" if not message.fallback_kind else message.fallback_kind
+        return Moment(message.timestamp, "ai", "AI answered", detail)
+    return Moment(message.timestamp, "user", "User message", "")
+
+
+def _timeline(messages: list[SessionMessage], reviews: list[ReviewItem]) -> list[Moment]:
+    """The session's history from what it keeps: its messages in order, and the review items it
+    opened with their decisions. The processor writes no audit rows of its own for sessions, so
+    phases in between are not recorded; the current one is shown beside the timeline."""
+    moments = [_message_moment(message) for message in messages]
+    for item in reviews:
+        moments.append(Moment(item.created_at, "review", f"Review #{item.pk} opened", item.title))
+        decision = getattr(item, "decision", None)
+        if decision is not None:
+            who = decision.user.get_username() if decision.user else decision.decided_by
+            moments.append(Moment(decision.decided_at, "review", f"Review #{item.pk} {item.status}", f"by {who}"))
+    return sorted(moments, key=lambda moment: moment.at)
+
+
+def _state_context(request: HttpRequest, session: AISession, **extra: Any) -> dict[str, Any]:
+    can_stop = request.user.has_perm("ai_sessions.change_aisession") and session.phase != Phase.COMPLETED
+    return {"session": session, "can_stop": can_stop, **extra}
+
+
+def _session(session_id: UUID) -> AISession:
+    return get_object_or_404(AISession.objects.select_related("agent", "automation"), pk=session_id)
+
+
+@login_required
+@view_sessions
+def session_detail(request: HttpRequest, session_id: UUID) -> HttpResponse:
+    session = _session(session_id)
+    thread = list(session.messages.filter(removed_at__isnull=True).order_by("seq"))
+    reviews = list(
+        ReviewItem.objects.filter(payload__session=str(session.pk)).select_related("decision__user").order_by("pk")
+    )
+    context = _state_context(request, session, thread=thread, timeline=_timeline(thread, reviews), reviews=reviews)
+    return render(request, "sessions/session_detail.html", context)
+
+
+@login_required
+@change_sessions
+@require_POST
+def session_stop(request: HttpRequest, session_id: UUID) -> HttpResponse:
+    """STOP from the page: the session ends CANCELLED and never resumes. Stopping one that has
+    already ended is not an error page: the state card says so."""
+    session = _session(session_id)
+    try:
+        session = scheduler.stop(session, actor=Principal(user=request.user))
+        notice = "Stopped: the session ended as cancelled."
+    except Conflict as exc:
+        session = _session(session_id)
+        notice = f"Not stopped: {exc.detail}"
+    if not request.htmx:
+        messages.info(request, notice)
+        return redirect("session-detail", session_id=session.pk)
+    return render(request, "sessions/partials/session_state.html", _state_context(request, session, notice=notice))

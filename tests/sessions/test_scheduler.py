@@ -219,9 +219,10 @@ def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resume
     url = f"/sessions/{started['sessionId']}/events"
     action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
     content = json.dumps({"preText": "snap", "actionCommands": [action]})
-    assert vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}}).json()["state"][
-        "phase"
-    ] == "WAITING_VALIDATION"  # a tool that requires approval waits even in AUTOMATION
+    assert (
+        vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}}).json()["state"]["phase"]
+        == "WAITING_VALIDATION"
+    )  # a tool that requires approval waits even in AUTOMATION
     chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "interrupt"}).json()
     item = ReviewItem.objects.get()
     Api(client, _key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
@@ -232,3 +233,40 @@ def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resume
 
     resumed = AISession.objects.get(pk=started["sessionId"])
     assert (resumed.is_active, resumed.phase) == (True, "EXECUTING_ACTIONS")
+
+
+@pytest.mark.django_db
+def test_stopping_is_recorded_and_withdraws_the_pending_question(vlevel_api):
+    import json
+
+    from governance.models import AuditEvent
+
+    chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
+    url = f"/sessions/{chat['sessionId']}/events"
+    vlevel_api.post(url, {"type": "UserMessageSent", "payload": {"text": "snap"}})
+    action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
+    content = json.dumps({"preText": "ok", "actionCommands": [action]})
+    vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}})
+
+    vlevel_api.post(f"/sessions/{chat['sessionId']}/stop")
+
+    assert AuditEvent.objects.filter(action="session.stopped", actor="agent:agent.seo.vlevel").exists()
+    item = ReviewItem.objects.get()
+    assert item.status == "expired"
+    assert "stopped" in item.decision.comment
+
+
+@pytest.mark.django_db
+def test_an_interrupted_chat_withdraws_its_pending_question(vlevel_api):
+    import json
+
+    chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
+    url = f"/sessions/{chat['sessionId']}/events"
+    vlevel_api.post(url, {"type": "UserMessageSent", "payload": {"text": "snap"}})
+    action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
+    content = json.dumps({"preText": "ok", "actionCommands": [action]})
+    vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}})
+
+    vlevel_api.post("/sessions", {"type": "CHAT", "name": "newer"})
+
+    assert ReviewItem.objects.get().status == "expired"
