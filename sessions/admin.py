@@ -11,12 +11,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
 from governance.principals import Principal
 from governance.services import record
 from sessions.models import AISession, Automation, PromptChunk, SessionMessage
+from sessions.processor import enqueue
 
 MESSAGE_PREVIEW_CHARS = 120
 
@@ -154,6 +156,9 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
             target=obj,
             fields={name: str(form.cleaned_data.get(name)) for name in form.changed_data},
         )
+        # Enabled, disabled or rescheduled: the scheduler looks at the agent's slot now (seed section 6).
+        agent_id = obj.agent_id
+        transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent_id))
 
 
 @admin.register(PromptChunk)
