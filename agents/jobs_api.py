@@ -21,9 +21,10 @@ from governance.principals import Principal
 router = Router(tags=["jobs"])
 
 
-def serialize(job: Job, *, fresh: bool = False) -> dict[str, Any]:
-    """The JobOut document. A job created by this very request has no artifacts or escalations
-    yet: ``fresh`` skips asking."""
+def serialize(job: Job) -> dict[str, Any]:
+    """The JobOut document. Artifacts exist only once a job is finished and escalations only
+    once it has a result, so younger jobs skip those two lookups (the hot path of submissions
+    and idempotent replays)."""
     return {
         "jobId": job.job_id,
         "traceId": job.trace_id,
@@ -45,11 +46,13 @@ def serialize(job: Job, *, fresh: bool = False) -> dict[str, Any]:
         "output": job.output,
         "preConditions": job.pre_conditions,
         "postConditions": job.post_conditions,
-        "artifacts": [] if fresh else [
+        "artifacts": [] if not job.is_finished else [
             {**vars(a), "url": reverse("api:job_artifact", kwargs={"job_id": job.job_id, "kind": a.kind})}
             for a in job.artifact_files.all()
         ],
-        "escalations": [] if fresh else [describe(e) for e in job.escalations.select_related("target_agent")],
+        "escalations": [] if job.output is None else [
+            describe(e) for e in job.escalations.select_related("target_agent")
+        ],
     }  # fmt: skip
 
 
@@ -72,7 +75,7 @@ def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn
     job, created = jobs.submit_job(data, actor=request.auth)
     if not created:
         response["Idempotent-Replayed"] = "true"
-    return Status(201 if created else 200, serialize(job, fresh=created))
+    return Status(201 if created else 200, serialize(job))
 
 
 class _LazySerialized:
