@@ -72,8 +72,9 @@ def authenticate_key(plain: str) -> ApiKey | None:
     parsed = keys.parse(plain)
     if parsed is None:
         return None
+    owner = "agent" if parsed.kind == ApiKey.Kind.AGENT else "user"  # the key says which join it needs
     api_key = (
-        ApiKey.objects.select_related("agent", "user")
+        ApiKey.objects.select_related(owner)
         .filter(prefix=parsed.prefix, kind=parsed.kind, revoked_at__isnull=True)
         .first()
     )
