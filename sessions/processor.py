@@ -62,6 +62,12 @@ def to_state(session: AISession) -> machine.State:
     )
 
 
+SAVED_FIELDS = [
+    "phase", "total_roundtrips", "last_event_time", "last_user_interaction_time", "waiting_context", "is_active",
+    "end_reason", "pending_end_reason", "timer_at", "timer_event", "tokens_used", "last_activity",
+]  # fmt: skip
+
+
 def _store_state(session: AISession, state: machine.State) -> None:
     session.phase = state.phase.value
     session.total_roundtrips = state.total_roundtrips
@@ -90,6 +96,10 @@ class _Run:
     now: datetime
     queue: deque[EventInput] = field(default_factory=deque)
     on_commit: list[Any] = field(default_factory=list)
+    # What this chain already knows, so each event costs as few statements as it can.
+    _seq: int | None = None
+    _ai: SessionMessage | None = None
+    _user_commands: list[dict[str, Any]] | None = None
 
     # --- driving ---------------------------------------------------------------------------
 
@@ -112,7 +122,7 @@ class _Run:
                 getattr(self, f"_{item.kind}")(before, current, item.data)
         else:
             raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
-        self.session.save()
+        self.session.save(update_fields=SAVED_FIELDS)
 
     def _raise(self, event: Event, **payload: Any) -> None:
         self.queue.append(EventInput(event, self.now, payload))
@@ -120,20 +130,27 @@ class _Run:
     # --- messages ----------------------------------------------------------------------------
 
     def _add(self, sender: str, **fields: Any) -> SessionMessage:
-        last = self.session.messages.aggregate(last=Max("seq"))["last"] or 0
-        return SessionMessage.objects.create(
-            session=self.session, seq=last + 1, timestamp=self.now, sender=sender, **fields
+        if self._seq is None:  # the session row is locked: nobody else appends meanwhile
+            self._seq = self.session.messages.aggregate(last=Max("seq"))["last"] or 0
+        self._seq += 1
+        message = SessionMessage.objects.create(
+            session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields
         )
+        if sender == "AI" and message.ai_message_json is not None:
+            self._ai = message
+        return message
 
     def _add_system(self, message: dict[str, Any], **fields: Any) -> SessionMessage:
         return self._add("SYSTEM", system_message=message, system_type=message["type"], **fields)
 
     def _last_ai(self) -> SessionMessage | None:
-        return (
-            self.session.messages.filter(sender="AI", ai_message_json__isnull=False, removed_at__isnull=True)
-            .order_by("-seq")
-            .first()
-        )
+        if self._ai is None:
+            self._ai = (
+                self.session.messages.filter(sender="AI", ai_message_json__isnull=False, removed_at__isnull=True)
+                .order_by("-seq")
+                .first()
+            )
+        return self._ai
 
     # --- effects (named after machine.Effect kinds) -----------------------------------------------
 
@@ -154,14 +171,16 @@ class _Run:
                 errors=[{"loc": ["body", "payload", "segments"], "msg": str(exc), "type": "invalid_segment"}],
             ) from exc
         self._add("USER", rich_content=rich)
+        self._user_commands = rich.get("dataCommands", [])
 
     def _execute_enrichments(self, before: machine.State, event: EventInput, data: dict) -> None:
-        last_other = self.session.messages.exclude(sender="USER").aggregate(last=Max("seq"))["last"] or 0
-        commands = [
-            DataCommand.from_dict(command)
-            for message in self.session.messages.filter(sender="USER", seq__gt=last_other, rich_content__isnull=False)
-            for command in message.rich_content.get("dataCommands", [])
-        ]
+        """The enrichments of the user's latest message(s): the one just stored, or, when an
+        AUTOMATION starts, the messages copied from its SEED."""
+        if self._user_commands is None:
+            last_other = self.session.messages.exclude(sender="USER").aggregate(last=Max("seq"))["last"] or 0
+            user_messages = self.session.messages.filter(sender="USER", seq__gt=last_other, rich_content__isnull=False)
+            self._user_commands = [c for m in user_messages for c in m.rich_content.get("dataCommands", [])]
+        commands = [DataCommand.from_dict(command) for command in self._user_commands]
         if commands:
             batch = self._execute(commands)
             if batch.system_message:
@@ -220,6 +239,8 @@ class _Run:
         )
 
     def _resolve_validation(self, parsed: dict[str, Any]) -> validation.Decision:
+        if not parsed.get("actionCommands"):
+            return validation.Decision(required=False, context={})  # only actions are ever validated
         agent = self.session.agent
         tools = {
             tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)

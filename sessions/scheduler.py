@@ -235,7 +235,8 @@ def _watchdog(now: datetime) -> int:
         ~Q(phase__in=[p.value for p in WAITING_PHASES | ACTIVE_PHASES] + [Phase.WAITING_NETWORK_RETRY.value])
         & Q(last_event_time__lt=cutoff)
     )
-    idle = AISession.objects.filter(quiet, is_active=True).exclude(type=SessionType.CHAT.value, phase=Phase.IDLE.value)
+    # A chat never closes by itself (seed section 6): only automations are looked at.
+    idle = AISession.objects.filter(quiet, is_active=True).exclude(type=SessionType.CHAT.value)
     closed = 0
     for session_id in idle.values_list("pk", flat=True):
         try:
