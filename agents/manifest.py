@@ -117,6 +117,9 @@ class ToolSpec(_Strict):
     requires_approval: bool | None = Field(
         None, description="A reviewer must approve each use; defaults to true for write and execute tools."
     )
+    approval_timeout_hours: float | None = Field(
+        None, gt=0, le=24 * 30, description="Extension: how long a request to use this tool waits for a reviewer."
+    )
 
     @model_validator(mode="before")
     @classmethod

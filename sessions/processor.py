@@ -22,6 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agents.models import ManifestTool
+from agents.registry import manifest_document
 from governance import reviews
 from governance.exceptions import Conflict, Forbidden, InvalidInput
 from governance.models import ReviewDecision, ReviewItem
@@ -257,6 +258,19 @@ class _Run:
             ),
         )
 
+    def _review_expiry(self, actions: list[dict[str, Any]]) -> datetime:
+        """REVIEW_EXPIRY_HOURS, or sooner when a tool of the request sets its own
+        `approval_timeout_hours` in the manifest (the strictest tool wins)."""
+        hours = [settings.REVIEW_EXPIRY_HOURS]
+        manifest_id = self.session.agent.active_manifest_id
+        if actions and manifest_id:
+            tools = {tool["tool_id"]: tool for tool in manifest_document(manifest_id)["tools"]}
+            for action in actions:
+                tool = tools.get(str(action.get("params", {}).get("tool_id") or action["type"]), {})
+                if tool.get("approval_timeout_hours"):
+                    hours.append(tool["approval_timeout_hours"])
+        return self.now + timedelta(hours=min(hours))
+
     def _open_review(self, kind: str, title: str, payload: dict[str, Any]) -> int:
         last_ai = self._last_ai()
         item = reviews.open_item(
@@ -270,7 +284,7 @@ class _Run:
                 "lastAiMessage": (last_ai.ai_message or {}).get("preText", "") if last_ai else "",
                 **payload,
             },
-            expires_at=self.now + timedelta(hours=settings.REVIEW_EXPIRY_HOURS),
+            expires_at=self._review_expiry(payload.get("actionCommands") or []),
         )
         return item.pk
 

@@ -270,3 +270,35 @@ def test_an_interrupted_chat_withdraws_its_pending_question(vlevel_api):
     vlevel_api.post("/sessions", {"type": "CHAT", "name": "newer"})
 
     assert ReviewItem.objects.get().status == "expired"
+
+
+@pytest.mark.django_db
+def test_a_tool_may_set_a_shorter_approval_timeout(client, admin_api):
+    import json
+
+    from agents.manifest import read_text
+    from tests.conftest import Api, _key, manifest_text
+
+    document = read_text(manifest_text("agent.seo.vlevel"))
+    document["tools"][1]["approval_timeout_hours"] = 2
+    assert admin_api.put("/agents/agent.seo.vlevel/manifest", document).status_code == 201
+    from agents.models import Agent
+
+    api = Api(client, _key(agent=Agent.objects.get(agent_id="agent.seo.vlevel")))
+    chat = api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
+    url = f"/sessions/{chat['sessionId']}/events"
+    api.post(url, {"type": "UserMessageSent", "payload": {"text": "snap"}})
+    action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
+    api.post(
+        url,
+        {
+            "type": "AIResponseReceived",
+            "payload": {"content": json.dumps({"preText": "ok", "actionCommands": [action]})},
+        },
+    )
+
+    item = ReviewItem.objects.get()
+    assert timedelta(hours=1, minutes=59) < item.expires_at - item.created_at < timedelta(hours=2, minutes=1)
+    scheduler.tick(now=timezone.now() + timedelta(hours=2, minutes=1))
+    item.refresh_from_db()
+    assert item.status == "expired"
