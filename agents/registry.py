@@ -50,6 +50,13 @@ def _locked_agent(agent_id: str) -> Agent:
     return Agent.objects.select_for_update(of=("self",)).select_related("active_manifest").get(agent_id=agent_id)
 
 
+def _same_content(row: AgentManifest, digest: str) -> bool:
+    """Whether ``row`` holds the manifest whose canonical form hashes to ``digest``. A row stored
+    before the schema gained a field has another canonical form for the same content: it is
+    compared after re-validation, so an upgrade never makes an unchanged manifest "conflict"."""
+    return row.content_hash == digest or content_hash(Manifest.model_validate(row.document).document()) == digest
+
+
 @transaction.atomic
 def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManifest, bool]:
     """Store and activate ``manifest``. Returns (row, created); created is False for a no-op."""
@@ -60,14 +67,14 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
     digest = content_hash(document)
     active = agent.active_manifest
     same_version = agent.manifests.filter(version=manifest.version).first()
-    if same_version is not None and same_version.content_hash != digest:
+    if same_version is not None and not _same_content(same_version, digest):
         raise Conflict(
             f"Version {manifest.version} of {manifest.id} already exists with different content; "
             "bump the version to change the manifest.",
             agent_id=manifest.id,
             version=manifest.version,
         )
-    if active is not None and active.content_hash == digest and active.version == manifest.version:
+    if active is not None and active.version == manifest.version and _same_content(active, digest):
         return active, False
     if active is not None and version_key(manifest.version) <= version_key(active.version):
         raise Conflict(

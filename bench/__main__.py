@@ -1,25 +1,30 @@
 """``python -m bench [name ...] [--flag value ...]``: run every benchmark, or the ones named.
 
-Names are the module names in ``bench/`` (``jobs``, ``sessions``, ...); everything from the first
-argument starting with ``-`` on is handed to each benchmark's own ``main(argv)`` (a module with
-only ``run()`` is called without flags).
+Names are the module names in ``bench/`` that define a top-level ``run()`` (``jobs``,
+``sessions``, ...); helper modules (``common``, ``fleet``, ``settings``, ...) define none and are
+not listed. Everything from the first argument starting with ``-`` on is handed to each
+benchmark's own ``main(argv)`` (a module with only ``run()`` is called without flags).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
-# Modules of the package that support the benchmarks but are not benchmarks themselves.
-NOT_BENCHMARKS = frozenset({"settings", "urls", "views"})
-
 
 def available() -> list[str]:
-    """Benchmark modules found next to this file, so a new one needs no registration."""
-    found = pkgutil.iter_modules([str(Path(__file__).parent)])
-    return sorted(m.name for m in found if not m.name.startswith("_") and m.name not in NOT_BENCHMARKS)
+    """Benchmark modules found next to this file, so a new one needs no registration: those
+    defining ``run`` at top level. Read, not imported (``urls`` would need Django configured)."""
+    return sorted(
+        path.stem for path in Path(__file__).parent.glob("*.py") if not path.stem.startswith("_") and defines_run(path)
+    )
+
+
+def defines_run(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return any(isinstance(node, ast.FunctionDef) and node.name == "run" for node in tree.body)
 
 
 def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:

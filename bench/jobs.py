@@ -23,9 +23,7 @@ import ctypes
 import http.client
 import itertools
 import json
-import math
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -37,16 +35,25 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results" / "jobs.json"
-SETTINGS = "bench.settings"
+from bench.common import (
+    BASE_DIR,
+    MANIFEST,
+    SETTINGS,
+    div,
+    machine,
+    package_version,
+    percentile,
+    prepare_database,
+    print_targets,
+    run_threads,
+    warmup_seconds,
+    write_result,
+)
+
 DB_NAME = "governance_bench"
-MANIFEST = BASE_DIR / "agents" / "manifests" / "agent.seo.vlevel.yaml"
 WORKERS = 2
 REPLAY_BODIES = 8
 HEALTH_TIMEOUT = 90.0
@@ -173,19 +180,8 @@ def drive(port: int, next_request: Callable[[], Request], check: Check, clients:
         threading.Thread(target=_client, args=(port, next_request, check, deadline, tally), daemon=True)
         for _ in range(clients)
     ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():  # join() with a timeout stays interruptible by Ctrl-C
-            thread.join(0.2)
+    run_threads(threads)
     return summarise(tally, time.perf_counter() - started)
-
-
-def percentile(ordered: list[float], pct: float) -> float:
-    """Nearest-rank percentile of an already sorted list (no interpolation between samples)."""
-    if not ordered:
-        return math.nan
-    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
 def summarise(tally: Tally, seconds: float) -> dict[str, Any]:
@@ -214,34 +210,22 @@ def phase(port: int, next_request: Callable[[], Request], check: Check, clients:
     return drive(port, next_request, check, clients, duration)
 
 
-def warmup_seconds(duration: float) -> float:
-    return min(3.0, duration / 10)
-
-
 # --- Database and server ------------------------------------------------------------------------
 
 
-def prepare_database() -> tuple[str, str]:
+def prepare_jobs_database() -> tuple[str, str]:
     """Migrate, load the vlevel manifest and issue an agent key, in this process, before the
     server starts. Returns (plain key, where the database is). A second run reuses the manifest
     (loading the same version is a no-op) and only adds a key."""
-    os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS
-    os.environ["EMBEDDED_DB_NAME"] = DB_NAME
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    where = prepare_database(DB_NAME)
     from django.db import connection
 
     from agents.registry import load_manifest
     from governance.principals import SYSTEM
     from governance.services import issue_api_key
 
-    call_command("migrate", interactive=False, verbosity=0)
     row, _ = load_manifest(MANIFEST.read_text(encoding="utf-8"), actor=SYSTEM)
     _, key = issue_api_key(actor=SYSTEM, name="bench", agent=row.agent)
-    db = connection.settings_dict
-    where = f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded'}: {db['NAME']}"
     connection.close()
     return key, where
 
@@ -346,10 +330,6 @@ def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dic
 
 def ratios(phases: dict[str, dict]) -> dict[str, float]:
     bare, create, replay = phases["bare"], phases["create"], phases["replay"]
-
-    def div(a: float, b: float) -> float:
-        return round(a / b, 3) if b and not math.isnan(a) and not math.isnan(b) else math.nan
-
     return {
         "create_rps_vs_bare": div(create["rps"], bare["rps"]),
         "replay_rps_vs_bare": div(replay["rps"], bare["rps"]),
@@ -367,32 +347,6 @@ def targets(phases: dict[str, dict], ratio: dict[str, float]) -> dict[str, bool]
     }
 
 
-def machine(database: str, load_before: tuple[float, ...]) -> dict[str, Any]:
-    """Where the numbers come from; the load averages flag a run that shared its cores."""
-    return {
-        "cpu_count": os.cpu_count(),
-        "loadavg_before": [round(x, 2) for x in load_before],
-        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "django": metadata.version("django"),
-        "gunicorn": metadata.version("gunicorn"),
-        "git_commit": git_commit(),
-        "database": database,
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-
-
-def git_commit() -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
-    except OSError:
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.strip() or None
-
-
 def report(result: dict[str, Any]) -> str:
     lines = [f"{'phase':<8}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"]
     for name, p in result["phases"].items():
@@ -404,18 +358,17 @@ def report(result: dict[str, Any]) -> str:
     lines += [f"{name:<26}{value:.3f}" for name, value in result["ratios"].items()]
     box = result["machine"]
     lines.append(f"load average before/after: {box['loadavg_before'][0]} / {box['loadavg_after'][0]}")
-    lines.append("")
-    lines += [f"[{'met' if met else 'MISSED'}] {name}" for name, met in result["targets"].items()]
     for name, p in result["phases"].items():
         for sample in p["error_samples"]:
             lines.append(f"error sample ({name}): {json.dumps(sample)[:600]}")
+    lines.append("")
     return "\n".join(lines)
 
 
 def run(duration: float = 30, clients: int = 8) -> dict:
     """Prepare the database, serve it with gunicorn, measure the three phases, write the JSON."""
     load_before = os.getloadavg()
-    key, database = prepare_database()
+    key, database = prepare_jobs_database()
     port = free_port()
     log = Path(tempfile.gettempdir()) / f"bench-jobs-gunicorn-{port}.log"
     server = start_server(port, log)
@@ -431,15 +384,15 @@ def run(duration: float = 30, clients: int = 8) -> dict:
         "benchmark": "jobs",
         "config": {"duration_s": duration, "warmup_s": warmup_seconds(duration), "clients": clients},
         "config_server": {"workers": WORKERS, "worker_class": "sync", "settings": SETTINGS},
-        "machine": machine(database, load_before),
+        "machine": machine(database, load_before, gunicorn=package_version("gunicorn")),
         "phases": phases,
         "ratios": ratio,
         "targets": targets(phases, ratio),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    path = write_result("jobs", result)
     print(report(result))
-    print(f"written to {RESULTS.relative_to(BASE_DIR)}")
+    print_targets(result["targets"])
+    print(f"written to {path}")
     return result
 
 

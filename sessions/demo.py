@@ -1,6 +1,7 @@
 """Demo sessions: chats in several phases (two waiting for a reviewer), and a hosted scripted
-automation of the architect that runs every 15 minutes under `make run`, so the inbox fills
-itself. Everything goes through the processor, as an agent's events would.
+automation of the architect that runs every 15 minutes under `make run` and asks a reviewer to
+approve its action each time, so the inbox fills itself. Everything goes through the processor,
+as an agent's events would.
 
 Safe to run again: nothing is created when the demo agents already have sessions.
 """
@@ -8,9 +9,9 @@ Safe to run again: nothing is created when the demo agents already have sessions
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any, TextIO
 
+from django.db import transaction
 from django.utils import timezone
 
 from agents.models import Agent
@@ -18,7 +19,7 @@ from governance.principals import Principal
 from sessions import scheduler
 from sessions.machine import Event
 from sessions.models import AISession, Automation
-from sessions.processor import apply_event
+from sessions.processor import apply_event, enqueue
 
 SNAPSHOT = "mcp__chrome-devtools__take_snapshot"
 ISSUE = "mcp__github__create_issue"
@@ -64,14 +65,8 @@ def load(out: TextIO) -> None:
             preText="I will snapshot the page first.", postText="Snapshot stored.",
             actionCommands=[{"type": SNAPSHOT, "params": {"url": "https://shop.example.com/brake-pads"}}])),
     ])  # fmt: skip
-    _chat(architect, "Headlights template", [
-        _say("Should the headlights template change?"),
-        (Event.AI_RESPONSE_RECEIVED, _ai(
-            preText="I propose to open an issue for the template.",
-            actionCommands=[{"type": ISSUE, "params": {"title": "Headlights template: V2 -> V3"}}])),
-    ])  # fmt: skip
     _hosted_automation(architect)
-    out.write("Demo sessions: 4 chats (3 waiting for a reviewer), 1 hosted automation every 15 minutes\n")
+    out.write("Demo sessions: 3 chats (2 waiting for a reviewer), 1 hosted automation every 15 minutes\n")
 
 
 def _hosted_automation(architect: Agent) -> None:
@@ -88,6 +83,8 @@ def _hosted_automation(architect: Agent) -> None:
     )
     Automation.objects.create(
         agent=architect, name="Failed jobs review", seed_session=seed, trigger=Automation.Trigger.SCHEDULED,
-        interval_minutes=15, next_run_at=now + timedelta(minutes=1), provider="scripted",
+        interval_minutes=15, next_run_at=now, provider="scripted",
         provider_config={"responses": script, "simulate_actions": True}, created_by="system",
     )  # fmt: skip
+    # Due now: its first run starts as soon as a worker takes this, and asks a reviewer.
+    transaction.on_commit(lambda: enqueue("sessions.tick_agent", architect.pk))

@@ -183,3 +183,21 @@ def test_load_manifest_command(tmp_path):
     assert AgentManifest.objects.count() == 1
     call_command("load_manifest", str(good), stdout=out, stderr=err)
     assert "unchanged" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_manifest_stored_before_a_schema_change_is_still_the_same_content(admin_api, seed):
+    """Rows keep the canonical form of their day; re-sending the unchanged file after an upgrade
+    that added a field must stay a no-op, not become a conflict."""
+    from agents.manifest import content_hash
+
+    admin_api.put(URL, seed)
+    row = AgentManifest.objects.get()
+    older = {
+        **row.document,
+        "tools": [{k: v for k, v in t.items() if k != "approval_timeout_hours"} for t in row.document["tools"]],
+    }
+    AgentManifest.objects.filter(pk=row.pk).update(document=older, content_hash=content_hash(older))
+
+    assert admin_api.put(URL, seed).status_code == 200
+    assert admin_api.put(URL, {**seed, "owner": "other"}).status_code == 409

@@ -1,0 +1,134 @@
+"""What every benchmark shares: statistics, the database it prepares, where its numbers come
+from, and how it writes and prints them. A helper module, not a benchmark (it has no ``run``).
+
+Nothing here imports Django at module level: a benchmark chooses its settings and database
+(``prepare_database``) before ``django.setup()``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+SETTINGS = "bench.settings"
+MANIFEST = BASE_DIR / "agents" / "manifests" / "agent.seo.vlevel.yaml"
+
+
+# --- Statistics and threads ----------------------------------------------------------------------
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted list (no interpolation between samples)."""
+    if not ordered:
+        return math.nan
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def div(a: float, b: float) -> float:
+    """``a / b`` to 3 decimals; NaN when either side is missing (NaN) or ``b`` is zero."""
+    return round(a / b, 3) if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def warmup_seconds(duration: float) -> float:
+    """The unrecorded warm-up before each measure (connections, lazy imports, plan caches)."""
+    return min(3.0, duration / 10)
+
+
+def run_threads(threads: list[threading.Thread]) -> None:
+    """Start them all, then wait for each; join() with a timeout stays interruptible by Ctrl-C."""
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.2)
+
+
+# --- Database ------------------------------------------------------------------------------------
+
+
+def prepare_database(
+    db_name: str, environ: dict[str, str] | None = None, check: Callable[[str], None] | None = None
+) -> str:
+    """Point ``bench.settings`` at ``db_name`` on the embedded PostgreSQL (``DATABASE_URL`` wins
+    when set), set Django up in this process and migrate; returns where the database is.
+
+    ``environ`` is set before ``django.setup()``; ``check`` gets the database name before anything
+    is written to it and raises to refuse it.
+    """
+    os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS
+    os.environ["EMBEDDED_DB_NAME"] = db_name
+    os.environ.update(environ or {})
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    if check is not None:
+        check(name)
+    call_command("migrate", interactive=False, verbosity=0)
+    return f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded'}: {name}"
+
+
+# --- Where the numbers come from -----------------------------------------------------------------
+
+
+def machine(database: str, load_before: tuple[float, ...], **versions: str) -> dict[str, Any]:
+    """Where the numbers come from; the load averages flag a run that shared its cores.
+
+    ``versions`` are what the caller also depends on (``gunicorn=package_version("gunicorn")``,
+    ``postgres=...``), recorded after Django's, in the order given.
+    """
+    return {
+        "cpu_count": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "django": package_version("django"),
+        **versions,
+        "git_commit": git_commit(),
+        "database": database,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def package_version(name: str) -> str:
+    return metadata.version(name)
+
+
+def git_commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, timeout=10)
+    except OSError:
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+# --- Results -------------------------------------------------------------------------------------
+
+
+def write_result(name: str, result: dict[str, Any]) -> Path:
+    """``bench/results/<name>.json``; returns its path relative to the project."""
+    path = RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    return path.relative_to(BASE_DIR)
+
+
+def print_targets(targets: dict[str, bool]) -> None:
+    """One ``[met]`` / ``[MISSED]`` line per target: printed, never a failure."""
+    for name, met in targets.items():
+        print(f"[{'met' if met else 'MISSED'}] {name}")
