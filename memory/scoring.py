@@ -1,0 +1,124 @@
+"""Reuse scores (seed 004 section 2.3, INV-295-05): computed in SQL, set-wise.
+
+    reuse_score = 0.4 * injections + 0.4 * distinct stories with a gate-8 GO after the injection
+                  + 0.2 * distinct domains injected into
+
+A raw weighted sum, not a ratio (M-01, H-01; TC-NOM-05 gives 1.8 and 1.0). Keyed by the
+learning's (story, gate, tags_hash). Learnings never injected get no row; readers treat a missing
+score as 0.0 (Écart 9).
+
+An incremental run recomputes only the keys touched since the previous run (new injections, and
+keys injected into stories that have since received a gate-8 GO), so its cost follows what
+changed; `full=True` recomputes every key. Both write the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from memory.models import GateResult, LearningInjection, ScoringRun
+
+WEIGHT_INJECTIONS = Decimal("0.4")
+WEIGHT_GATE8_GO = Decimal("0.4")
+WEIGHT_DOMAINS = Decimal("0.2")
+GO_GATE = 8
+
+
+def compute_reuse_score(nb_injections: int, nb_gate8_go: int, nb_domains: int) -> Decimal:
+    """The formula itself, for readers and tests; the SQL below applies the same constants."""
+    return WEIGHT_INJECTIONS * nb_injections + WEIGHT_GATE8_GO * nb_gate8_go + WEIGHT_DOMAINS * nb_domains
+
+
+_TOUCHED = """
+    SELECT l.story, l.gate, l.tags_hash
+      FROM memory_learninginjection i JOIN memory_learning l ON l.id = i.learning_id
+     WHERE i.id > %(last_injection)s
+    UNION
+    SELECT l.story, l.gate, l.tags_hash
+      FROM memory_gateresult g
+      JOIN memory_learninginjection i ON i.story = g.story AND i.at < g.at
+      JOIN memory_learning l ON l.id = i.learning_id
+     WHERE g.id > %(last_gate)s AND g.gate = %(go_gate)s AND g.verdict = 'GO'
+"""
+
+_UPSERT = """
+    WITH {keys}
+    agg AS (
+        SELECT l.story, l.gate, l.tags_hash,
+               count(*) AS nb_injections,
+               count(DISTINCT i.story) FILTER (WHERE EXISTS (
+                   SELECT 1 FROM memory_gateresult g
+                    WHERE g.story = i.story AND g.gate = %(go_gate)s AND g.verdict = 'GO' AND g.at > i.at
+               )) AS nb_go,
+               count(DISTINCT i.domain) AS nb_domains
+          FROM memory_learninginjection i
+          JOIN memory_learning l ON l.id = i.learning_id
+          {join_keys}
+         GROUP BY l.story, l.gate, l.tags_hash
+    )
+    INSERT INTO memory_reusescore
+        (story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score, computed_at)
+    SELECT story, gate, tags_hash, nb_injections, nb_go, nb_domains,
+           %(w_inj)s * nb_injections + %(w_go)s * nb_go + %(w_dom)s * nb_domains, %(now)s
+      FROM agg
+    ON CONFLICT (story, gate, tags_hash) DO UPDATE SET
+        nb_injections = EXCLUDED.nb_injections,
+        nb_stories_gate8_go = EXCLUDED.nb_stories_gate8_go,
+        nb_domains = EXCLUDED.nb_domains,
+        reuse_score = EXCLUDED.reuse_score,
+        computed_at = EXCLUDED.computed_at
+"""
+
+
+@dataclass(frozen=True)
+class ScoringOutcome:
+    mode: str
+    keys_updated: int
+    seconds: float
+
+
+@transaction.atomic
+def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
+    started = timezone.now()
+    # One run at a time: a transaction-level advisory lock, released at commit.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('memory.compute_reuse_scores'))")
+    previous = ScoringRun.objects.first()
+    last_injection = LearningInjection.objects.aggregate(top=Max("id"))["top"] or 0
+    last_gate = GateResult.objects.aggregate(top=Max("id"))["top"] or 0
+    incremental = not full and previous is not None
+    params = {
+        "last_injection": previous.last_injection_id if incremental else 0,
+        "last_gate": previous.last_gate_result_id if incremental else 0,
+        "go_gate": GO_GATE,
+        "w_inj": WEIGHT_INJECTIONS,
+        "w_go": WEIGHT_GATE8_GO,
+        "w_dom": WEIGHT_DOMAINS,
+        "now": started,
+    }
+    if incremental:
+        sql = _UPSERT.format(
+            keys=f"touched AS ({_TOUCHED}),",
+            join_keys="JOIN touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash",
+        )
+    else:
+        sql = _UPSERT.format(keys="", join_keys="")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        updated = cursor.rowcount
+    finished = timezone.now()
+    ScoringRun.objects.create(
+        mode=ScoringRun.Mode.INCREMENTAL if incremental else ScoringRun.Mode.FULL,
+        started_at=started,
+        finished_at=finished,
+        keys_updated=updated,
+        last_injection_id=last_injection,
+        last_gate_result_id=last_gate,
+    )
+    mode = "incremental" if incremental else "full"
+    return ScoringOutcome(mode=mode, keys_updated=updated, seconds=(finished - started).total_seconds())

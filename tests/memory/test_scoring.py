@@ -1,0 +1,138 @@
+"""Reuse scores in SQL (seed 004 section 2.3): the raw weighted sum, keyed by (story, gate,
+tags_hash), incremental runs equal to full ones."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from memory.models import GateResult, Learning, LearningInjection, ReuseScore, ScoringRun
+from memory.scoring import compute_reuse_score, compute_reuse_scores
+from memory.tags import compute_tags_hash
+
+T0 = timezone.now() - timedelta(days=10)
+
+
+def learning(story: str = "PD-1", gate: int = 3, tags=("#api",), domain: str = "tooling") -> Learning:
+    return Learning.objects.create(
+        story=story, gate=gate, domain=domain, project="p", tags=list(tags), tags_hash=compute_tags_hash(list(tags)),
+        text=f"learned in {story}",
+    )  # fmt: skip
+
+
+def inject(item: Learning, story: str, domain: str, at) -> LearningInjection:
+    return LearningInjection.objects.create(learning=item, story=story, domain=domain, project="p", at=at)
+
+
+def go(story: str, at, gate: int = 8, verdict: str = "GO") -> GateResult:
+    return GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=at)
+
+
+def score(item: Learning) -> ReuseScore:
+    return ReuseScore.objects.get(story=item.story, gate=item.gate, tags_hash=item.tags_hash)
+
+
+def test_tc_nom_05_the_formula_gives_1_8_and_1_0():
+    assert compute_reuse_score(3, 1, 1) == Decimal("1.8")
+    assert compute_reuse_score(1, 1, 1) == Decimal("1.0")
+
+
+@pytest.mark.django_db
+def test_tc_nom_05_scores_1_8_and_1_0_from_the_database():
+    l1, l2 = learning("PD-1"), learning("PD-2", tags=("#db",))
+    for n in range(3):
+        inject(l1, f"PD-1{n}", "tooling", T0 + timedelta(hours=n))
+    go("PD-10", T0 + timedelta(days=1))
+    inject(l2, "PD-20", "tooling", T0)
+    go("PD-20", T0 + timedelta(days=1))
+
+    compute_reuse_scores(full=True)
+
+    assert score(l1).reuse_score == Decimal("1.8")
+    assert (score(l1).nb_injections, score(l1).nb_stories_gate8_go, score(l1).nb_domains) == (3, 1, 1)
+    assert score(l2).reuse_score == Decimal("1.0")
+
+
+@pytest.mark.django_db
+def test_a_go_before_the_injection_or_at_another_gate_does_not_count():
+    item = learning()
+    inject(item, "PD-30", "tooling", T0 + timedelta(days=2))
+    go("PD-30", T0 + timedelta(days=1))  # before the injection
+    go("PD-30", T0 + timedelta(days=3), gate=7)  # another gate
+    go("PD-30", T0 + timedelta(days=3), verdict="NO_GO")
+
+    compute_reuse_scores(full=True)
+
+    assert score(item).nb_stories_gate8_go == 0
+    assert score(item).reuse_score == Decimal("0.6")  # 0.4 injection + 0.2 domain
+
+
+@pytest.mark.django_db
+def test_distinct_stories_and_domains_count_once():
+    item = learning()
+    for domain in ("a", "a", "b"):
+        inject(item, "PD-40", domain, T0)
+    go("PD-40", T0 + timedelta(days=1))
+    go("PD-40", T0 + timedelta(days=2))
+
+    compute_reuse_scores(full=True)
+
+    assert (score(item).nb_injections, score(item).nb_stories_gate8_go, score(item).nb_domains) == (3, 1, 2)
+
+
+@pytest.mark.django_db
+def test_a_learning_never_injected_gets_no_row():
+    learning()
+    compute_reuse_scores(full=True)
+    assert not ReuseScore.objects.exists()
+
+
+@pytest.mark.django_db
+def test_learnings_sharing_a_key_share_a_score():
+    first, second = learning("PD-5", tags=("#a", "#b")), learning("PD-5", tags=("B", "a"))
+    inject(first, "PD-50", "x", T0)
+    inject(second, "PD-51", "y", T0)
+    compute_reuse_scores(full=True)
+    assert ReuseScore.objects.count() == 1
+    assert score(first).nb_injections == 2
+
+
+@pytest.mark.django_db
+def test_an_incremental_run_touches_only_what_changed_and_equals_a_full_run():
+    rng = random.Random(4)
+    items = [learning(f"PD-{n}", gate=rng.randint(1, 8), tags=(f"#t{n % 7}",)) for n in range(40)]
+    for n in range(200):
+        inject(rng.choice(items), f"PD-{100 + rng.randint(0, 30)}", rng.choice("abc"), T0 + timedelta(hours=n))
+    compute_reuse_scores()
+    assert ScoringRun.objects.first().mode == "full"  # nothing to be incremental from
+
+    touched = rng.sample(items, 3)
+    for item in touched:
+        inject(item, "PD-999", "d", T0 + timedelta(days=9))
+    go("PD-999", T0 + timedelta(days=9, hours=1))
+    outcome = compute_reuse_scores()
+
+    assert outcome.mode == "incremental"
+    assert outcome.keys_updated == len({(i.story, i.gate, i.tags_hash) for i in touched})
+    incremental = {(s.story, s.gate, s.tags_hash): s.reuse_score for s in ReuseScore.objects.all()}
+    compute_reuse_scores(full=True)
+    full = {(s.story, s.gate, s.tags_hash): s.reuse_score for s in ReuseScore.objects.all()}
+    assert incremental == full
+
+
+@pytest.mark.django_db
+def test_a_late_go_rescores_the_stories_injected_before_it():
+    item = learning()
+    inject(item, "PD-60", "a", T0)
+    compute_reuse_scores()
+    assert score(item).reuse_score == Decimal("0.6")
+
+    go("PD-60", T0 + timedelta(days=1))
+    outcome = compute_reuse_scores()
+
+    assert outcome.keys_updated == 1
+    assert score(item).reuse_score == Decimal("1.0")
