@@ -62,3 +62,9 @@ SESSION_TICK = Schedule(
     description="Fires due session timers, closes idle sessions, expires review requests, starts queued "
     "and scheduled sessions on free slots.",
 )
+
+MEMORY_SCHEDULES = [
+    Schedule("memory promotions", "memory.promote", 24 * 3600, "Recomputes reuse scores, then proposes promotions."),
+    Schedule("memory eviction", "memory.evict", 24 * 3600, "Archives learnings older than 56 days never injected."),
+    Schedule("memory embeddings catch-up", "memory.embed_missing", 3600, "Embeds rows that have no vector yet."),
+]

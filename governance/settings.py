@@ -241,3 +241,7 @@ SESSION_VALIDATION_DOMAINS = env.listing("SESSION_VALIDATION_DOMAINS", "cart")  
 SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)
 SESSION_WEEK_START_DAY = env.string("SESSION_WEEK_START_DAY", "MONDAY")
 REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)
+
+# --- Memory (seed 004) ---------------------------------------------------------------------------
+
+LEARNINGS_PROMOTION_MODE = env.string("LEARNINGS_PROMOTION_MODE", "review")  # review | auto

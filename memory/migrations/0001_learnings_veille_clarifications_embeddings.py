@@ -6,156 +6,242 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('governance', '0001_vector_extension'),
-        ('governance', '0004_reviewdecision'),
+        ("governance", "0001_vector_extension"),
+        ("governance", "0004_reviewdecision"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='VeilleNote',
+            name="VeilleNote",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(help_text='File path, or a name for notes posted to the API', max_length=500, unique=True)),
-                ('title', models.CharField(max_length=300)),
-                ('date', models.DateField()),
-                ('verdict_veille', models.CharField(choices=[('signal', 'Signal'), ('bruit', 'Bruit'), ('veille', 'Veille')], max_length=10)),
-                ('impact_pv', models.CharField(choices=[('fort', 'Fort'), ('modere', 'Modere'), ('faible', 'Faible'), ('aucun', 'Aucun')], max_length=10)),
-                ('summary', models.TextField()),
-                ('tags', models.JSONField(default=list)),
-                ('indexed_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "path",
+                    models.CharField(
+                        help_text="File path, or a name for notes posted to the API", max_length=500, unique=True
+                    ),
+                ),
+                ("title", models.CharField(max_length=300)),
+                ("date", models.DateField()),
+                (
+                    "verdict_veille",
+                    models.CharField(
+                        choices=[("signal", "Signal"), ("bruit", "Bruit"), ("veille", "Veille")], max_length=10
+                    ),
+                ),
+                (
+                    "impact_pv",
+                    models.CharField(
+                        choices=[("fort", "Fort"), ("modere", "Modere"), ("faible", "Faible"), ("aucun", "Aucun")],
+                        max_length=10,
+                    ),
+                ),
+                ("summary", models.TextField()),
+                ("tags", models.JSONField(default=list)),
+                ("indexed_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['-date'],
+                "ordering": ["-date"],
             },
         ),
         migrations.CreateModel(
-            name='Clarification',
+            name="Clarification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('story', models.CharField(max_length=100)),
-                ('domain', models.CharField(max_length=100)),
-                ('project', models.CharField(max_length=100)),
-                ('version', models.PositiveIntegerField()),
-                ('name', models.CharField(help_text='PD-XXX-clarifications[-timestamp].md, as the seed named files', max_length=200)),
-                ('question_idx', models.PositiveSmallIntegerField()),
-                ('verbatim', models.TextField()),
-                ('date', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("story", models.CharField(max_length=100)),
+                ("domain", models.CharField(max_length=100)),
+                ("project", models.CharField(max_length=100)),
+                ("version", models.PositiveIntegerField()),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="PD-XXX-clarifications[-timestamp].md, as the seed named files", max_length=200
+                    ),
+                ),
+                ("question_idx", models.PositiveSmallIntegerField()),
+                ("verbatim", models.TextField()),
+                ("date", models.DateTimeField()),
             ],
             options={
-                'ordering': ['-date', 'question_idx'],
-                'indexes': [models.Index(fields=['domain', 'project', '-date'], name='clarification_lookup')],
-                'constraints': [models.UniqueConstraint(fields=('story', 'version', 'question_idx'), name='clarification_answer'), models.CheckConstraint(condition=models.Q(('question_idx__gte', 1), ('question_idx__lte', 4)), name='four_questions')],
+                "ordering": ["-date", "question_idx"],
+                "indexes": [models.Index(fields=["domain", "project", "-date"], name="clarification_lookup")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("story", "version", "question_idx"), name="clarification_answer"),
+                    models.CheckConstraint(
+                        condition=models.Q(("question_idx__gte", 1), ("question_idx__lte", 4)), name="four_questions"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Embedding',
+            name="Embedding",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(help_text='learning, veille or clarification', max_length=20)),
-                ('object_id', models.BigIntegerField()),
-                ('model', models.CharField(max_length=100)),
-                ('dimension', models.PositiveIntegerField()),
-                ('embedding', pgvector.django.vector.VectorField()),
-                ('text_sha256', models.CharField(help_text='Of the text embedded: a change re-embeds', max_length=64)),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(help_text="learning, veille or clarification", max_length=20)),
+                ("object_id", models.BigIntegerField()),
+                ("model", models.CharField(max_length=100)),
+                ("dimension", models.PositiveIntegerField()),
+                ("embedding", pgvector.django.vector.VectorField()),
+                ("text_sha256", models.CharField(help_text="Of the text embedded: a change re-embeds", max_length=64)),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('kind', 'object_id', 'model'), name='one_vector_per_object_and_model')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("kind", "object_id", "model"), name="one_vector_per_object_and_model"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='GateResult',
+            name="GateResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('story', models.CharField(max_length=100)),
-                ('gate', models.PositiveSmallIntegerField()),
-                ('verdict', models.CharField(choices=[('GO', 'Go'), ('NO_GO', 'No Go')], max_length=5)),
-                ('at', models.DateTimeField(db_index=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("story", models.CharField(max_length=100)),
+                ("gate", models.PositiveSmallIntegerField()),
+                ("verdict", models.CharField(choices=[("GO", "Go"), ("NO_GO", "No Go")], max_length=5)),
+                ("at", models.DateTimeField(db_index=True)),
             ],
             options={
-                'ordering': ['-at'],
-                'indexes': [models.Index(fields=['story', 'gate', 'verdict', 'at'], name='gate_result_lookup')],
+                "ordering": ["-at"],
+                "indexes": [models.Index(fields=["story", "gate", "verdict", "at"], name="gate_result_lookup")],
             },
         ),
         migrations.CreateModel(
-            name='Learning',
+            name="Learning",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('story', models.CharField(help_text='The story it was learned in, e.g. PD-295', max_length=100)),
-                ('gate', models.PositiveSmallIntegerField()),
-                ('domain', models.CharField(max_length=100)),
-                ('project', models.CharField(max_length=100)),
-                ('tags', models.JSONField(default=list, help_text='Canonical tags (normalised, sorted, #-prefixed)')),
-                ('tags_hash', models.CharField(help_text='compute_tags_hash(tags), seed section 2.6', max_length=64)),
-                ('text', models.TextField()),
-                ('scope', models.CharField(choices=[('story', 'Story'), ('domain', 'Domain'), ('global', 'Global'), ('archived', 'Archived')], default='story', max_length=10)),
-                ('date_created', models.DateField(blank=True, null=True)),
-                ('date', models.DateField(blank=True, help_text="Older entries' only date; the age falls back to it", null=True)),
-                ('scope_migrated_at', models.DateTimeField(blank=True, null=True)),
-                ('scope_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('archived_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.CharField(blank=True, max_length=200)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("story", models.CharField(help_text="The story it was learned in, e.g. PD-295", max_length=100)),
+                ("gate", models.PositiveSmallIntegerField()),
+                ("domain", models.CharField(max_length=100)),
+                ("project", models.CharField(max_length=100)),
+                ("tags", models.JSONField(default=list, help_text="Canonical tags (normalised, sorted, #-prefixed)")),
+                ("tags_hash", models.CharField(help_text="compute_tags_hash(tags), seed section 2.6", max_length=64)),
+                ("text", models.TextField()),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("story", "Story"),
+                            ("domain", "Domain"),
+                            ("global", "Global"),
+                            ("archived", "Archived"),
+                        ],
+                        default="story",
+                        max_length=10,
+                    ),
+                ),
+                ("date_created", models.DateField(blank=True, null=True)),
+                (
+                    "date",
+                    models.DateField(
+                        blank=True, help_text="Older entries' only date; the age falls back to it", null=True
+                    ),
+                ),
+                ("scope_migrated_at", models.DateTimeField(blank=True, null=True)),
+                ("scope_changed_at", models.DateTimeField(blank=True, null=True)),
+                ("archived_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("created_by", models.CharField(blank=True, max_length=200)),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['story', 'gate', 'tags_hash'], name='learning_score_key'), models.Index(fields=['scope', 'domain'], name='learning_scope_domain')],
+                "ordering": ["-created_at"],
+                "indexes": [
+                    models.Index(fields=["story", "gate", "tags_hash"], name="learning_score_key"),
+                    models.Index(fields=["scope", "domain"], name="learning_scope_domain"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ReuseScore',
+            name="ReuseScore",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('story', models.CharField(max_length=100)),
-                ('gate', models.PositiveSmallIntegerField()),
-                ('tags_hash', models.CharField(max_length=64)),
-                ('nb_injections', models.PositiveIntegerField()),
-                ('nb_stories_gate8_go', models.PositiveIntegerField()),
-                ('nb_domains', models.PositiveIntegerField()),
-                ('reuse_score', models.DecimalField(decimal_places=4, max_digits=10)),
-                ('computed_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("story", models.CharField(max_length=100)),
+                ("gate", models.PositiveSmallIntegerField()),
+                ("tags_hash", models.CharField(max_length=64)),
+                ("nb_injections", models.PositiveIntegerField()),
+                ("nb_stories_gate8_go", models.PositiveIntegerField()),
+                ("nb_domains", models.PositiveIntegerField()),
+                ("reuse_score", models.DecimalField(decimal_places=4, max_digits=10)),
+                ("computed_at", models.DateTimeField()),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('story', 'gate', 'tags_hash'), name='reuse_score_key')],
+                "constraints": [models.UniqueConstraint(fields=("story", "gate", "tags_hash"), name="reuse_score_key")],
             },
         ),
         migrations.CreateModel(
-            name='LearningInjection',
+            name="LearningInjection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('story', models.CharField(help_text='The story it was injected into', max_length=100)),
-                ('domain', models.CharField(max_length=100)),
-                ('project', models.CharField(max_length=100)),
-                ('at', models.DateTimeField(db_index=True)),
-                ('learning', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='injections', to='memory.learning')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("story", models.CharField(help_text="The story it was injected into", max_length=100)),
+                ("domain", models.CharField(max_length=100)),
+                ("project", models.CharField(max_length=100)),
+                ("at", models.DateTimeField(db_index=True)),
+                (
+                    "learning",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="injections", to="memory.learning"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at'],
-                'indexes': [models.Index(fields=['learning', 'story'], name='injection_learning_story')],
+                "ordering": ["-at"],
+                "indexes": [models.Index(fields=["learning", "story"], name="injection_learning_story")],
             },
         ),
         migrations.CreateModel(
-            name='PromotionProposal',
+            name="PromotionProposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('from_scope', models.CharField(max_length=10)),
-                ('to_scope', models.CharField(max_length=10)),
-                ('reuse_score', models.DecimalField(decimal_places=4, max_digits=10)),
-                ('status', models.CharField(choices=[('proposed', 'Proposed'), ('applied', 'Applied'), ('rejected', 'Rejected'), ('refused', 'Refused by the lifecycle rules')], default='proposed', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_by', models.CharField(blank=True, max_length=200)),
-                ('learning', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='proposals', to='memory.learning')),
-                ('review_item', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='governance.reviewitem')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("from_scope", models.CharField(max_length=10)),
+                ("to_scope", models.CharField(max_length=10)),
+                ("reuse_score", models.DecimalField(decimal_places=4, max_digits=10)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("proposed", "Proposed"),
+                            ("applied", "Applied"),
+                            ("rejected", "Rejected"),
+                            ("refused", "Refused by the lifecycle rules"),
+                        ],
+                        default="proposed",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decided_by", models.CharField(blank=True, max_length=200)),
+                (
+                    "learning",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="proposals", to="memory.learning"
+                    ),
+                ),
+                (
+                    "review_item",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="governance.reviewitem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status', 'proposed')), fields=('learning', 'to_scope'), name='one_open_proposal_per_step')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status", "proposed")),
+                        fields=("learning", "to_scope"),
+                        name="one_open_proposal_per_step",
+                    )
+                ],
             },
         ),
     ]

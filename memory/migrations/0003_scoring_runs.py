@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0002_default_vector_indexes'),
+        ("memory", "0002_default_vector_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ScoringRun',
+            name="ScoringRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('mode', models.CharField(choices=[('full', 'Full'), ('incremental', 'Incremental')], max_length=12)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField()),
-                ('keys_updated', models.PositiveIntegerField()),
-                ('last_injection_id', models.BigIntegerField()),
-                ('last_gate_result_id', models.BigIntegerField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("mode", models.CharField(choices=[("full", "Full"), ("incremental", "Incremental")], max_length=12)),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField()),
+                ("keys_updated", models.PositiveIntegerField()),
+                ("last_injection_id", models.BigIntegerField()),
+                ("last_gate_result_id", models.BigIntegerField()),
             ],
             options={
-                'ordering': ['-started_at'],
+                "ordering": ["-started_at"],
             },
         ),
     ]

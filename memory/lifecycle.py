@@ -1,0 +1,160 @@
+"""The learnings lifecycle (seed 004 section 2.4): scope migration, promotion proposals and their
+application, and eviction to ARCHIVED. Rules live in memory/scope.py; this module owns the writes.
+
+Promotions are proposed by the scheduled job and applied at once (LEARNINGS_PROMOTION_MODE=auto)
+or after a reviewer's approval in the inbox (review, the default). Nothing is ever deleted:
+eviction archives, and archived rows leave the active vector indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from governance import reviews
+from governance.models import ReviewDecision, ReviewItem
+from governance.principals import SYSTEM, Principal
+from governance.services import record, record_many
+from memory import scope
+from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
+
+logger = logging.getLogger(__name__)
+
+REVIEW_KIND = "learning_promotion"
+
+
+@dataclass
+class LifecycleReport:
+    migrated: int = 0
+    proposed: int = 0
+    applied: int = 0
+    refused: int = 0
+    archived: int = 0
+    details: list[str] = field(default_factory=list)
+
+
+@transaction.atomic
+def migrate_scopes() -> LifecycleReport:
+    """Mark every learning as migrated (seed --migrate): rows imported without a scope got
+    `story` on the way in; the sentinel makes the step idempotent (TC-NOM-08)."""
+    count = Learning.objects.filter(scope_migrated_at__isnull=True).update(scope_migrated_at=timezone.now())
+    return LifecycleReport(migrated=count)
+
+
+def _candidates():
+    """Learnings whose key has a score at or above the next threshold, without an open proposal."""
+    open_proposal = PromotionProposal.objects.filter(learning=OuterRef("pk"), status=PromotionProposal.Status.PROPOSED)
+    scores = ReuseScore.objects.filter(
+        story=OuterRef("story"), gate=OuterRef("gate"), tags_hash=OuterRef("tags_hash")
+    ).values("reuse_score")[:1]
+    return (
+        Learning.objects.filter(scope__in=[Learning.Scope.STORY, Learning.Scope.DOMAIN])
+        .annotate(score=scores, pending=Exists(open_proposal))
+        .filter(pending=False)
+        .filter(
+            Q(scope=Learning.Scope.STORY, score__gte=scope.PROMOTE_TO_DOMAIN)
+            | Q(scope=Learning.Scope.DOMAIN, score__gte=scope.PROMOTE_TO_GLOBAL)
+        )
+    )
+
+
+def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
+    """Write a proposal per eligible learning (one step at a time); apply them at once in `auto`
+    mode, or send each to the reviewer inbox in `review` mode."""
+    mode = mode or settings.LEARNINGS_PROMOTION_MODE
+    report = LifecycleReport()
+    for learning in _candidates():
+        target = scope.promotion_target(scope.Scope(learning.scope), learning.score)
+        if target is None:
+            continue
+        with transaction.atomic():
+            proposal = PromotionProposal.objects.create(
+                learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
+            )
+            report.proposed += 1
+            if mode == "auto":
+                outcome = _apply(proposal, actor=SYSTEM)
+                report.applied += outcome == PromotionProposal.Status.APPLIED
+                report.refused += outcome == PromotionProposal.Status.REFUSED
+            else:
+                proposal.review_item = reviews.open_item(
+                    actor=SYSTEM,
+                    kind=REVIEW_KIND,
+                    title=f"Promote a {learning.scope} learning of {learning.story} to {target.value}",
+                    payload={
+                        "proposal": proposal.pk,
+                        "learning": learning.pk,
+                        "from": learning.scope,
+                        "to": target.value,
+                        "reuse_score": str(learning.score),
+                        "text": learning.text[:2000],
+                        "tags": learning.tags,
+                        "domain": learning.domain,
+                    },
+                )
+                proposal.save(update_fields=["review_item"])
+    return report
+
+
+def _apply(proposal: PromotionProposal, *, actor: Principal) -> str:
+    """Move the learning one scope up if the rules still allow it; otherwise the proposal is
+    refused (counted and logged) and the learning stays as it is."""
+    learning = Learning.objects.select_for_update().get(pk=proposal.learning_id)
+    now = timezone.now()
+    try:
+        target = scope.transition(scope.Scope(learning.scope), scope.Scope(proposal.to_scope))
+    except scope.TransitionRefused as exc:
+        logger.warning("[lifecycle] transition refused: learning=%s %s", learning.pk, exc)
+        proposal.status = PromotionProposal.Status.REFUSED
+    else:
+        previous = learning.scope
+        learning.scope, learning.scope_changed_at = target.value, now
+        learning.save(update_fields=["scope", "scope_changed_at"])
+        record(actor=actor, action="learning.promoted", target=learning, previous=previous, scope=target.value)
+        proposal.status = PromotionProposal.Status.APPLIED
+    proposal.decided_at, proposal.decided_by = now, actor.label
+    proposal.save(update_fields=["status", "decided_at", "decided_by"])
+    return proposal.status
+
+
+def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    """A reviewer approved or rejected a promotion in the inbox (registered in AppConfig.ready)."""
+    proposal = PromotionProposal.objects.filter(review_item=item, status=PromotionProposal.Status.PROPOSED).first()
+    if proposal is None:
+        return
+    actor = Principal(user=decision.user) if decision.user else SYSTEM
+    if decision.decision == ReviewDecision.Decision.APPROVE:
+        _apply(proposal, actor=actor)
+    else:
+        proposal.status = PromotionProposal.Status.REJECTED
+        proposal.decided_at, proposal.decided_by = timezone.now(), actor.label
+        proposal.save(update_fields=["status", "decided_at", "decided_by"])
+
+
+@transaction.atomic
+def evict(*, today: date | None = None) -> LifecycleReport:
+    """Archive, in one transaction, every live learning older than EVICTION_AGE_DAYS (from
+    date_created, else date) that was never injected (INV-295-11). Archived rows leave the
+    active vector indexes (INV-295-12)."""
+    today = today or timezone.localdate()
+    cutoff = today - timedelta(days=scope.EVICTION_AGE_DAYS)  # age_days > 56  <=>  created < cutoff
+    stale = (
+        Learning.objects.exclude(scope=Learning.Scope.ARCHIVED)
+        .annotate(created=Coalesce(F("date_created"), F("date")))
+        .filter(created__lt=cutoff)
+        .exclude(Exists(LearningInjection.objects.filter(learning=OuterRef("pk"))))
+    )
+    ids = list(stale.select_for_update(of=("self",)).values_list("pk", flat=True))
+    now = timezone.now()
+    Learning.objects.filter(pk__in=ids).update(scope=Learning.Scope.ARCHIVED, archived_at=now, scope_changed_at=now)
+    Embedding.objects.filter(kind="learning", object_id__in=ids).update(active=False)
+    record_many(actor=SYSTEM, action="learning.archived", targets=[Learning(pk=pk) for pk in ids], reason="stale")
+    logger.info("[lifecycle] evicted: %s learnings archived (cutoff %s)", len(ids), cutoff)
+    return LifecycleReport(archived=len(ids))

@@ -1,0 +1,43 @@
+"""Scheduled maintenance of agent memory (each also a management command)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+
+from memory import indexing, lifecycle, scoring
+
+
+@shared_task(name="memory.compute_reuse_scores", ignore_result=True)
+def compute_reuse_scores(full: bool = False) -> dict:
+    return asdict(scoring.compute_reuse_scores(full=full))
+
+
+@shared_task(name="memory.promote", ignore_result=True)
+def promote() -> dict:
+    """Scores first, so proposals see today's injections and gate results."""
+    scoring.compute_reuse_scores()
+    return asdict(lifecycle.propose_promotions())
+
+
+@shared_task(name="memory.evict", ignore_result=True)
+def evict() -> dict:
+    return asdict(lifecycle.evict())
+
+
+@shared_task(name="memory.embed", ignore_result=True, autoretry_for=(ConnectionError,), retry_backoff=True,
+             retry_jitter=True, max_retries=5)  # fmt: skip
+def embed(kind: str, object_ids: list[int]) -> int:
+    return indexing.embed(kind, object_ids)
+
+
+@shared_task(name="memory.embed_missing", ignore_result=True)
+def embed_missing() -> dict[str, int]:
+    """Catch up on rows whose embedding was never scheduled (broker outage, model change)."""
+    from memory.embeddings import get_backend
+
+    backend = get_backend()
+    return {
+        kind: indexing.embed(kind, indexing.missing(kind, backend.model), backend=backend) for kind in indexing.MODELS
+    }
