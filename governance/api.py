@@ -143,5 +143,9 @@ def _mount_routers() -> None:
     api.add_router("/sessions", sessions_router)
     api.add_router("/automations", automations_router)
 
+    from memory.notes_api import router as memory_notes_router
+
+    api.add_router("/memory", memory_notes_router)
+
 
 _mount_routers()

@@ -1,0 +1,171 @@
+"""Memory router, watch notes and clarifications (mounted at /api/v1/memory): thin views over
+memory.notes, which holds every rule. Who may call what is decided here, once per endpoint."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Field, Router, Schema, Status
+
+from governance.exceptions import Forbidden, InvalidInput
+from governance.principals import Principal
+from governance.problems import problem_response
+from memory import notes
+from memory.veille import NoteError
+
+router = Router(tags=["memory"])
+
+MARKDOWN_TYPES = ("text/markdown", "text/x-markdown", "text/plain")
+VEILLE_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "A Markdown note with YAML front matter (`title`, `date`, `verdict_veille`, `impact_pv`, "
+            "optional `tags`): the raw text as `text/markdown` (name in `?name=`), or JSON "
+            '`{"name", "content"}`.'
+        ),
+        "content": {
+            "text/markdown": {"schema": {"type": "string"}},
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["content"],
+                    "properties": {"name": {"type": "string"}, "content": {"type": "string"}},
+                }
+            },
+        },
+    }
+}
+
+
+class VeilleNoteOut(Schema):
+    id: int
+    name: str = Field(..., alias="path")
+    title: str
+    date: date
+    verdict_veille: str
+    impact_pv: str
+    summary: str
+    tags: list[str]
+    indexed_at: datetime
+
+
+class ClarificationsIn(Schema):
+    story: str = Field(..., max_length=100, examples=["PD-295"])
+    domain: str = Field(..., max_length=100, examples=["tooling"])
+    project: str = Field(..., max_length=100, examples=["ia-governance"])
+    answers: list[str] = Field(..., min_length=notes.ANSWERS, max_length=notes.ANSWERS)
+
+
+class ClarificationsCreatedOut(Schema):
+    story: str
+    version: int
+    name: str
+
+
+class ClarificationsOut(Schema):
+    story: str
+    domain: str
+    project: str
+    version: int
+    name: str
+    date: datetime
+    answers: list[str]
+
+
+class ClarificationsListOut(Schema):
+    items: list[ClarificationsOut]
+    count: int
+
+
+def _allow(principal: Principal, perm: str, what: str) -> None:
+    """Agents may; operators need ``perm``."""
+    if principal.agent is None and not principal.has_perm(perm):
+        raise Forbidden(f"Your account may not {what}.")
+
+
+def _invalid(loc: list[Any], msg: str, kind: str) -> InvalidInput:
+    return InvalidInput(msg, errors=[{"loc": loc, "msg": msg, "type": kind}])
+
+
+def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | None]:
+    """The note's text and name, from a raw Markdown body or a JSON ``{"name", "content"}``."""
+    try:
+        body = request.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _invalid(["body"], "the body is not UTF-8 text", "encoding") from exc
+    if request.content_type in MARKDOWN_TYPES:
+        if name is not None:
+            try:
+                name = notes.check_note_name(name)
+            except NoteError as exc:
+                raise _invalid(["query", "name"], exc.reason, "veille_invalid") from exc
+        return body, name
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise _invalid(["body"], f"invalid JSON: {exc.msg} at line {exc.lineno}", "json_invalid") from exc
+    if not isinstance(data, dict):
+        raise _invalid(["body"], 'expected {"name", "content"} or a text/markdown body', "type")
+    content, body_name = data.get("content"), data.get("name", name)
+    if not isinstance(content, str):
+        raise _invalid(["body", "content"], "the note's Markdown text is required", "missing")
+    if body_name is not None and not isinstance(body_name, str):
+        raise _invalid(["body", "name"], "must be a string", "string_type")
+    return content, body_name
+
+
+@router.post("/veille", openapi_extra=VEILLE_BODY, response={200: VeilleNoteOut, 201: VeilleNoteOut})
+def post_veille(request: HttpRequest, name: str | None = None) -> Status:
+    """Add a watch note (agents; operators with `memory.add_veillenote`): 201 stored, 200 when a note
+    of that name existed (replaced), 422 naming each missing or invalid field; nothing is written then."""
+    _allow(request.auth, "memory.add_veillenote", "add watch notes")
+    text, note_name = _veille_source(request, name)
+    note, created = notes.add_note(text, note_name, actor=request.auth)
+    return Status(201 if created else 200, note)
+
+
+@router.post("/clarifications", response={201: ClarificationsCreatedOut, 503: dict})
+def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status | HttpResponse:
+    """Store the PO's four answers for a story, byte for byte, as its next version (agents;
+    operators with `memory.add_clarification`). 503 when the database refused the write."""
+    _allow(request.auth, "memory.add_clarification", "add clarifications")
+    try:
+        version, name = notes.persist_clarifications(
+            story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=request.auth
+        )
+    except notes.ClarificationWriteFailed as exc:
+        return problem_response(503, detail=exc.detail)
+    return Status(201, {"story": data.story, "version": version, "name": name})
+
+
+@router.get("/clarifications", response=ClarificationsListOut)
+def list_clarifications(
+    request: HttpRequest,
+    domain: str | None = None,
+    project: str | None = None,
+    limit: int = 3,
+    offset: int = 0,
+    all_versions: bool = False,
+) -> dict:
+    """Newest first (date, then version), exact `domain`/`project` filters; only each story's newest
+    version unless `all_versions=true`. `count` is the number of matching versions."""
+    _allow(request.auth, "memory.view_clarification", "view clarifications")
+    if not 1 <= limit <= 100:
+        raise _invalid(["query", "limit"], "limit must be between 1 and 100", "range")
+    if offset < 0:
+        raise _invalid(["query", "offset"], "offset must be >= 0", "range")
+    items = notes.latest_clarifications(domain, project, limit, offset=offset, all_versions=all_versions)
+    count = notes.clarification_versions(domain, project, all_versions=all_versions).count()
+    return {"items": items, "count": count}
+
+
+@router.get("/clarifications/{story}/markdown", response={200: str})
+def export_clarifications(request: HttpRequest, story: str, version: int | None = None) -> HttpResponse:
+    """One version (the newest by default) as the seed's Markdown file; 404 when there is none."""
+    _allow(request.auth, "memory.view_clarification", "view clarifications")
+    text = notes.export_clarifications_markdown(story, version)
+    return HttpResponse(text, content_type="text/markdown; charset=utf-8")
