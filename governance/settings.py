@@ -245,3 +245,9 @@ REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 
 LEARNINGS_PROMOTION_MODE = env.string("LEARNINGS_PROMOTION_MODE", "review")  # review | auto
+EMBEDDING_BACKEND = env.string("EMBEDDING_BACKEND", "local")  # local | ollama | openai
+EMBEDDING_URL = env.string("EMBEDDING_URL")
+EMBEDDING_MODEL = env.string("EMBEDDING_MODEL")
+EMBEDDING_DIMENSION = env.integer("EMBEDDING_DIMENSION", 0) or None
+EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY")
+EMBEDDING_TIMEOUT_SECONDS = env.integer("EMBEDDING_TIMEOUT_SECONDS", 30)

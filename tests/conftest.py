@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +16,32 @@ from governance.principals import SYSTEM
 from governance.services import issue_api_key
 from tests.factories import AgentFactory, UserFactory
 
+TEST_QUEUE = f"pytest-{os.getpid()}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tasks the code under test hands to Celery go to a queue of this run's own: a developer's
+    `make run` worker on the same Redis must never receive ids from the test database. Tests that
+    start real workers point both sides at their own queue."""
+    from governance.celery import app
+
+    app.conf.task_default_queue = TEST_QUEUE
+
+
+def _purge_test_queue() -> None:
+    from governance.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_purge(TEST_QUEUE)
+    except Exception:  # no broker, or the queue was never declared: nothing to purge
+        pass
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the embedded PostgreSQL if this test run started it (a `make run` may share it)."""
+    """Drop what this run queued, and stop the embedded PostgreSQL if this run started it (a
+    `make run` may share it)."""
+    _purge_test_queue()
     if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
         from django.db import connections
 
