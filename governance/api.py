@@ -134,6 +134,7 @@ def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.jobs_api import router as jobs_router
     from governance.reviews_api import router as reviews_router
+    from memory.api import router as memory_router
     from sessions.api import automations as automations_router
     from sessions.api import router as sessions_router
 
@@ -143,9 +144,7 @@ def _mount_routers() -> None:
     api.add_router("/sessions", sessions_router)
     api.add_router("/automations", automations_router)
 
-    from memory.notes_api import router as memory_notes_router
-
-    api.add_router("/memory", memory_notes_router)
+    api.add_router("/memory", memory_router)
 
 
 _mount_routers()

@@ -1,0 +1,158 @@
+"""Memory router (/api/v1/memory): learnings, gate results, the injection block, search."""
+
+from datetime import date
+from decimal import Decimal
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from governance.exceptions import Forbidden, NotFound
+from governance.principals import Principal
+from memory import injection, learnings, search
+from memory.models import Clarification, Learning, ReuseScore, VeilleNote
+from memory.notes_api import router as notes_router
+
+router = Router(tags=["memory"])
+router.add_router("", notes_router)
+
+Story = Field(..., min_length=1, max_length=100)
+Name = Field(..., min_length=1, max_length=100)
+
+
+class LearningIn(Schema):
+    story: str = Story
+    gate: int = Field(..., ge=0, le=99)
+    domain: str = Name
+    project: str = Name
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    text: str = Field(..., min_length=1, max_length=100_000)
+    date_created: date | None = None
+
+
+class LearningCreated(Schema):
+    id: int
+    tags_hash: str
+    scope: str
+
+
+class LearningOut(Schema):
+    id: int
+    story: str
+    gate: int
+    domain: str
+    project: str
+    tags: list[str]
+    tags_hash: str
+    text: str
+    scope: str
+    reuse_score: float
+    date_created: date | None
+
+
+class GateResultIn(Schema):
+    story: str = Story
+    gate: int = Field(..., ge=0, le=99)
+    verdict: Literal["GO", "NO_GO"]
+
+
+class InjectionIn(Schema):
+    story: str = Story
+    domain: str = Name
+    project: str = Name
+    query_text: str = Field(..., min_length=1, max_length=10_000)
+
+
+class SectionOut(Schema):
+    name: Literal["learnings", "veille", "clarifications"]
+    status: Literal["ok", "empty", "unavailable"]
+    items: list[dict[str, Any]]
+
+
+class InjectionOut(Schema):
+    markdown: str
+    sections: list[SectionOut]
+
+
+def _agent_or(principal: Principal, perm: str) -> None:
+    """Agents use their memory; operators need the model permission."""
+    if principal.agent is None and not principal.has_perm(perm):
+        raise Forbidden(f"This needs an agent key or the {perm} permission.")
+
+
+@router.post("/learnings", response={201: LearningCreated})
+def create_learning(request: HttpRequest, data: LearningIn) -> Status:
+    _agent_or(request.auth, "memory.add_learning")
+    item = learnings.create_learning(actor=request.auth, **data.dict())
+    return Status(201, {"id": item.pk, "tags_hash": item.tags_hash, "scope": item.scope})
+
+
+@router.get("/learnings/{learning_id}", response=LearningOut)
+def get_learning(request: HttpRequest, learning_id: int) -> dict:
+    _agent_or(request.auth, "memory.view_learning")
+    item = Learning.objects.filter(pk=learning_id).first()
+    if item is None:
+        raise NotFound(f"No learning {learning_id}.")
+    score = (
+        ReuseScore.objects.filter(story=item.story, gate=item.gate, tags_hash=item.tags_hash)
+        .values_list("reuse_score", flat=True)
+        .first()
+    )
+    return {**{f: getattr(item, f) for f in LearningOut.model_fields if f != "reuse_score"},
+            "reuse_score": float(score or Decimal(0))}  # fmt: skip
+
+
+@router.post("/gate-results", response={201: dict})
+def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
+    _agent_or(request.auth, "memory.add_gateresult")
+    result = learnings.record_gate_result(**data.dict())
+    return Status(201, {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict})
+
+
+@router.post("/injection-block", response=InjectionOut)
+def injection_block(request: HttpRequest, data: InjectionIn) -> dict:
+    """Always 200: a failing source gives `_source indisponible_` in its section only."""
+    _agent_or(request.auth, "memory.add_learninginjection")
+    return injection.build_block(**data.dict())
+
+
+class SearchHit(Schema):
+    id: int
+    kind: str
+    score: float
+    title: str
+    text: str
+
+
+@router.get("/search", response=list[SearchHit])
+def search_memory(
+    request: HttpRequest,
+    q: str = Query(..., min_length=1, max_length=10_000),
+    kind: Literal["learning", "veille", "clarification"] = "learning",
+    k: int = Query(5, ge=1, le=100),
+    domain: str | None = None,
+    project: str | None = None,
+    impact: Literal["fort", "modere", "faible", "aucun"] | None = None,
+    verdict: Literal["signal", "bruit", "veille"] | None = None,
+) -> list[dict]:
+    """Ranked hits with their cosine similarity as `score`."""
+    from memory.embeddings import get_backend
+
+    _agent_or(request.auth, "memory.view_learning")
+    backend = get_backend()
+    vector = backend.embed([q])[0]
+    common = {"model": backend.model, "dimension": backend.dimension, "k": k}
+    if kind == "learning":
+        hits = search.nearest_learnings(vector, domain=domain, project=project, **common)
+        rows = Learning.objects.in_bulk([h.object_id for h in hits])
+        return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": f"{rows[h.object_id].story} "
+                 f"gate {rows[h.object_id].gate}", "text": rows[h.object_id].text} for h in hits]  # fmt: skip
+    if kind == "veille":
+        hits = search.nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
+        notes = VeilleNote.objects.in_bulk([h.object_id for h in hits])
+        return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": notes[h.object_id].title,
+                 "text": notes[h.object_id].summary} for h in hits]  # fmt: skip
+    hits = search.nearest_clarifications(vector, domain=domain, project=project, **common)
+    answers = Clarification.objects.in_bulk([h.object_id for h in hits])
+    return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": f"{answers[h.object_id].story} "
+             f"Q{answers[h.object_id].question_idx}", "text": answers[h.object_id].verbatim} for h in hits]  # fmt: skip

@@ -1,0 +1,121 @@
+"""Nearest-neighbour search over the embeddings table (pgvector HNSW; it replaces FAISS).
+
+pgvector 0.6 has no iterative index scans, and an HNSW index serves only `ORDER BY distance
+LIMIT k`: so the inner query asks the partial index of (kind, model) for an over-fetched
+candidate set (with `hnsw.ef_search` raised to match), and an outer query over those candidates
+applies the filters and the seed's tie-breaks. The cast and WHERE are exactly those of the
+partial index (memory/vector_index.py), or PostgreSQL would not use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from django.db import connection, transaction
+
+OVERFETCH = 8
+MIN_CANDIDATES = 40
+MAX_EF_SEARCH = 1000
+
+
+@dataclass(frozen=True)
+class Hit:
+    object_id: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class LearningHit(Hit):
+    reuse_score: Decimal
+    date_created: date | None
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _candidates_sql(dimension: int) -> str:
+    d = int(dimension)
+    return f"""
+        SELECT object_id, 1 - (embedding::vector({d}) <=> %(q)s::vector({d})) AS similarity
+          FROM memory_embedding
+         WHERE kind = %(kind)s AND model = %(model)s AND active
+         ORDER BY embedding::vector({d}) <=> %(q)s::vector({d})
+         LIMIT %(candidates)s
+    """
+
+
+def _candidate_count(k: int) -> int:
+    return max(k * OVERFETCH, MIN_CANDIDATES)
+
+
+def _run(sql: str, params: dict, candidates: int) -> list[tuple]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}")
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def nearest_learnings(
+    vector: list[float], *, model: str, dimension: int, k: int = 5, domain: str | None = None,
+    project: str | None = None,
+) -> list[LearningHit]:  # fmt: skip
+    """Top-k live learnings, sorted by cosine similarity, then reuse score (missing = 0.0), then
+    newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03, TC-PLAN-05)."""
+    candidates = _candidate_count(k)
+    sql = f"""
+        WITH c AS ({_candidates_sql(dimension)})
+        SELECT l.id, c.similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created
+          FROM c
+          JOIN memory_learning l ON l.id = c.object_id AND l.scope <> 'archived'
+          LEFT JOIN memory_reusescore s
+                 ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
+         WHERE (%(domain)s::text IS NULL OR l.domain = %(domain)s)
+           AND (%(project)s::text IS NULL OR l.project = %(project)s)
+         ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
+         LIMIT %(k)s
+    """
+    params = {"q": _vector_literal(vector), "kind": "learning", "model": model, "candidates": candidates,
+              "domain": domain, "project": project, "k": k}  # fmt: skip
+    return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in _run(sql, params, candidates)]
+
+
+def nearest_veille(
+    vector: list[float], *, model: str, dimension: int, k: int = 3, impacts: tuple[str, ...] | None = None,
+    verdict: str | None = None,
+) -> list[Hit]:  # fmt: skip
+    """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)."""
+    candidates = _candidate_count(k)
+    sql = f"""
+        WITH c AS ({_candidates_sql(dimension)})
+        SELECT v.id, c.similarity
+          FROM c JOIN memory_veillenote v ON v.id = c.object_id
+         WHERE (%(impacts)s::text[] IS NULL OR v.impact_pv = ANY(%(impacts)s::text[]))
+           AND (%(verdict)s::text IS NULL OR v.verdict_veille = %(verdict)s)
+         ORDER BY c.similarity DESC, v.date DESC, v.id DESC
+         LIMIT %(k)s
+    """
+    params = {"q": _vector_literal(vector), "kind": "veille", "model": model, "candidates": candidates,
+              "impacts": list(impacts) if impacts else None, "verdict": verdict, "k": k}  # fmt: skip
+    return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
+
+
+def nearest_clarifications(
+    vector: list[float], *, model: str, dimension: int, k: int = 3, domain: str | None = None,
+    project: str | None = None,
+) -> list[Hit]:  # fmt: skip
+    candidates = _candidate_count(k)
+    sql = f"""
+        WITH c AS ({_candidates_sql(dimension)})
+        SELECT a.id, c.similarity
+          FROM c JOIN memory_clarification a ON a.id = c.object_id
+         WHERE (%(domain)s::text IS NULL OR a.domain = %(domain)s)
+           AND (%(project)s::text IS NULL OR a.project = %(project)s)
+         ORDER BY c.similarity DESC, a.date DESC, a.id DESC
+         LIMIT %(k)s
+    """
+    params = {"q": _vector_literal(vector), "kind": "clarification", "model": model, "candidates": candidates,
+              "domain": domain, "project": project, "k": k}  # fmt: skip
+    return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]

@@ -1,0 +1,208 @@
+"""The step-0 injection block and memory search: ranking, limits, filters, and sections that
+degrade alone when their source really fails (seed 004 section 2.5)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from governance.principals import SYSTEM
+from memory import indexing, notes
+from memory.embeddings import HashingBackend, OllamaBackend
+from memory.injection import NO_RESULT, UNAVAILABLE, build_block
+from memory.models import Learning, LearningInjection, ReuseScore, VeilleNote
+from memory.tags import compute_tags_hash
+
+HASHING = HashingBackend(dimension=64)
+
+
+def learning(
+    text: str, *, story: str = "PD-1", created: date | None = None, scope: str = "story", score=None
+) -> Learning:
+    tags = [f"#{story.lower()}"]
+    item = Learning.objects.create(
+        story=story, gate=3, domain="tooling", project="gov", tags=tags, tags_hash=compute_tags_hash(tags), text=text,
+        date_created=created or date(2026, 1, 1), scope=scope,
+    )  # fmt: skip
+    if score is not None:
+        ReuseScore.objects.create(
+            story=story, gate=3, tags_hash=item.tags_hash, nb_injections=1, nb_stories_gate8_go=0, nb_domains=1,
+            reuse_score=Decimal(score), computed_at=timezone.now(),
+        )  # fmt: skip
+    indexing.embed("learning", [item.pk], backend=HASHING)
+    return item
+
+
+def note(title: str, summary: str, impact: str) -> VeilleNote:
+    item = VeilleNote.objects.create(
+        path=f"api/{title}.md", title=title, date=date(2026, 5, 1), verdict_veille="signal", impact_pv=impact,
+        summary=summary,
+    )  # fmt: skip
+    indexing.embed("veille", [item.pk], backend=HASHING)
+    return item
+
+
+def block(query: str = "retry the flaky deploy", backend=HASHING) -> dict:
+    return build_block(story="PD-9", domain="tooling", project="gov", query_text=query, backend=backend)
+
+
+def section(result: dict, name: str) -> dict:
+    return next(s for s in result["sections"] if s["name"] == name)
+
+
+@pytest.mark.django_db
+def test_tc_nom_12_three_sections_with_at_most_5_3_3():
+    for n in range(8):
+        learning(f"retry the flaky deploy {n}", story=f"PD-{n}")
+    for n in range(5):
+        note(f"note {n}", f"retry the flaky deploy {n}", "fort")
+    for n in range(5):
+        notes.persist_clarifications(
+            story=f"PD-{100 + n}", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM,
+            now=timezone.now() + timedelta(minutes=n),
+        )  # fmt: skip
+
+    result = block()
+
+    assert [len(section(result, name)["items"]) for name in ("learnings", "veille", "clarifications")] == [5, 3, 3]
+    markdown = result["markdown"]
+    assert markdown.index("## Learnings") < markdown.index("## Veille") < markdown.index("## Clarifications")
+    assert [c["story"] for c in section(result, "clarifications")["items"]] == ["PD-104", "PD-103", "PD-102"]
+
+
+@pytest.mark.django_db
+def test_tc_nom_07_tc_plan_03_tc_plan_05_similarity_then_score_then_newest():
+    same = "retry the flaky deploy"
+    scored = learning(same, story="PD-1", score="0.8")
+    unscored_new = learning(same, story="PD-2", created=date(2026, 3, 1))
+    unscored_old = learning(same, story="PD-3", created=date(2026, 2, 1))
+    farther = learning("completely unrelated words about gardening", story="PD-4", score="9.9")
+
+    ids = [item["id"] for item in section(block(same), "learnings")["items"]]
+
+    assert ids[:3] == [scored.pk, unscored_new.pk, unscored_old.pk]
+    assert ids.index(farther.pk) == 3
+
+
+@pytest.mark.django_db
+def test_every_learning_served_is_recorded_as_an_injection():
+    served = learning("retry the flaky deploy")
+    block()
+    injection = LearningInjection.objects.get()
+    assert (injection.learning_id, injection.story, injection.domain, injection.project) == (
+        served.pk, "PD-9", "tooling", "gov",
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_tc_nom_11_archived_learnings_never_come_back():
+    archived = learning("retry the flaky deploy", scope="archived")
+    indexing.embed("learning", [archived.pk], backend=HASHING)
+    live = learning("retry the flaky deploy later", story="PD-2")
+    ids = [item["id"] for item in section(block(), "learnings")["items"]]
+    assert ids == [live.pk]
+
+
+@pytest.mark.django_db
+def test_tc_plan_04_veille_keeps_only_strong_impacts_after_the_knn():
+    note("closest", "retry the flaky deploy", "faible")
+    strong = note("strong", "retry the flaky deploy today", "fort")
+    medium = note("medium", "retry deploy", "modere")
+    titles = [item["title"] for item in section(block(), "veille")["items"]]
+    assert titles == [strong.title, medium.title] or titles == [medium.title, strong.title]
+    assert "closest" not in titles
+
+
+@pytest.mark.django_db
+def test_tc_nom_13_tc_err_06_empty_sections_say_aucun_resultat():
+    result = block()
+    assert result["markdown"].count(NO_RESULT) == 3
+    assert {s["status"] for s in result["sections"]} == {"empty"}
+
+
+@pytest.mark.django_db
+def test_tc_nom_14_tc_err_04_an_embedding_backend_down_degrades_two_sections_only(caplog):
+    notes.persist_clarifications(story="PD-7", domain="tooling", project="gov", answers=list("abcd"), actor=SYSTEM,
+                                 now=timezone.now())  # fmt: skip
+    down = OllamaBackend(base_url="http://127.0.0.1:1", model="nomic-embed-text", dimension=768, timeout=1)
+
+    result = block(backend=down)
+
+    assert [s["status"] for s in result["sections"]] == ["unavailable", "unavailable", "ok"]
+    assert result["markdown"].count(UNAVAILABLE) == 2
+    assert "[inject] section learnings failed" in caplog.text
+
+
+@pytest.mark.django_db
+def test_tc_err_05_a_database_error_in_one_section_leaves_the_others():
+    learning("retry the flaky deploy")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE memory_veillenote RENAME TO memory_veillenote_gone")
+    try:
+        result = block()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE memory_veillenote_gone RENAME TO memory_veillenote")
+
+    assert [s["status"] for s in result["sections"]] == ["ok", "unavailable", "empty"]
+
+
+@pytest.mark.django_db
+def test_the_api_always_answers_200_with_the_block(agent_api, settings):
+    settings.EMBEDDING_BACKEND = "ollama"
+    settings.EMBEDDING_URL = "http://127.0.0.1:1"
+    settings.EMBEDDING_TIMEOUT_SECONDS = 1
+
+    response = agent_api.post(
+        "/memory/injection-block", {"story": "PD-9", "domain": "tooling", "project": "gov", "query_text": "x"}
+    )
+
+    assert response.status_code == 200
+    assert [s["status"] for s in response.json()["sections"]] == ["unavailable", "unavailable", "empty"]
+
+
+@pytest.mark.django_db
+def test_learnings_through_the_api(agent_api, viewer_api, outsider_api):
+    created = agent_api.post(
+        "/memory/learnings",
+        {"story": "PD-5", "gate": 3, "domain": "tooling", "project": "gov", "tags": ["B", "#a", "a"], "text": "t"},
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert body["scope"] == "story"
+    assert body["tags_hash"] == compute_tags_hash(["#a", "b"])
+    read = viewer_api.get(f"/memory/learnings/{body['id']}").json()
+    assert (read["reuse_score"], read["tags"]) == (0.0, ["#a", "#b"])
+    assert outsider_api.get(f"/memory/learnings/{body['id']}").status_code == 403
+    bad = agent_api.post("/memory/learnings", {"story": "PD-5", "gate": 3, "domain": "t", "project": "g", "text": ""})
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["loc"] == ["body", "text"]
+    assert agent_api.post("/memory/gate-results", {"story": "PD-5", "gate": 8, "verdict": "GO"}).status_code == 201
+    assert agent_api.post("/memory/gate-results", {"story": "PD-5", "gate": 8, "verdict": "MAYBE"}).status_code == 422
+
+
+@pytest.mark.django_db
+def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
+    from memory.embeddings import get_backend
+
+    local = get_backend("local")
+    migrations = Learning.objects.create(
+        story="PD-1", gate=3, domain="data", project="p", tags=[], tags_hash=compute_tags_hash([]),
+        text="Adding a column with a default rewrites the table and locks it during the migration.",
+    )  # fmt: skip
+    styling = Learning.objects.create(
+        story="PD-2", gate=3, domain="web", project="p", tags=[], tags_hash=compute_tags_hash([]),
+        text="Button colours must follow the design system palette.",
+    )  # fmt: skip
+    indexing.embed("learning", [migrations.pk, styling.pk], backend=local)
+
+    hits = agent_api.get("/memory/search", {"q": "schema change blocks writes on a big table", "k": 2}).json()
+
+    assert [hit["id"] for hit in hits] == [migrations.pk, styling.pk]
+    assert hits[0]["score"] > hits[1]["score"]
+    only_web = agent_api.get("/memory/search", {"q": "schema change", "domain": "web"}).json()
+    assert [hit["id"] for hit in only_web] == [styling.pk]
