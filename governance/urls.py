@@ -20,6 +20,7 @@ urlpatterns = [
     path("inbox/pending/", views.inbox_pending, name="inbox-pending"),
     path("inbox/decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
     path("inbox/<int:item_id>/decide/", views.decide, name="inbox-decide"),
+    path("inbox/promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
     path("contracts/", views.contracts, name="contracts"),
     path("agents/", include("agents.urls")),
     path("sessions/", include("sessions.urls")),

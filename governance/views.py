@@ -11,10 +11,11 @@ import csv
 from collections.abc import Iterator
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import dateformat, timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
@@ -39,6 +40,7 @@ CSV_COLUMNS = [
     "comment",
     "payload_hash",
 ]
+BULK_APPROVABLE = "learning_promotion"  # the one kind whose rows get a checkbox for "Approve selected"
 # Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -130,6 +132,35 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     except Forbidden as exc:
         return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     return _row(request, _item(item_id))
+
+
+@login_required
+@decide_items
+@require_POST
+def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
+    """Approve the selected learning promotions, one decision each (``reviews.decide``, so the
+    memory app applies each promotion as for a single approval). Rows already decided, by someone
+    else or a moment ago, are skipped and counted; other kinds are never approved in bulk."""
+    selected = {int(value) for value in request.POST.getlist("items")[:MAX_SHOWN] if value.isdigit()}
+    actor = Principal(user=request.user)
+    pending = _pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True)
+    approved = 0
+    for item_id in pending:
+        try:
+            reviews.decide(item_id, actor=actor, decision=ReviewDecision.Decision.APPROVE)
+        except Conflict:  # decided elsewhere since the page was read
+            continue
+        approved += 1
+    skipped = len(selected) - approved
+    if approved:
+        messages.success(request, f"Approved {approved} promotion{'s' if approved != 1 else ''}.")
+    if skipped:
+        messages.warning(
+            request, f"Skipped {skipped} item{'s' if skipped != 1 else ''} already decided or not a promotion."
+        )
+    if not selected:
+        messages.info(request, "Select the promotions to approve first.")
+    return redirect("inbox")
 
 
 class _Echo:
