@@ -37,7 +37,12 @@ def _alive(process: psutil.Process) -> bool:
 def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
     port = free_port()
     pgdata = tmp_path / "pgdata"
-    child_env = process_env(tmp_path / "var", PORT=str(port), HOST="127.0.0.1", EMBEDDED_PGDATA=str(pgdata))
+    # The demo's hundreds of memory embeddings use the light test-only embedder here (it needs DEBUG):
+    # this test is about starting and stopping, not about loading the model on a busy CI machine.
+    child_env = process_env(
+        tmp_path / "var", PORT=str(port), HOST="127.0.0.1", EMBEDDED_PGDATA=str(pgdata),
+        DEBUG="1", EMBEDDING_BACKEND="hashing",
+    )  # fmt: skip
     child_env.pop("CELERY_BROKER_URL")  # let the project choose, as it does on a real `make run`
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
