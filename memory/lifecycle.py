@@ -70,6 +70,16 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
     mode, or send each to the reviewer inbox in `review` mode."""
     mode = mode or settings.LEARNINGS_PROMOTION_MODE
     report = LifecycleReport()
+    unscored = (
+        Learning.objects.filter(scope__in=[Learning.Scope.STORY, Learning.Scope.DOMAIN])
+        .exclude(Exists(ReuseScore.objects.filter(story=OuterRef("story"), gate=OuterRef("gate"),
+                                                  tags_hash=OuterRef("tags_hash"))))
+        .count()
+    )  # fmt: skip
+    if unscored:
+        # ERR-295-10: no score row to join (never injected) -> 0.0, excluded from promotion.
+        logger.info("[lifecycle] %s learning(s) without a reuse score: treated as 0.0, not promoted", unscored)
+        report.details.append(f"{unscored} unscored")
     for learning in _candidates():
         target = scope.promotion_target(scope.Scope(learning.scope), learning.score)
         if target is None:

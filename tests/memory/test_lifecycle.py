@@ -190,3 +190,20 @@ def test_promotion_items_appear_in_the_reviewer_inbox(client, reviewer):
     html = client.get("/inbox/").content.decode()
     assert "Promote a story learning of PD-1 to domain" in html
     assert ReviewItem.objects.filter(kind="learning_promotion", status="pending").count() == 1
+
+
+@pytest.mark.django_db
+def test_tc_err_10_a_learning_without_a_score_row_is_excluded_and_reported(caplog):
+    import logging
+
+    unscored = learning(story="PD-77")
+    scored_one = learning(story="PD-78", tags=["#other"])
+    scored(scored_one, "0.4")
+
+    with caplog.at_level(logging.INFO, logger="memory.lifecycle"):
+        report = lifecycle.propose_promotions(mode="auto")
+
+    unscored.refresh_from_db()
+    assert unscored.scope == "story"
+    assert report.applied == 1
+    assert "1 learning(s) without a reuse score" in caplog.text
