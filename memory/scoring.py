@@ -46,18 +46,22 @@ _TOUCHED = """
      WHERE g.id > %(last_gate)s AND g.gate = %(go_gate)s AND g.verdict = 'GO'
 """
 
+# "A GO after the injection" is "the story's latest gate-8 GO is later than the injection": one
+# hash join on a per-story aggregate instead of a correlated lookup per injection row.
 _UPSERT = """
     WITH {keys}
+    last_go AS (
+        SELECT story, max(at) AS at FROM memory_gateresult
+         WHERE gate = %(go_gate)s AND verdict = 'GO' GROUP BY story
+    ),
     agg AS (
         SELECT l.story, l.gate, l.tags_hash,
                count(*) AS nb_injections,
-               count(DISTINCT i.story) FILTER (WHERE EXISTS (
-                   SELECT 1 FROM memory_gateresult g
-                    WHERE g.story = i.story AND g.gate = %(go_gate)s AND g.verdict = 'GO' AND g.at > i.at
-               )) AS nb_go,
+               count(DISTINCT i.story) FILTER (WHERE g.at > i.at) AS nb_go,
                count(DISTINCT i.domain) AS nb_domains
           FROM memory_learninginjection i
           JOIN memory_learning l ON l.id = i.learning_id
+          LEFT JOIN last_go g ON g.story = i.story
           {join_keys}
          GROUP BY l.story, l.gate, l.tags_hash
     )
