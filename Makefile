@@ -24,6 +24,7 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
+	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) -m bench $(BENCH_ARGS)
 
 lint: install
