@@ -72,6 +72,7 @@ from bench.vectors import (
     embed_cached,
     embedding_copy_chunks,
     exact_top_k,
+    hits_per_query,
     learning_text,
     local_intrinsic_dimension,
     recall_at_k,
@@ -553,8 +554,10 @@ class Knn:
         truth = self.real_truth if real else self.truth
         count = len(queries) if count is None else min(count, len(queries))
         latencies, found = timed(call, queries[:count], self.ds.warmup)
-        recall = recall_at_k(found, truth[0][:count], truth[1][:count], self.vectors, queries[:count], K)
-        return {"queries": count, "recall_at_5": recall, **latency_ms(latencies)}
+        hits = hits_per_query(found, truth[0][:count], truth[1][:count], self.vectors, queries[:count], K)
+        histogram = np.bincount(hits, minlength=K + 1).tolist()  # [0] > 0: whole neighbourhoods missed
+        return {"queries": count, "recall_at_5": recall_at_k(hits, K), "queries_by_hits": histogram,
+                **latency_ms(latencies)}  # fmt: skip
 
     def faiss_flat(self) -> dict[str, Any]:
         """The seed's engine: an exact inner-product index over the active vectors, in process."""
@@ -1250,6 +1253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-variants", default="", help="other m:ef_construction to measure, e.g. 24:128")
     parser.add_argument("--maintenance-work-mem", default=d.maintenance_work_mem, help="for the index build (2GB)")
     parser.add_argument("--clusters", type=int, default=d.spec.clusters, help="synthetic clusters (default 1000)")
+    parser.add_argument("--domains", type=int, default=d.spec.domains, help="group the centres (default 0: no)")
     parser.add_argument("--rank", type=int, default=d.spec.rank, help="directions of a cluster's noise (default 16)")
     parser.add_argument("--spread", type=float, default=d.spec.spread, help="isotropic noise norm (default 0.25)")
     parser.add_argument("--blocks", type=int, default=d.blocks, help="injection blocks timed (default 200)")
@@ -1267,7 +1271,7 @@ def main(argv: list[str] | None = None) -> int:
         new_injections=args.new_injections, new_gate_results=args.new_gate_results,
         scoring_timeout_s=args.scoring_timeout,
         only=tuple(part for part in args.only.split(",") if part),
-        spec=ClusterSpec(clusters=args.clusters, rank=args.rank, spread=args.spread),
+        spec=ClusterSpec(clusters=args.clusters, domains=args.domains, rank=args.rank, spread=args.spread),
     )  # fmt: skip
     try:
         run(cfg)

@@ -103,13 +103,15 @@ class ClusterSpec:
     """
 
     clusters: int = 1000
+    domains: int = 0  # > 0: centres grouped around that many domain directions (bridged clusters)
     rank: int = 16
     along: float = 0.7  # norm of the noise along the cluster's own directions
     spread: float = 0.25  # norm of the isotropic noise
     seed: int = 4
 
     def describe(self) -> str:
-        return (f"{self.clusters} clusters around random unit centres; noise of norm {self.along} along "
+        centres = f"grouped in {self.domains} domains" if self.domains else "random unit centres"
+        return (f"{self.clusters} clusters around {centres}; noise of norm {self.along} along "
                 f"{self.rank} random directions per cluster plus {self.spread} isotropic; normalised")  # fmt: skip
 
 
@@ -133,10 +135,16 @@ def _clusters(spec: ClusterSpec, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Unit centres and, per cluster, ``rank`` random directions of unit norm (not orthogonalised:
     in 384 dimensions random directions are nearly orthogonal already)."""
     rng = np.random.default_rng(spec.seed)
-    centres = rng.standard_normal((spec.clusters, dim), dtype=np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    centres = _unit(rng.standard_normal((spec.clusters, dim), dtype=np.float32))
+    if spec.domains:  # cos ~0.36 between clusters of a domain, ~0 across: topics that touch
+        domains = _unit(rng.standard_normal((spec.domains, dim), dtype=np.float32))
+        centres = _unit(0.6 * domains[np.arange(spec.clusters) % spec.domains] + 0.8 * centres)
     bases = rng.standard_normal((spec.clusters, spec.rank, dim), dtype=np.float32) / np.float32(np.sqrt(dim))
     return centres, bases
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
 # --- Exact neighbours and recall -----------------------------------------------------------------
@@ -161,17 +169,22 @@ def exact_top_k(vectors: np.ndarray, active: np.ndarray, queries: np.ndarray, k:
 TIE_TOLERANCE = 1e-5  # float32 sums in numpy and in pgvector differ in the last bits
 
 
-def recall_at_k(found: list[list[int]], truth_rows: np.ndarray, truth_sims: np.ndarray, vectors: np.ndarray,
-                queries: np.ndarray, k: int) -> float:  # fmt: skip
-    """Mean share of the exact top-k each answer holds (rows, 0-based). A row outside the exact
+def hits_per_query(found: list[list[int]], truth_rows: np.ndarray, truth_sims: np.ndarray, vectors: np.ndarray,
+                   queries: np.ndarray, k: int) -> list[int]:  # fmt: skip
+    """How many of the exact top-k each answer holds (rows, 0-based). A row outside the exact
     top-k still counts when its similarity ties the k-th (to ``TIE_TOLERANCE``): either is right."""
-    total = 0
+    out = []
     for q, rows in enumerate(found):
         exact = set(truth_rows[q].tolist())
         kth = float(truth_sims[q, k - 1])
         hits = sum(1 for row in rows[:k] if row in exact or float(vectors[row] @ queries[q]) >= kth - TIE_TOLERANCE)
-        total += min(hits, k)
-    return round(total / (k * len(found)), 4) if found else float("nan")
+        out.append(min(hits, k))
+    return out
+
+
+def recall_at_k(hits: list[int], k: int) -> float:
+    """Mean share of the exact top-k found."""
+    return round(sum(hits) / (k * len(hits)), 4) if hits else float("nan")
 
 
 def local_intrinsic_dimension(vectors: np.ndarray, queries: np.ndarray, k: int = 20) -> dict[str, float]:
