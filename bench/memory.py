@@ -50,7 +50,6 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 
@@ -112,7 +111,7 @@ class Config:
     m: int = 16
     ef_construction: int = 64
     variants: tuple[tuple[int, int], ...] = ()  # other (m, ef_construction) measured after the default
-    maintenance_work_mem: str = "2GB"
+    maintenance_work_mem: str = "3GB"  # 2GB ran out at 966 240 of 1M rows (pgvector's NOTICE): 4x slower
     blocks: int = 200
     injections: int = 1_000_000
     new_injections: int = 10_000
@@ -514,21 +513,25 @@ def index_only_call(ef: int) -> Callable[[np.ndarray], list[int]]:
 @contextmanager
 def ef_search(ef: int) -> Iterator[None]:
     """The service layer with its over-fetch raised so that candidates = ef_search = ``ef`` at
-    k = 5 (what setting ``MIN_CANDIDATES = ef`` in memory/search.py would do), in this process."""
+    k = 5 (what ``MEMORY_SEARCH_CANDIDATES=ef`` in the environment does), in this process."""
+    from django.test import override_settings
+
     from memory import search
 
-    with mock.patch.object(search, "MIN_CANDIDATES", ef):
+    with override_settings(MEMORY_SEARCH_CANDIDATES=ef):
         assert search._candidate_count(K) == max(K * search.OVERFETCH, ef)
         yield
 
 
 def search_constants() -> dict[str, int]:
     """memory/search.py's over-fetch as this run found it (the service is measured as shipped)."""
+    from django.conf import settings
+
     from memory import search
 
     return {
         "OVERFETCH": search.OVERFETCH,
-        "MIN_CANDIDATES": search.MIN_CANDIDATES,
+        "MEMORY_SEARCH_CANDIDATES": settings.MEMORY_SEARCH_CANDIDATES,
         "MAX_EF_SEARCH": search.MAX_EF_SEARCH,
     }
 
@@ -831,17 +834,13 @@ def _explain_scoring(full: bool, last_injection: int, last_gate: int, analyze: b
 
     from memory import scoring
 
-    if full:
-        statement = scoring._UPSERT.format(keys="", join_keys="")
-    else:
-        statement = scoring._UPSERT.format(
-            keys=f"touched AS ({scoring._TOUCHED}),",
-            join_keys="JOIN touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash",
-        )
+    *preparation, statement = scoring.statements(incremental=not full)
     params = {"last_injection": last_injection, "last_gate": last_gate, "go_gate": scoring.GO_GATE,
               "w_inj": scoring.WEIGHT_INJECTIONS, "w_go": scoring.WEIGHT_GATE8_GO, "w_dom": scoring.WEIGHT_DOMAINS,
               "now": timezone.now()}  # fmt: skip
     with transaction.atomic(), connection.cursor() as cursor:
+        for step in preparation:
+            cursor.execute(step, params)
         cursor.execute(f"EXPLAIN {'(ANALYZE, BUFFERS) ' if analyze else ''}{statement}", params)
         plan = [row[0] for row in cursor.fetchall()]
         transaction.set_rollback(True)
@@ -1042,7 +1041,7 @@ def lowest_ef(curve: list[dict[str, Any]], recall: float, p95: float) -> dict[st
 
 def recommendation(result: dict[str, Any]) -> dict[str, Any]:
     """Per size with targets and per index built: the lowest ef_search of the curve meeting the
-    recall target (and both targets), then the memory/search.py constants giving it at k = 5."""
+    recall target (and both targets), then the MEMORY_SEARCH_CANDIDATES giving it at k = 5."""
     cfg = result["config"]
     out: dict[str, Any] = {}
     for size in result["sizes"]:
@@ -1057,8 +1056,7 @@ def recommendation(result: dict[str, Any]) -> dict[str, Any]:
     chosen = [v[shipped]["lowest_ef_meeting_recall"] for v in out.values()]
     if chosen and None not in chosen:
         ef = max(chosen)
-        out["constants"] = (f"MIN_CANDIDATES = {ef} (or OVERFETCH = {math.ceil(ef / K)}): candidates = "
-                            f"hnsw.ef_search = {ef} at k = 5")  # fmt: skip
+        out["constants"] = f"MEMORY_SEARCH_CANDIDATES={ef}: candidates = hnsw.ef_search = {ef} at k = 5"
     return out
 
 
@@ -1251,7 +1249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--m", type=int, default=d.m, help="HNSW m (default 16, the project's)")
     parser.add_argument("--ef-construction", type=int, default=d.ef_construction, help="HNSW ef_construction (64)")
     parser.add_argument("--index-variants", default="", help="other m:ef_construction to measure, e.g. 24:128")
-    parser.add_argument("--maintenance-work-mem", default=d.maintenance_work_mem, help="for the index build (2GB)")
+    parser.add_argument("--maintenance-work-mem", default=d.maintenance_work_mem, help="for the index build (3GB)")
     parser.add_argument("--clusters", type=int, default=d.spec.clusters, help="synthetic clusters (default 1000)")
     parser.add_argument("--domains", type=int, default=d.spec.domains, help="group the centres (default 0: no)")
     parser.add_argument("--rank", type=int, default=d.spec.rank, help="directions of a cluster's noise (default 16)")

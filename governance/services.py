@@ -31,14 +31,6 @@ def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditE
     )
 
 
-def record_many(*, actor: Principal, action: str, targets: list[Any], **data: Any) -> None:
-    """One audit row per target, in one statement (bulk maintenance such as eviction)."""
-    AuditEvent.objects.bulk_create(
-        AuditEvent(actor=actor.label, action=action, target_type=t._meta.label_lower, target_id=str(t.pk), data=data)
-        for t in targets
-    )
-
-
 @transaction.atomic
 def issue_api_key(
     *, actor: Principal, name: str, agent: Agent | None = None, user: AbstractBaseUser | None = None

@@ -251,3 +251,6 @@ EMBEDDING_MODEL = env.string("EMBEDDING_MODEL")
 EMBEDDING_DIMENSION = env.integer("EMBEDDING_DIMENSION", 0) or None
 EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env.integer("EMBEDDING_TIMEOUT_SECONDS", 30)
+# Candidates asked of the HNSW index per search (= hnsw.ef_search): 80 gives recall@5 0.99 at 100k
+# learnings; at 1M it takes 160-320 (bench/README.md, memory results).
+MEMORY_SEARCH_CANDIDATES = env.integer("MEMORY_SEARCH_CANDIDATES", 80)

@@ -8,20 +8,20 @@ eviction archives, and archived rows leave the active vector indexes.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from governance import reviews
-from governance.models import ReviewDecision, ReviewItem
+from governance.models import AuditEvent, ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
-from governance.services import record, record_many
+from governance.services import record
 from memory import scope
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
 
@@ -152,19 +152,41 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
 def evict(*, today: date | None = None) -> LifecycleReport:
     """Archive, in one transaction, every live learning older than EVICTION_AGE_DAYS (from
     date_created, else date) that was never injected (INV-295-11). Archived rows leave the
-    active vector indexes (INV-295-12)."""
+    active vector indexes (INV-295-12), and each gets its audit row.
+
+    One statement of data-modifying CTEs: the learnings, their embeddings and the audit rows
+    are written set-wise, without bringing tens of thousands of ids through Python."""
     today = today or timezone.localdate()
     cutoff = today - timedelta(days=scope.EVICTION_AGE_DAYS)  # age_days > 56  <=>  created < cutoff
-    stale = (
-        Learning.objects.exclude(scope=Learning.Scope.ARCHIVED)
-        .annotate(created=Coalesce(F("date_created"), F("date")))
-        .filter(created__lt=cutoff)
-        .exclude(Exists(LearningInjection.objects.filter(learning=OuterRef("pk"))))
+    params = {
+        "archived": Learning.Scope.ARCHIVED,
+        "cutoff": cutoff,
+        "now": timezone.now(),
+        "actor": SYSTEM.label,
+        "action": "learning.archived",
+        "target_type": Learning._meta.label_lower,
+        "data": json.dumps({"reason": "stale"}),
+    }
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_EVICT, params)
+        archived = cursor.rowcount
+    logger.info("[lifecycle] evicted: %s learnings archived (cutoff %s)", archived, cutoff)
+    return LifecycleReport(archived=archived)
+
+
+_EVICT = f"""
+    WITH stale AS (
+        UPDATE {Learning._meta.db_table} l
+           SET scope = %(archived)s, archived_at = %(now)s, scope_changed_at = %(now)s
+         WHERE l.scope <> %(archived)s
+           AND COALESCE(l.date_created, l.date) < %(cutoff)s
+           AND NOT EXISTS (SELECT 1 FROM {LearningInjection._meta.db_table} i WHERE i.learning_id = l.id)
+        RETURNING l.id
+    ),
+    vectors AS (
+        UPDATE {Embedding._meta.db_table} e SET active = false
+          FROM stale WHERE e.kind = 'learning' AND e.object_id = stale.id
     )
-    ids = list(stale.select_for_update(of=("self",)).values_list("pk", flat=True))
-    now = timezone.now()
-    Learning.objects.filter(pk__in=ids).update(scope=Learning.Scope.ARCHIVED, archived_at=now, scope_changed_at=now)
-    Embedding.objects.filter(kind="learning", object_id__in=ids).update(active=False)
-    record_many(actor=SYSTEM, action="learning.archived", targets=[Learning(pk=pk) for pk in ids], reason="stale")
-    logger.info("[lifecycle] evicted: %s learnings archived (cutoff %s)", len(ids), cutoff)
-    return LifecycleReport(archived=len(ids))
+    INSERT INTO {AuditEvent._meta.db_table} (at, actor, action, target_type, target_id, data)
+    SELECT %(now)s, %(actor)s, %(action)s, %(target_type)s, stale.id::text, %(data)s::jsonb FROM stale
+"""
