@@ -1,0 +1,698 @@
+"""LLM output contracts as checkable rules (seed 000), and the validator that explains itself.
+
+Three steps, all pure:
+
+* ``parse_type`` / ``parse_required`` / ``parse_paths`` turn one catalog row's words (French, as
+  the seed writes them) into a ``FieldRule``: JSON paths with ``[*]`` wildcards and alternatives,
+  a ``TypeRule`` (kind, bounds, enum), and a requirement (yes, no, conditional, implicit).
+* ``compile_contract`` turns a contract's rules into one function of the output, built once per
+  contract version (closures over pre-split paths: no parsing, no regex, no dict of options at
+  validation time).
+* That function returns a ``Report``: every violation with its concrete JSON path
+  (``signals[2].metric``), a code, a plain message and the runtime effect lost; warnings apart.
+
+Where the seed's words cannot be checked exactly (an open list of values, an "implicit"
+requirement) the rule only warns; docs/contracts.md lists those rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+# --- Codes ----------------------------------------------------------------------------------------
+
+
+class Code(StrEnum):
+    MISSING_REQUIRED = "missing_required"
+    WRONG_TYPE = "wrong_type"
+    OUT_OF_RANGE = "out_of_range"
+    NOT_IN_ENUM = "not_in_enum"
+    EMPTY_STRING = "empty_string"
+    NOT_SERIALIZABLE = "not_serializable"
+    UNKNOWN_ID = "unknown_id"
+    ALTERNATIVE_MISSING = "alternative_missing"
+    CONDITIONAL_MISSING = "conditional_missing"
+    UNKNOWN_FIELD = "unknown_field"
+    NULL_VALUE = "null_value"
+
+
+class Kind(StrEnum):
+    STRING = "string"
+    NUMBER = "number"
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    LIST = "list"
+    LIST_OF_STRINGS = "list_of_strings"
+    LIST_OF_MAPPINGS = "list_of_mappings"
+    LIST_OF_MAPPINGS_OR_STRINGS = "list_of_mappings_or_strings"
+    MAPPING = "mapping"
+    NUMBER_OR_STRING = "number_or_string"
+    NUMERIC_ID = "numeric_id"
+    ID = "id"  # an alias or an id: a non-empty string or an integer
+    PATH = "path"  # a dotted path or a list of segments
+    SERIALIZABLE = "serializable"
+    ANY = "any"
+
+
+class Requirement(StrEnum):
+    YES = "yes"
+    NO = "no"
+    CONDITIONAL = "conditional"
+    IMPLICIT = "implicit"
+
+
+# --- Rules ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    kind: Kind
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: tuple[str, ...] = ()
+    enum_open: bool = False  # the seed ends the list with "…": other values are warnings
+    non_empty: bool = False
+    keys: tuple[str, ...] = ()  # documented keys of a mapping or of each object of a list
+    existing: bool = False  # an id that must name something of the input: checked against known ids
+    serializable: bool = False  # "mapping sérialisable": every value inside must be JSON
+
+    def describe(self) -> str:
+        text = _KIND_WORDS[self.kind]
+        if self.non_empty:
+            text = "non-empty " + text
+        if self.minimum is not None and self.maximum is not None:
+            text += f" in [{_number(self.minimum)}, {_number(self.maximum)}]"
+        if self.enum:
+            text += " (one of " + ", ".join(self.enum) + (", …" if self.enum_open else "") + ")"
+        return text
+
+
+_KIND_WORDS = {
+    Kind.STRING: "string",
+    Kind.NUMBER: "number",
+    Kind.INTEGER: "integer",
+    Kind.BOOLEAN: "boolean",
+    Kind.LIST: "list",
+    Kind.LIST_OF_STRINGS: "list of strings",
+    Kind.LIST_OF_MAPPINGS: "list of objects",
+    Kind.LIST_OF_MAPPINGS_OR_STRINGS: "list of objects or strings",
+    Kind.MAPPING: "object",
+    Kind.NUMBER_OR_STRING: "number or string",
+    Kind.NUMERIC_ID: "numeric id",
+    Kind.ID: "alias or id",
+    Kind.PATH: "path (string or list of segments)",
+    Kind.SERIALIZABLE: "JSON value",
+    Kind.ANY: "any value",
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Required only when the sibling ``field`` holds one of ``values`` (seed: "Oui (opérations
+    `upsert_belief` / `add_evidence`)" on ``result.belief_id`` reads ``result.operation``)."""
+
+    field: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """One catalog row. ``paths`` holds one path, or several: alternatives when the row is
+    required (``answer``/``text``: one of them must be there), independent optional fields of the
+    same type otherwise (``tone``/``sentiment``)."""
+
+    paths: tuple[str, ...]
+    type: TypeRule
+    requirement: Requirement
+    effect: str = ""
+    condition: Condition | None = None
+    group: str = ""  # rows sharing a group are alternatives across rows (priority / priority_delta)
+    other_fields: bool = False  # "autres champs": extra fields are part of the contract
+    whole_output: bool = False  # "_toute réponse_": the rule is about the output itself
+
+    @property
+    def alternatives(self) -> bool:
+        return len(self.paths) > 1 and self.requirement is not Requirement.NO
+
+
+class RowError(ValueError):
+    """A catalog row whose words this module cannot read; the message quotes them."""
+
+
+# --- Reading the seed's words --------------------------------------------------------------------
+
+_BOUNDS = re.compile(r"∈\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]")
+_TICKED = re.compile(r"`([^`]+)`")
+_PARENS = re.compile(r"\((.*)\)")
+
+
+def _words(text: str) -> str:
+    bare = _BOUNDS.sub("", _PARENS.sub("", text)).replace("`", "").lower().replace("\u2019", "'")
+    return " ".join(bare.split())
+
+
+def _listed(text: str) -> tuple[str, ...]:
+    """Values in parentheses: `a`, `b` or `a`/`b` or id/kind/text, without the trailing ellipsis."""
+    inside = _PARENS.search(text)
+    if not inside:
+        return ()
+    body = inside.group(1)
+    ticked = _TICKED.findall(body)
+    parts = ticked if ticked else re.split(r"[/,]", body)
+    values: list[str] = []
+    for part in parts:
+        values.extend(p.strip() for p in part.split("/") if p.strip() and p.strip() not in {"…", "..."})
+    return tuple(values)
+
+
+def parse_type(text: str) -> TypeRule:
+    """The seed's "type attendu" column as a rule. Raises RowError on words it does not know, so a
+    new catalog row is never silently unchecked."""
+    words = _words(text)
+    bounds = _BOUNDS.search(text)
+    minimum, maximum = (float(bounds.group(1)), float(bounds.group(2))) if bounds else (None, None)
+    listed = _listed(text)
+    open_enum = "…" in text or "..." in text
+    if words in {"str", "chaîne"}:
+        if listed:
+            return TypeRule(Kind.STRING, enum=listed, enum_open=open_enum)
+        return TypeRule(Kind.STRING)
+    if words in {"str non vide"}:
+        return TypeRule(Kind.STRING, non_empty=True)
+    if words in {"nombre", "nombres", "float"}:
+        return TypeRule(Kind.NUMBER, minimum=minimum, maximum=maximum)
+    if words in {"entier", "int"}:
+        return TypeRule(Kind.INTEGER, minimum=minimum, maximum=maximum)
+    if words == "timestamp float":
+        return TypeRule(Kind.NUMBER, minimum=0.0)
+    if words == "booléen":
+        return TypeRule(Kind.BOOLEAN)
+    if words == "liste":
+        return TypeRule(Kind.LIST)
+    if words in {"liste de str", "liste de chaînes"}:
+        return TypeRule(Kind.LIST_OF_STRINGS)
+    if words in {"liste de mappings", "liste d'objets"}:
+        return TypeRule(Kind.LIST_OF_MAPPINGS, keys=listed)
+    if words in {"liste d'objets ou de chaînes", "liste"} or words.startswith("liste (objets ou chaînes"):
+        return TypeRule(Kind.LIST_OF_MAPPINGS_OR_STRINGS)
+    if words in {"mapping", "dict", "mapping clé/valeur", "mapping clé/valeur sérialisable", "mapping sérialisable"}:
+        return TypeRule(Kind.MAPPING, keys=listed, serializable="sérialisable" in words)
+    if words in {"sérialisable", "valeur sérialisable"}:
+        return TypeRule(Kind.SERIALIZABLE)
+    if words == "nombre ou str":
+        return TypeRule(Kind.NUMBER_OR_STRING)
+    if words in {"identifiant numérique", "identifiant numérique existant"}:
+        return TypeRule(Kind.NUMERIC_ID, existing="existant" in words)
+    if words == "valeur libre" or words.startswith("libre"):
+        return TypeRule(Kind.ANY)
+    if words == "alias reconnu":
+        return TypeRule(Kind.STRING, non_empty=True, existing=True)
+    if words in {"alias/id", "alias fourni ou id existant"}:
+        return TypeRule(Kind.ID, existing=True)
+    if words == "liste/chemin":
+        return TypeRule(Kind.PATH)
+    raise RowError(f"unknown type words: {text!r}")
+
+
+def parse_required(text: str) -> tuple[Requirement, Condition | None, bool]:
+    """The "obligatoire" column: (requirement, condition, alternative-of-another-row)."""
+    words = text.strip()
+    lower = words.lower()
+    if lower == "non":
+        return Requirement.NO, None, False
+    if lower == "oui" or lower.startswith("oui (par "):  # "par lien": per element of the list
+        return Requirement.YES, None, False
+    if lower == "oui (implicite)":
+        return Requirement.IMPLICIT, None, False
+    if lower.startswith("oui (opération"):
+        return Requirement.CONDITIONAL, Condition("operation", tuple(_TICKED.findall(words))), False
+    if lower.startswith("oui (sauf usage de") or lower == "oui (alternative)":
+        return Requirement.YES, None, True
+    raise RowError(f"unknown requirement words: {text!r}")
+
+
+def parse_paths(text: str) -> tuple[tuple[str, ...], bool, bool]:
+    """The "champ" column: (paths, other_fields, whole_output). An alternative written without a
+    dot shares the first path's parent: `rankings[*].adjusted_score` ou `score` is
+    rankings[*].adjusted_score or rankings[*].score."""
+    stripped = text.strip()
+    if stripped.strip("_").lower() in {"toute réponse"}:
+        return ("",), False, True
+    if stripped.lower().startswith("autres champs"):
+        return (), True, False
+    names = _TICKED.findall(stripped)
+    if not names:
+        raise RowError(f"no field path in {text!r}")
+    first = names[0]
+    parent = first.rsplit(".", 1)[0] + "." if "." in first else ""
+    paths = [first] + [name if "." in name or not parent else parent + name for name in names[1:]]
+    return tuple(paths), False, False
+
+
+def rule_from_row(path: str, type_: str, required: str, effect: str = "") -> FieldRule:
+    paths, other_fields, whole = parse_paths(path)
+    requirement, condition, cross_row = parse_required(required)
+    return FieldRule(
+        paths=paths,
+        type=parse_type(type_),
+        requirement=requirement,
+        effect=effect,
+        condition=condition,
+        group="alternative" if cross_row else "",
+        other_fields=other_fields,
+        whole_output=whole,
+    )
+
+
+# --- Reports --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str
+    code: str
+    message: str
+    effect: str = ""
+    hint: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """The API's shape; the output itself is at path "$"."""
+        out = {"path": self.path or "$", "code": str(self.code), "message": self.message}
+        if self.effect:
+            out["effect"] = self.effect
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+@dataclass
+class Report:
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+    @property
+    def compliant(self) -> bool:
+        return not self.violations
+
+
+# --- Values ---------------------------------------------------------------------------------------
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def first_unserializable(value: Any, path: str) -> tuple[str, str] | None:
+    """(path, reason) of the first part of ``value`` JSON cannot carry: objects that are not
+    dict/list/str/number/bool/null, non-string keys, NaN and infinities."""
+    if isinstance(value, float):
+        return (path, f"{value} is not a JSON number") if not math.isfinite(value) else None
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if found := first_unserializable(item, f"{path}[{index}]"):
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"key {key!r} is not a string"
+            if found := first_unserializable(item, join(path, key)):
+                return found
+        return None
+    return path, f"a {type(value).__name__} is not JSON"
+
+
+def join(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _decoded(value: Any) -> Any:
+    """A string that holds JSON (the common model mistake: a list serialised inside a string)."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return None
+
+
+# --- Compiling ------------------------------------------------------------------------------------
+
+Sink = Callable[[Violation], None]
+Check = Callable[[Any, str, "Context"], None]
+
+
+@dataclass
+class Context:
+    """One validation: where violations go, and the ids the input offered (for ``unknown_id``)."""
+
+    report: Report
+    known_ids: frozenset[str] | None = None
+
+
+def _value_check(rule: TypeRule, effect: str) -> Check:
+    """The check of one present value against its type rule, as a closure built once."""
+    kind = rule.kind
+    expected = rule.describe()
+
+    def fail(ctx: Context, path: str, code: Code, message: str, hint: str = "") -> None:
+        ctx.report.violations.append(Violation(path, code, message, effect, hint))
+
+    def wrong(value: Any, path: str, ctx: Context) -> None:
+        hint = ""
+        decoded = _decoded(value)
+        if decoded is not None and _matches_container(kind, decoded):
+            hint = f"the value is a JSON {_type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+        elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
+            hint = "a numeric id written as a string is not converted by the runtime: send the number"
+        fail(ctx, path, Code.WRONG_TYPE, f"expected {expected}, got {_type_name(value)}", hint)
+
+    def bounds(value: float, path: str, ctx: Context) -> None:
+        if (rule.minimum is not None and value < rule.minimum) or (rule.maximum is not None and value > rule.maximum):
+            low = "-inf" if rule.minimum is None else _number(rule.minimum)
+            high = "inf" if rule.maximum is None else _number(rule.maximum)
+            fail(ctx, path, Code.OUT_OF_RANGE, f"{value} is outside [{low}, {high}]")
+
+    def known(value: Any, path: str, ctx: Context) -> None:
+        if ctx.known_ids is not None and str(value) not in ctx.known_ids:
+            fail(ctx, path, Code.UNKNOWN_ID, f"{value!r} is not one of the ids the input offered")
+
+    if kind is Kind.STRING:
+        enum = frozenset(rule.enum)
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not str:
+                return wrong(value, path, ctx)
+            if rule.non_empty and not value.strip():
+                return fail(ctx, path, Code.EMPTY_STRING, "the string is empty")
+            if enum and value not in enum:
+                message = f"{value!r} is not one of {', '.join(rule.enum)}"
+                if rule.enum_open:
+                    ctx.report.warnings.append(Violation(path, Code.NOT_IN_ENUM, message + " (open list)", effect))
+                else:
+                    fail(ctx, path, Code.NOT_IN_ENUM, message)
+            if rule.existing:
+                known(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMBER:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not _is_number(value):
+                return wrong(value, path, ctx)
+            if value != value or value in (math.inf, -math.inf):
+                return fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
+            bounds(value, path, ctx)
+
+        return check
+    if kind is Kind.INTEGER:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not (type(value) is int or (type(value) is float and value.is_integer())):
+                return wrong(value, path, ctx)
+            bounds(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMERIC_ID:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not int:
+                return wrong(value, path, ctx)
+            if rule.existing:
+                known(value, path, ctx)
+
+        return check
+    if kind is Kind.ID:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not ((type(value) is str and value.strip()) or type(value) is int):
+                return wrong(value, path, ctx)
+            known(value, path, ctx)
+
+        return check
+    if kind is Kind.BOOLEAN:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not bool:
+                wrong(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMBER_OR_STRING:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not (type(value) is str or _is_number(value)):
+                wrong(value, path, ctx)
+
+        return check
+    if kind is Kind.PATH:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is str:
+                if not value.strip():
+                    fail(ctx, path, Code.EMPTY_STRING, "the path is empty")
+                return
+            if type(value) is not list or not all(type(item) in (str, int) for item in value):
+                wrong(value, path, ctx)
+
+        return check
+    if kind in (Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS, Kind.LIST):
+        allowed = {
+            Kind.LIST_OF_STRINGS: (str,),
+            Kind.LIST_OF_MAPPINGS: (dict,),
+            Kind.LIST_OF_MAPPINGS_OR_STRINGS: (dict, str),
+            Kind.LIST: None,
+        }[kind]
+        item_words = {(str,): "a string", (dict,): "an object", (dict, str): "an object or a string"}
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not list:
+                return wrong(value, path, ctx)
+            if allowed is None:
+                return
+            for index, item in enumerate(value):
+                if type(item) not in allowed:
+                    hint = ""
+                    if dict in allowed and _decoded(item).__class__ is dict:
+                        hint = "an object serialised inside a string: send it as JSON, not as text"
+                    fail(ctx, f"{path}[{index}]", Code.WRONG_TYPE,
+                         f"expected {item_words[allowed]}, got {_type_name(item)}", hint)  # fmt: skip
+
+        return check
+    if kind is Kind.MAPPING:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not dict:
+                wrong(value, path, ctx)
+            elif rule.serializable and (found := first_unserializable(value, path)):
+                fail(ctx, found[0], Code.NOT_SERIALIZABLE, found[1])
+
+        return check
+    if kind is Kind.SERIALIZABLE:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if found := first_unserializable(value, path):
+                fail(ctx, found[0], Code.NOT_SERIALIZABLE, found[1])
+
+        return check
+
+    def anything(value: Any, path: str, ctx: Context) -> None:
+        return None
+
+    return anything
+
+
+def _matches_container(kind: Kind, decoded: Any) -> bool:
+    if kind is Kind.MAPPING:
+        return isinstance(decoded, dict)
+    if kind in (Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS):
+        return isinstance(decoded, list)
+    return False
+
+
+def split_path(path: str) -> tuple[str, ...]:
+    """``rankings[*].adjusted_score`` -> ("rankings", "*", "adjusted_score")."""
+    parts: list[str] = []
+    for piece in path.split("."):
+        stars = 0
+        while piece.endswith("[*]"):
+            piece, stars = piece[:-3], stars + 1
+        parts.append(piece)
+        parts.extend("*" * stars)
+    return tuple(parts)
+
+
+def _instances(root: Any, segments: Sequence[str], prefix: str = "") -> Iterable[tuple[Any, str]]:
+    """The concrete parents of a field: walk every segment but the last, fanning out at ``*``.
+    A parent that is missing or of the wrong shape yields nothing: its own rule reports it."""
+    if not segments:
+        yield root, prefix
+        return
+    head, rest = segments[0], segments[1:]
+    if head == "*":
+        if type(root) is list:
+            for index, item in enumerate(root):
+                yield from _instances(item, rest, f"{prefix}[{index}]")
+        return
+    if type(root) is dict and head in root:
+        yield from _instances(root[head], rest, join(prefix, head))
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: FieldRule
+    parents: tuple[str, ...]  # segments down to the parent
+    names: tuple[str, ...]  # the last segment of each path (alternatives share the parent)
+    check: Check
+
+
+def _parents_differ(rule: FieldRule) -> bool:
+    parents = {split_path(p)[:-1] for p in rule.paths}
+    return len(parents) > 1
+
+
+def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str] | None], Report]:
+    """One function for the whole contract. Rows whose paths have different parents are split
+    into one compiled rule per path (they are independent optional fields); alternatives always
+    share a parent by construction (parse_paths)."""
+    compiled: list[_Compiled] = []
+    declared: dict[tuple[str, ...], set[str]] = {}
+    open_levels: set[tuple[str, ...]] = set()
+    whole: list[FieldRule] = []
+    groups: dict[str, list[FieldRule]] = {}
+    for rule in rules:
+        if rule.whole_output:
+            whole.append(rule)
+            continue
+        if rule.other_fields:
+            open_levels.add(())
+            continue
+        if rule.group:
+            groups.setdefault(rule.group, []).append(rule)
+        pieces = [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
+        for paths in pieces:
+            segments = [split_path(p) for p in paths]
+            parent = segments[0][:-1]
+            names = tuple(s[-1] for s in segments)
+            part = FieldRule(paths, rule.type, rule.requirement, rule.effect, rule.condition, rule.group)
+            compiled.append(_Compiled(part, parent, names, _value_check(rule.type, rule.effect)))
+            for s in segments:
+                for depth in range(len(s)):
+                    if s[depth] != "*":
+                        declared.setdefault(tuple(x for x in s[:depth]), set()).add(s[depth])
+            if rule.type.keys and rule.type.kind in (Kind.MAPPING, Kind.LIST_OF_MAPPINGS):
+                inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
+                declared.setdefault(inner, set()).update(rule.type.keys)
+    group_rules = list(groups.items())
+    whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
+    unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
+
+    def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
+        report = Report()
+        ctx = Context(report, known_ids)
+        if whole_checks:
+            for check, _ in whole_checks:
+                check(output, "", ctx)
+            if not compiled:
+                return report
+        if type(output) is not dict:
+            decoded = _decoded(output)
+            hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded, dict) else ""
+            message = f"expected an object, got {_type_name(output)}"
+            report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
+            return report
+        for item in compiled:
+            rule = item.rule
+            for parent, prefix in _instances(output, item.parents):
+                if type(parent) is not dict:
+                    continue  # the parent's own rule (a list of objects) reports the wrong item
+                present = False
+                for name in item.names:
+                    if name in parent:
+                        value = parent[name]
+                        path = join(prefix, name)
+                        if value is None and rule.requirement is Requirement.NO:
+                            null = Violation(path, Code.NULL_VALUE, "null given: treated as absent", rule.effect)
+                            report.warnings.append(null)
+                        else:
+                            item.check(value, path, ctx)
+                        present = True
+                if present or rule.group:
+                    continue
+                _missing(rule, item.names, parent, prefix, report)
+        for _, members in group_rules:
+            _check_group(members, output, report)
+        for level, names in unknown_levels:
+            for parent, prefix in _instances(output, level):
+                if type(parent) is dict:
+                    for key in parent:
+                        if key not in names:
+                            extra = Violation(join(prefix, key), Code.UNKNOWN_FIELD, "not in the contract")
+                            report.warnings.append(extra)
+        return report
+
+    return validate
+
+
+def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict, prefix: str, report: Report) -> None:
+    path = join(prefix, names[0])
+    if rule.requirement is Requirement.YES:
+        if len(names) > 1:
+            choices = " or ".join(join(prefix, n) for n in names)
+            message = f"one of {choices} is required"
+            report.violations.append(Violation(path, Code.ALTERNATIVE_MISSING, message, rule.effect))
+        else:
+            report.violations.append(Violation(path, Code.MISSING_REQUIRED, "required field is missing", rule.effect))
+    elif rule.requirement is Requirement.CONDITIONAL and rule.condition is not None:
+        trigger = parent.get(rule.condition.field)
+        if trigger in rule.condition.values:
+            report.violations.append(Violation(
+                path, Code.CONDITIONAL_MISSING,
+                f"required when {join(prefix, rule.condition.field)} is {trigger!r}", rule.effect,
+            ))  # fmt: skip
+    elif rule.requirement is Requirement.IMPLICIT:
+        message = "implicitly required field is missing"
+        report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))
+
+
+def _check_group(members: list[FieldRule], output: dict, report: Report) -> None:
+    """Alternatives across rows (priority / priority_delta): one of them must be present."""
+    names = [p for m in members for p in m.paths]
+    segments = split_path(names[0])
+    for parent, prefix in _instances(output, segments[:-1]):
+        if type(parent) is dict and not any(split_path(n)[-1] in parent for n in names):
+            choices = " or ".join(join(prefix, split_path(n)[-1]) for n in names)
+            message = f"one of {choices} is required"
+            path = join(prefix, segments[-1])
+            report.violations.append(Violation(path, Code.ALTERNATIVE_MISSING, message, members[0].effect))
