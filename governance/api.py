@@ -133,6 +133,7 @@ def get_health(request: HttpRequest) -> Status:
 def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.jobs_api import router as jobs_router
+    from governance.contracts_api import router as contracts_router
     from governance.reviews_api import router as reviews_router
     from memory.api import router as memory_router
     from sessions.api import automations as automations_router
@@ -145,6 +146,7 @@ def _mount_routers() -> None:
     api.add_router("/automations", automations_router)
 
     api.add_router("/memory", memory_router)
+    api.add_router("/contracts", contracts_router)
 
 
 _mount_routers()

@@ -18,6 +18,7 @@ _NOTE = re.compile(r"^\*\*(?P<label>[^*]+)\*\*\s*:?\s*(?P<text>.*)$")
 # The seed's source references (【F:path†L1-L2】) point into a code base we do not have.
 _REFERENCE = re.compile(r"【[^】]*】")
 _HEADER_CELLS = ("champ", "field")
+_PIPE = re.compile(r"(?<!\\)\|")
 
 
 class CatalogError(ValueError):
@@ -43,8 +44,11 @@ class ContractDoc:
 
 
 def _cells(line: str) -> list[str]:
-    """Split a table row on unescaped pipes (backticks never contain one in these documents)."""
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+    """Split a table row on unescaped pipes; an escaped one (\\|) stays in its cell as a pipe."""
+    body = line.strip().removeprefix("|")
+    if body.endswith("|") and not body.endswith("\\|"):
+        body = body[:-1]
+    return [cell.strip().replace("\\|", "|") for cell in _PIPE.split(body)]
 
 
 def parse(text: str) -> list[ContractDoc]:
@@ -76,7 +80,7 @@ def parse(text: str) -> list[ContractDoc]:
             path, type_, required, effect = cells
             current.rows.append(FieldRow(path, type_, required, effect.strip(), position=len(current.rows)))
         elif match := _NOTE.match(line):
-            label, body = match["label"].strip().rstrip(":"), match["text"].strip()
+            label, body = match["label"].strip().rstrip(":").rstrip(), match["text"].strip()
             current.notes.append(f"{label}: {body}" if body else label)
             note = current.notes
         elif line.strip() and note is not None:

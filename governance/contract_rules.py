@@ -193,6 +193,8 @@ def parse_type(text: str) -> TypeRule:
         return TypeRule(Kind.NUMBER, minimum=0.0)
     if words == "booléen":
         return TypeRule(Kind.BOOLEAN)
+    if words == "liste" and "objets ou chaînes" in text.lower():  # "liste (objets ou chaînes)"
+        return TypeRule(Kind.LIST_OF_MAPPINGS_OR_STRINGS)
     if words == "liste":
         return TypeRule(Kind.LIST)
     if words in {"liste de str", "liste de chaînes"}:
@@ -440,6 +442,8 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     if kind is Kind.INTEGER:
 
         def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is float and not math.isfinite(value):
+                return fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
             if not (type(value) is int or (type(value) is float and value.is_integer())):
                 return wrong(value, path, ctx)
             bounds(value, path, ctx)
@@ -457,7 +461,9 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     if kind is Kind.ID:
 
         def check(value: Any, path: str, ctx: Context) -> None:
-            if not ((type(value) is str and value.strip()) or type(value) is int):
+            if type(value) is str and not value.strip():
+                return fail(ctx, path, Code.EMPTY_STRING, "the id is empty")
+            if not (type(value) is str or type(value) is int):
                 return wrong(value, path, ctx)
             known(value, path, ctx)
 
@@ -474,6 +480,8 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
         def check(value: Any, path: str, ctx: Context) -> None:
             if not (type(value) is str or _is_number(value)):
                 wrong(value, path, ctx)
+            elif type(value) is float and not math.isfinite(value):
+                fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
 
         return check
     if kind is Kind.PATH:
@@ -569,6 +577,31 @@ def _instances(root: Any, segments: Sequence[str], prefix: str = "") -> Iterable
         yield from _instances(root[head], rest, join(prefix, head))
 
 
+def _absent(
+    root: Any, segments: Sequence[str], owned: set[tuple[str, ...]], prefix: str = "", depth: int = 0
+) -> Iterable[str]:
+    """The concrete parents of a field that are missing because an object lacks a key no row of
+    its own covers (``intent`` for ``intent.label``), written down to the field's parent with the
+    remaining segments (``patches[0].assessment``)."""
+    if depth == len(segments):
+        return
+    head = segments[depth]
+    if head == "*":
+        if type(root) is list:
+            for index, item in enumerate(root):
+                yield from _absent(item, segments, owned, f"{prefix}[{index}]", depth + 1)
+        return
+    if type(root) is not dict:
+        return
+    if head in root:
+        yield from _absent(root[head], segments, owned, join(prefix, head), depth + 1)
+    elif tuple(segments[: depth + 1]) not in owned:
+        path = join(prefix, head)
+        for rest in segments[depth + 1 :]:
+            path = f"{path}[*]" if rest == "*" else join(path, rest)
+        yield path
+
+
 @dataclass(frozen=True)
 class _Compiled:
     rule: FieldRule
@@ -591,12 +624,15 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
     open_levels: set[tuple[str, ...]] = set()
     whole: list[FieldRule] = []
     groups: dict[str, list[FieldRule]] = {}
+    others: list[Check] = []  # "autres champs": the type every undeclared top-level field must have
+    owned: set[tuple[str, ...]] = set()  # the paths a row of their own checks
     for rule in rules:
         if rule.whole_output:
             whole.append(rule)
             continue
         if rule.other_fields:
             open_levels.add(())
+            others.append(_value_check(rule.type, rule.effect))
             continue
         if rule.group:
             groups.setdefault(rule.group, []).append(rule)
@@ -608,6 +644,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             part = FieldRule(paths, rule.type, rule.requirement, rule.effect, rule.condition, rule.group)
             compiled.append(_Compiled(part, parent, names, _value_check(rule.type, rule.effect)))
             for s in segments:
+                owned.add(s)
                 for depth in range(len(s)):
                     if s[depth] != "*":
                         declared.setdefault(tuple(x for x in s[:depth]), set()).add(s[depth])
@@ -617,6 +654,17 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
     group_rules = list(groups.items())
     whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
     unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
+    top_level = frozenset(declared.get((), ()))
+    # Objects and lists on the way to a field that no row describes (`intent` of `intent.label`):
+    # nothing else would report them missing or of the wrong shape.
+    containers = {
+        s[: depth + 1]: depth + 1 < len(s) and s[depth + 1] == "*"
+        for item in compiled
+        for s in ((*item.parents, name) for name in item.names)
+        for depth in range(len(s) - 1)
+        if s[depth] != "*" and s[: depth + 1] not in owned
+    }
+    container_checks = [(path[:-1], path[-1], as_list) for path, as_list in containers.items()]
 
     def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
         report = Report()
@@ -632,8 +680,15 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             message = f"expected an object, got {_type_name(output)}"
             report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
             return report
+        for parents, name, as_list in container_checks:
+            for parent, prefix in _instances(output, parents):
+                if type(parent) is dict and name in parent and type(parent[name]) is not (list if as_list else dict):
+                    _wrong_container(parent[name], join(prefix, name), as_list, report)
         for item in compiled:
             rule = item.rule
+            if not rule.group and rule.requirement in (Requirement.YES, Requirement.IMPLICIT):
+                for prefix in _absent(output, item.parents, owned):
+                    _missing(rule, item.names, {}, prefix, report)
             for parent, prefix in _instances(output, item.parents):
                 if type(parent) is not dict:
                     continue  # the parent's own rule (a list of objects) reports the wrong item
@@ -653,6 +708,11 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                 _missing(rule, item.names, parent, prefix, report)
         for _, members in group_rules:
             _check_group(members, output, report)
+        if others:
+            for key, value in output.items():
+                if key not in top_level:
+                    for check in others:
+                        check(value, key, ctx)
         for level, names in unknown_levels:
             for parent, prefix in _instances(output, level):
                 if type(parent) is dict:
@@ -663,6 +723,16 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
         return report
 
     return validate
+
+
+def _wrong_container(value: Any, path: str, as_list: bool, report: Report) -> None:
+    decoded = _decoded(value)
+    expected = "list" if as_list else "object"
+    hint = ""
+    if isinstance(decoded, list if as_list else dict):
+        hint = f"the value is a JSON {_type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+    message = f"expected {expected}, got {_type_name(value)}"
+    report.violations.append(Violation(path, Code.WRONG_TYPE, message, "", hint))
 
 
 def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict, prefix: str, report: Report) -> None:

@@ -242,6 +242,12 @@ SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)
 SESSION_WEEK_START_DAY = env.string("SESSION_WEEK_START_DAY", "MONDAY")
 REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)
 
+# --- Contracts (seed 000) ------------------------------------------------------------------------
+
+# false: audit records keep the SHA-256 of each output, not the output (outputs may hold user data).
+CONTRACT_AUDIT_STORE_OUTPUTS = env.boolean("CONTRACT_AUDIT_STORE_OUTPUTS", True)
+CONTRACT_AUDIT_BATCH_MAX = 1000
+
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 
 LEARNINGS_PROMOTION_MODE = env.string("LEARNINGS_PROMOTION_MODE", "review")  # review | auto
