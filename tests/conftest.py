@@ -49,6 +49,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         embedded_db.stop(settings.EMBEDDED_PGDATA)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """A test database of this run's own: two runs on one machine (a developer's and an editor's,
+    say) would otherwise create and drop the same `test_governance` under each other."""
+    database = settings.DATABASES["default"]
+    database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
+
+
 @dataclass
 class Api:
     """A test client speaking to /api/v1 with one bearer key."""
