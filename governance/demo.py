@@ -1,4 +1,5 @@
-"""Demo accounts: an administrator and a reviewer, with fresh passwords printed at each load."""
+"""Demo accounts (an administrator and a reviewer, with fresh passwords printed at each load) and
+the contract catalog with two weeks of audited outputs of the demo agents (contract_demo.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import TextIO
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+
+from governance import contract_demo
 
 DEMO_ACCOUNTS = (
     ("admin", "Admin", True),
@@ -25,3 +28,4 @@ def load(out: TextIO) -> None:
         user.save()
         user.groups.add(Group.objects.get(name=group_name))
         out.write(f"Demo account: {username} / {password} ({group_name})\n")
+    contract_demo.load(out)

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from governance import views
+from governance import contract_views, views
 from governance.api import api
 
 admin.site.site_header = "Agent governance control plane"
@@ -21,7 +21,16 @@ urlpatterns = [
     path("inbox/decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
     path("inbox/<int:item_id>/decide/", views.decide, name="inbox-decide"),
     path("inbox/promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
-    path("contracts/", views.contracts, name="contracts"),
+    # fleet/ and agents/ come before <name>/, which would match them.
+    path("contracts/", contract_views.catalog, name="contracts"),
+    path("contracts/fleet/", contract_views.fleet, name="contract-fleet"),
+    path("contracts/fleet/report.md", contract_views.fleet_export, {"fmt": "md"}, name="contract-fleet-md"),
+    path("contracts/fleet/report.csv", contract_views.fleet_export, {"fmt": "csv"}, name="contract-fleet-csv"),
+    path("contracts/agents/<str:agent_id>/", contract_views.agent_report, name="contract-agent"),
+    path("contracts/<str:name>/", contract_views.detail, name="contract-detail"),
+    path("contracts/<str:name>/spec-audit/", contract_views.spec_audit, name="contract-spec-audit"),
+    path("contracts/<str:name>/report.md", contract_views.report_export, {"fmt": "md"}, name="contract-report-md"),
+    path("contracts/<str:name>/report.csv", contract_views.report_export, {"fmt": "csv"}, name="contract-report-csv"),
     path("agents/", include("agents.urls")),
     path("sessions/", include("sessions.urls")),
     path("memory/", include("memory.urls")),

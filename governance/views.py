@@ -1,4 +1,4 @@
-"""Operator pages of the governance app: the reviewer inbox and the contract catalog.
+"""Operator pages of the governance app: the reviewer inbox (contract pages: contract_views.py).
 
 The inbox is one queue for every kind of review item. Views only gather and delegate: deciding
 goes through ``governance.reviews.decide`` (which tells the app that opened the item), and an
@@ -205,11 +205,6 @@ def decisions_csv(request: HttpRequest) -> StreamingHttpResponse:
     response = StreamingHttpResponse(_csv_rows(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-decisions.csv"'
     return response
-
-
-@login_required
-def contracts(request: HttpRequest) -> HttpResponse:
-    return render(request, "governance/contracts.html")
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -15,7 +15,8 @@ class Command(BaseCommand):
     help = "Create (or refresh) demo accounts, agents and data. Safe to run again."
 
     def handle(self, *args: object, **options: object) -> None:
-        for label in PRODUCT_APPS:
+        # The governance demo audits the demo agents' LLM outputs: it runs after the apps that make them.
+        for label in sorted(PRODUCT_APPS, key=lambda label: label == "governance"):
             module_name = f"{apps.get_app_config(label).name}.demo"
             try:
                 demo = import_module(module_name)
