@@ -44,3 +44,9 @@ def require_owner_agent(principal: Principal, what: str) -> None:
     """Only the owning agent drives its object; operators read (and stop) but never drive."""
     if principal.agent is None:
         raise Forbidden(f"Only the agent that owns the {what} changes it.")
+
+
+def agent_or_perm(principal: Principal, perm: str) -> None:
+    """Agents use the fleet's shared services (memory, contracts); operators need ``perm``."""
+    if principal.agent is None and not principal.has_perm(perm):
+        raise Forbidden(f"This needs an agent key or the {perm} permission.")

@@ -13,7 +13,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents.models import Job
 from governance import contract_spec, contracts
-from governance.access import get_for
+from governance.access import agent_or_perm, get_for
 from governance.auth import operator_key
 from governance.exceptions import Forbidden, InvalidInput
 from governance.models import Contract, ContractCheck
@@ -21,11 +21,6 @@ from governance.principals import Principal
 from sessions.models import AISession
 
 router = Router(tags=["contracts"])
-
-
-def _may_read(principal: Principal) -> None:
-    if principal.agent is None and not principal.has_perm("governance.view_contract"):
-        raise Forbidden("This needs an agent key or the governance.view_contract permission.")
 
 
 class ContractSummary(Schema):
@@ -160,7 +155,7 @@ def _report(check: ContractCheck) -> dict[str, Any]:
 @paginate(LimitOffsetPagination)
 def list_contracts(request: HttpRequest, section: str | None = None, q: str | None = None) -> Any:
     """The current version of every contract, by section then name."""
-    _may_read(request.auth)
+    agent_or_perm(request.auth, "governance.view_contract")
     found = Contract.objects.filter(is_current=True).order_by("section", "name")
     if section:
         found = found.filter(section=section)
@@ -188,7 +183,7 @@ def _submission(principal: Principal, contract: Contract, data: ValidateIn) -> c
 def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     """Up to 1000 outputs, each against its named contract; stored as one batch. An unknown
     contract name refuses the whole batch (422 naming the item), nothing stored."""
-    _may_read(request.auth)
+    agent_or_perm(request.auth, "governance.view_contract")
     names = {item.contract for item in data.items}
     current = {c.name: c for c in Contract.objects.filter(name__in=names, is_current=True)}
     unknown = [
@@ -209,7 +204,7 @@ def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
 
 @router.get("/{name}", response=ContractOut)
 def get_contract(request: HttpRequest, name: str, version: int | None = None) -> dict[str, Any]:
-    _may_read(request.auth)
+    agent_or_perm(request.auth, "governance.view_contract")
     contract = contracts.version(name, version)
     return {
         "name": contract.name,
@@ -224,7 +219,7 @@ def get_contract(request: HttpRequest, name: str, version: int | None = None) ->
 @router.post("/{name}/validate", response=ReportOut)
 def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any]:
     """Check one output against the current version of the contract; every call is stored."""
-    _may_read(request.auth)
+    agent_or_perm(request.auth, "governance.view_contract")
     contract = contracts.current(name)
     (check,) = contracts.check([_submission(request.auth, contract, data)], principal=request.auth)
     return _report(check)
@@ -234,7 +229,7 @@ def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any
 def spec_audit(request: HttpRequest, name: str, data: Body[Any]) -> dict[str, Any]:
     """A prompt's declared output: a JSON Schema, or an example answer; either as the body itself
     or wrapped as {"schema": ...} / {"example": ...}."""
-    _may_read(request.auth)
+    agent_or_perm(request.auth, "governance.view_contract")
     contract = contracts.current(name)
     document = data
     if isinstance(data, dict) and len(data) == 1 and ("schema" in data or "example" in data):

@@ -7,14 +7,16 @@ from typing import Any, Literal
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from governance.exceptions import Forbidden, NotFound
-from governance.principals import Principal
+from governance.access import agent_or_perm
+from governance.exceptions import NotFound
 from memory import injection, learnings, search
 from memory.models import Clarification, Learning, ReuseScore, VeilleNote
 from memory.notes_api import router as notes_router
+from memory.subjects_api import router as subjects_router
 
 router = Router(tags=["memory"])
 router.add_router("", notes_router)
+router.add_router("", subjects_router)
 
 Story = Field(..., min_length=1, max_length=100)
 Name = Field(..., min_length=1, max_length=100)
@@ -74,22 +76,16 @@ class InjectionOut(Schema):
     sections: list[SectionOut]
 
 
-def _agent_or(principal: Principal, perm: str) -> None:
-    """Agents use their memory; operators need the model permission."""
-    if principal.agent is None and not principal.has_perm(perm):
-        raise Forbidden(f"This needs an agent key or the {perm} permission.")
-
-
 @router.post("/learnings", response={201: LearningCreated})
 def create_learning(request: HttpRequest, data: LearningIn) -> Status:
-    _agent_or(request.auth, "memory.add_learning")
+    agent_or_perm(request.auth, "memory.add_learning")
     item = learnings.create_learning(actor=request.auth, **data.dict())
     return Status(201, {"id": item.pk, "tags_hash": item.tags_hash, "scope": item.scope})
 
 
 @router.get("/learnings/{learning_id}", response=LearningOut)
 def get_learning(request: HttpRequest, learning_id: int) -> dict:
-    _agent_or(request.auth, "memory.view_learning")
+    agent_or_perm(request.auth, "memory.view_learning")
     item = Learning.objects.filter(pk=learning_id).first()
     if item is None:
         raise NotFound(f"No learning {learning_id}.")
@@ -104,7 +100,7 @@ def get_learning(request: HttpRequest, learning_id: int) -> dict:
 
 @router.post("/gate-results", response={201: dict})
 def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
-    _agent_or(request.auth, "memory.add_gateresult")
+    agent_or_perm(request.auth, "memory.add_gateresult")
     result = learnings.record_gate_result(**data.dict())
     return Status(201, {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict})
 
@@ -112,7 +108,7 @@ def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
 @router.post("/injection-block", response=InjectionOut)
 def injection_block(request: HttpRequest, data: InjectionIn) -> dict:
     """Always 200: a failing source gives `_source indisponible_` in its section only."""
-    _agent_or(request.auth, "memory.add_learninginjection")
+    agent_or_perm(request.auth, "memory.add_learninginjection")
     return injection.build_block(**data.dict())
 
 
@@ -138,7 +134,7 @@ def search_memory(
     """Ranked hits with their cosine similarity as `score`."""
     from memory.embeddings import get_backend
 
-    _agent_or(request.auth, "memory.view_learning")
+    agent_or_perm(request.auth, "memory.view_learning")
     backend = get_backend()
     vector = backend.embed([q])[0]
     common = {"model": backend.model, "dimension": backend.dimension, "k": k}

@@ -12,16 +12,17 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from memory.models import Clarification, Embedding, Learning, VeilleNote
+from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
 
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
 
 
-def text_of(kind: str, obj: Learning | VeilleNote | Clarification) -> str:
-    """What is embedded for each kind: the learning's text, a note's title and summary, an answer."""
-    if kind == "learning":
+def text_of(kind: str, obj: Learning | VeilleNote | Clarification | SubjectMemory) -> str:
+    """What is embedded for each kind: the learning's text, a note's title and summary, an answer,
+    a subject's memory text."""
+    if kind in ("learning", "subject"):
         return obj.text
     if kind == "veille":
         return f"{obj.title}\n{obj.summary}"
@@ -30,7 +31,7 @@ def text_of(kind: str, obj: Learning | VeilleNote | Clarification) -> str:
     raise ValueError(f"unknown embedding kind {kind!r}")
 
 
-MODELS = {"learning": Learning, "veille": VeilleNote, "clarification": Clarification}
+MODELS = {"learning": Learning, "veille": VeilleNote, "clarification": Clarification, "subject": SubjectMemory}
 
 
 def schedule_embedding(kind: str, object_ids: Iterable[int]) -> None:
@@ -72,6 +73,7 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
     archived = set()
     if kind == "learning":
         archived = set(Learning.objects.filter(pk__in=todo, scope=Learning.Scope.ARCHIVED).values_list("pk", flat=True))
+    subjects = {obj.pk: obj.subject_id for obj in objects} if kind == "subject" else {}
     with transaction.atomic():
         for pk, vector in zip(todo, vectors, strict=True):
             Embedding.objects.update_or_create(
@@ -83,6 +85,7 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
                     "embedding": vector,
                     "text_sha256": digests[pk],
                     "active": pk not in archived,
+                    "subject_id": subjects.get(pk),
                 },
             )
     return len(todo)

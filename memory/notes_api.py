@@ -10,8 +10,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
 
-from governance.exceptions import Forbidden, InvalidInput
-from governance.principals import Principal
+from governance.access import agent_or_perm
+from governance.exceptions import InvalidInput
 from governance.problems import problem_response
 from memory import notes
 from memory.veille import NoteError
@@ -81,12 +81,6 @@ class ClarificationsListOut(Schema):
     count: int
 
 
-def _allow(principal: Principal, perm: str, what: str) -> None:
-    """Agents may; operators need ``perm``."""
-    if principal.agent is None and not principal.has_perm(perm):
-        raise Forbidden(f"Your account may not {what}.")
-
-
 def _invalid(loc: list[Any], msg: str, kind: str) -> InvalidInput:
     return InvalidInput(msg, errors=[{"loc": loc, "msg": msg, "type": kind}])
 
@@ -122,7 +116,7 @@ def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | N
 def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     """Add a watch note (agents; operators with `memory.add_veillenote`): 201 stored, 200 when a note
     of that name existed (replaced), 422 naming each missing or invalid field; nothing is written then."""
-    _allow(request.auth, "memory.add_veillenote", "add watch notes")
+    agent_or_perm(request.auth, "memory.add_veillenote")
     text, note_name = _veille_source(request, name)
     note, created = notes.add_note(text, note_name, actor=request.auth)
     return Status(201 if created else 200, note)
@@ -132,7 +126,7 @@ def post_veille(request: HttpRequest, name: str | None = None) -> Status:
 def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status | HttpResponse:
     """Store the PO's four answers for a story, byte for byte, as its next version (agents;
     operators with `memory.add_clarification`). 503 when the database refused the write."""
-    _allow(request.auth, "memory.add_clarification", "add clarifications")
+    agent_or_perm(request.auth, "memory.add_clarification")
     try:
         version, name = notes.persist_clarifications(
             story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=request.auth
@@ -153,7 +147,7 @@ def list_clarifications(
 ) -> dict:
     """Newest first (date, then version), exact `domain`/`project` filters; only each story's newest
     version unless `all_versions=true`. `count` is the number of matching versions."""
-    _allow(request.auth, "memory.view_clarification", "view clarifications")
+    agent_or_perm(request.auth, "memory.view_clarification")
     if not 1 <= limit <= 100:
         raise _invalid(["query", "limit"], "limit must be between 1 and 100", "range")
     if offset < 0:
@@ -166,6 +160,6 @@ def list_clarifications(
 @router.get("/clarifications/{story}/markdown", response={200: str})
 def export_clarifications(request: HttpRequest, story: str, version: int | None = None) -> HttpResponse:
     """One version (the newest by default) as the seed's Markdown file; 404 when there is none."""
-    _allow(request.auth, "memory.view_clarification", "view clarifications")
+    agent_or_perm(request.auth, "memory.view_clarification")
     text = notes.export_clarifications_markdown(story, version)
     return HttpResponse(text, content_type="text/markdown; charset=utf-8")

@@ -121,3 +121,35 @@ def nearest_clarifications(
     params = {"q": _vector_literal(vector), "kind": "clarification", "model": model, "candidates": candidates,
               "domain": domain, "project": project, "k": k}  # fmt: skip
     return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
+
+
+# Per-subject memories share one HNSW index across subjects. Asking it for this many candidates
+# and keeping the subject's finds the top k of a subject that holds a fair share of all rows; a
+# subject with few rows gets fewer than k from the index and is scanned exactly instead (its own
+# rows only, through the subject index: cheap precisely because they are few).
+SUBJECT_CANDIDATES = 200
+
+
+def nearest_subject_memories(vector: list[float], *, model: str, dimension: int, subject_id: int,
+                             k: int = 5) -> list[Hit]:  # fmt: skip
+    d = int(dimension)
+    params = {"q": _vector_literal(vector), "kind": "subject", "model": model, "subject": subject_id, "k": k,
+              "candidates": SUBJECT_CANDIDATES}  # fmt: skip
+    sql = f"""
+        WITH c AS ({_candidates_sql(d).replace("SELECT object_id,", "SELECT object_id, subject_id,")})
+        SELECT object_id, similarity FROM c WHERE subject_id = %(subject)s
+         ORDER BY similarity DESC, object_id LIMIT %(k)s
+    """
+    found = _run(sql, params, SUBJECT_CANDIDATES)
+    if len(found) >= k:
+        return [Hit(pk, sim) for pk, sim in found]
+    exact = f"""
+        SELECT object_id, 1 - (embedding::vector({d}) <=> %(q)s::vector({d})) AS similarity
+          FROM memory_embedding
+         WHERE subject_id = %(subject)s AND kind = %(kind)s AND model = %(model)s AND active
+         ORDER BY (embedding::vector({d}) <=> %(q)s::vector({d})) + 0, object_id  -- + 0: a sort, not the index
+         LIMIT %(k)s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(exact, params)
+        return [Hit(pk, sim) for pk, sim in cursor.fetchall()]

@@ -10,7 +10,7 @@ import re
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIMENSION = 384
-KINDS = ("learning", "veille", "clarification")
+KINDS = ("learning", "veille", "clarification", "subject")
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 

@@ -1,0 +1,240 @@
+"""Per-subject conversational memory (seed 002): the five documents imported and exported equal,
+invalid documents refused with paths, semantic search with the real model, emotions, personality,
+facts and erasure."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy
+import pytest
+
+from memory import subject_documents, subjects
+from memory.embeddings import LocalMiniLM
+from memory.models import Embedding, EmotionEvent, Preference, Subject, SubjectMemory
+
+pytestmark = pytest.mark.django_db
+
+ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LocalMiniLM:
+    return LocalMiniLM()
+
+
+@pytest.fixture(scope="module")
+def alice(minilm) -> dict:
+    """The seed's documents, with real all-MiniLM-L6-v2 vectors where the seed elides them, each
+    component in float4's shortest decimal form (how PostgreSQL stores and returns it)."""
+    documents = {name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
+                 for name in subject_documents.DOCUMENTS}  # fmt: skip
+    entries = documents["embeddings"]["embeddings"]
+    for entry, vector in zip(entries, minilm.embed([e["text"] for e in entries]), strict=True):
+        entry["embedding"] = [float(str(numpy.float32(x))) for x in vector]
+    return documents
+
+
+def test_the_seed_documents_round_trip_equal(admin_api, alice):
+    response = admin_api.post("/memory/subjects/alice/import", alice)
+    assert response.status_code == 200
+    assert response.json() == {"conversations": 2, "facts": 7, "embeddings": 6, "personality": 3,
+                               "emotion_history": 8}  # fmt: skip
+    exported = admin_api.get("/memory/subjects/alice/export")
+    assert exported.status_code == 200
+    assert exported.json() == alice
+
+
+def test_importing_again_changes_nothing(admin_api, alice):
+    admin_api.post("/memory/subjects/alice/import", alice)
+    admin_api.post("/memory/subjects/alice/import", alice)
+    assert admin_api.get("/memory/subjects/alice/export").json() == alice
+    assert SubjectMemory.objects.count() == 6
+    assert Embedding.objects.filter(kind="subject").count() == 6
+
+
+def test_the_jazz_question_finds_the_jazz_preference_and_conversation_above_pizza(admin_api, agent_api, alice):
+    """Seed 002's search example, with the real model."""
+    admin_api.post("/memory/subjects/alice/import", alice)
+    query = {"q": "Quels sont mes genres musicaux préférés ?", "k": 10}
+    response = agent_api.get("/memory/subjects/alice/search", query)
+    assert response.status_code == 200
+    ranked = [hit["id"] for hit in response.json()]
+    assert set(ranked[:2]) == {"pref_001", "conv_20251116_001"}
+    assert ranked.index("pref_003") > 1
+    scores = [hit["score"] for hit in response.json()]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_invalid_documents_are_refused_with_their_paths_and_nothing_is_written(admin_api, alice):
+    broken = copy.deepcopy(alice)
+    broken["facts"]["preferences"][1]["confidence"] = 1.5
+    broken["conversations"]["conversations"][0]["sentiment_score"] = -3
+    broken["personality"]["current_traits"].pop("humour")
+    broken["embeddings"]["embeddings"][0]["embedding"] = [0.1, 0.2]
+    response = admin_api.post("/memory/subjects/alice/import", broken)
+    assert response.status_code == 422
+    locs = [e["loc"] for e in response.json()["errors"]]
+    assert ["body", "facts", "preferences", 1, "confidence"] in locs
+    assert ["body", "conversations", "conversations", 0, "sentiment_score"] in locs
+    assert ["body", "personality", "current_traits"] in locs
+    assert ["body", "embeddings"] in locs
+    assert not Subject.objects.exists()
+
+
+def test_a_document_of_an_older_version_goes_through_its_migrations(admin_api, alice):
+    """The shape of seed 002's v1 -> v2 example: a registered step rewrites the document first."""
+    old = copy.deepcopy(alice["conversations"])
+    old["version"] = "0.9"
+    for conversation in old["conversations"]:
+        conversation["sentiment"] = conversation.pop("overall_sentiment")
+
+    @subject_documents.migration("conversations", "0.9", "1.0")
+    def rename_sentiment(data: dict) -> dict:
+        for conversation in data["conversations"]:
+            conversation["overall_sentiment"] = conversation.pop("sentiment")
+        return data
+
+    try:
+        assert admin_api.post("/memory/subjects/bob/import", {"conversations": old}).status_code == 200
+    finally:
+        subject_documents._MIGRATIONS.pop(("conversations", "0.9"))
+    exported = admin_api.get("/memory/subjects/bob/export").json()["conversations"]
+    assert exported == alice["conversations"]
+
+
+def test_a_version_without_migrations_is_refused(admin_api, alice):
+    future = {**alice["personality"], "version": "3.0"}
+    response = admin_api.post("/memory/subjects/alice/import", {"personality": future})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "personality", "version"]
+
+
+def test_import_and_export_are_for_operators_with_the_permission(agent_api, viewer_api, admin_api, alice):
+    assert agent_api.post("/memory/subjects/alice/import", alice).status_code == 403
+    assert viewer_api.post("/memory/subjects/alice/import", alice).status_code == 403
+    assert admin_api.get("/memory/subjects/nobody/export").status_code == 404
+
+
+def test_new_facts_get_the_next_id_of_their_subject(admin_api, agent_api, alice):
+    admin_api.post("/memory/subjects/alice/import", alice)
+    body = {"kind": "preference", "values": {"category": "musique", "item": "rock", "sentiment": "positive",
+                                             "confidence": 0.8}}  # fmt: skip
+    response = agent_api.post("/memory/subjects/alice/facts", body)
+    assert response.status_code == 201
+    assert response.json() == {"id": "pref_004"}
+    event = {"kind": "event", "values": {"description": "Concert", "importance": 0.4, "sentiment": "positive"}}
+    assert agent_api.post("/memory/subjects/alice/facts", event).json() == {"id": "event_002"}
+    assert SubjectMemory.objects.filter(key="pref_004", type="preference").exists()
+
+
+def test_an_invalid_fact_is_422_with_its_path(admin_api, agent_api, alice):
+    admin_api.post("/memory/subjects/alice/import", alice)
+    body = {"kind": "relationship", "values": {"entity_1": "Alice", "relation_type": "aime", "confidence": 2}}
+    response = agent_api.post("/memory/subjects/alice/facts", body)
+    assert response.status_code == 422
+    locs = [e["loc"] for e in response.json()["errors"]]
+    assert ["body", "values", "entity_2"] in locs
+    assert ["body", "values", "confidence"] in locs
+    assert Preference.objects.count() == 3
+
+
+def test_erasing_a_subject_leaves_no_row_of_it_in_any_table(admin_api, agent_api, alice):
+    from django.apps import apps
+
+    from governance.models import AuditEvent
+
+    admin_api.post("/memory/subjects/alice/import", alice)
+    admin_api.post("/memory/subjects/bob/import", {"facts": alice["facts"]})
+    agent_api.post("/memory/subjects/alice/emotions", {"emotion": "neutre", "intensity": 0.5,
+                                                        "triggered_by": "system"})  # fmt: skip
+    alice_id = Subject.objects.get(key="alice").pk
+    response = admin_api.delete("/memory/subjects/alice")
+    assert response.status_code == 204
+    for model in apps.get_app_config("memory").get_models():
+        fields = {f.name for f in model._meta.get_fields()}
+        if "subject" in fields:
+            assert not model.objects.filter(subject_id=alice_id).exists(), model.__name__
+    assert not Subject.objects.filter(key="alice").exists()
+    assert Subject.objects.filter(key="bob").exists()
+    assert not AuditEvent.objects.filter(target_type="memory.subject", target_id=str(alice_id)).exists()
+    erased = AuditEvent.objects.get(action="subject.erased")
+    assert "alice" not in json.dumps(erased.data)
+    assert erased.actor.startswith("user:")
+    assert admin_api.get("/memory/subjects/alice/export").status_code == 404
+
+
+def test_only_operators_with_the_permission_erase(agent_api, viewer_api, admin_api, alice):
+    admin_api.post("/memory/subjects/alice/import", {"facts": alice["facts"]})
+    assert agent_api.delete("/memory/subjects/alice").status_code == 403
+    assert viewer_api.delete("/memory/subjects/alice").status_code == 403
+    assert Subject.objects.filter(key="alice").exists()
+
+
+def test_emotions_follow_the_transition_matrix(admin_api, agent_api, alice):
+    admin_api.post("/memory/subjects/alice/import", alice)  # current emotion: joyeux
+    refused = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "énervé", "intensity": 0.6,
+                                                                  "triggered_by": "user_message"})  # fmt: skip
+    assert refused.status_code == 422
+    assert (refused.json()["from"], refused.json()["to"], refused.json()["probability"]) == ("joyeux", "énervé", 0.0)
+    at_threshold = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "triste", "intensity": 0.3,
+                                                                       "triggered_by": "user_message"})  # fmt: skip
+    assert at_threshold.status_code == 422
+    assert at_threshold.json()["probability"] == 0.05
+    accepted = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "surpris", "intensity": 0.6,
+                                                                   "context": "news", "triggered_by": "user_message"})  # fmt: skip
+    assert accepted.status_code == 201
+    history = admin_api.get("/memory/subjects/alice/export").json()["emotion_history"]
+    assert history["current_emotion"] == "surpris"
+    assert history["history"][-1]["context"] == "news"
+    assert {"from": "joyeux", "to": "surpris"}.items() <= history["transitions"][-1].items()
+    assert history["statistics"]["total_emotions_recorded"] == 99
+    assert history["statistics"]["total_transitions"] == 43
+
+
+def test_an_emotion_without_a_row_in_the_matrix_is_unconstrained(admin_api, agent_api, alice):
+    unconstrained = {**alice["emotion_history"], "current_emotion": "empathique"}  # no row in the matrix
+    admin_api.post("/memory/subjects/alice/import", {"emotion_history": unconstrained})
+    for emotion in ("frustré", "empathique", "énervé"):
+        body = {"emotion": emotion, "intensity": 0.5, "triggered_by": "assistant_response"}
+        assert agent_api.post("/memory/subjects/alice/emotions", body).status_code == 201
+
+
+def test_the_history_keeps_only_max_history_rows(admin_api, agent_api, alice):
+    bounded = {**alice["emotion_history"], "max_history": 5, "current_emotion": "empathique"}
+    admin_api.post("/memory/subjects/alice/import", {"emotion_history": bounded})
+    for n in range(4):
+        body = {"emotion": "empathique", "intensity": 0.5, "context": f"new {n}", "triggered_by": "system"}
+        assert agent_api.post("/memory/subjects/alice/emotions", body).status_code == 201
+    contexts = list(EmotionEvent.objects.values_list("context", flat=True))
+    assert contexts == ["Réponse empathique aux frustrations Alice", "new 0", "new 1", "new 2", "new 3"]
+
+
+def test_the_system_prompt_follows_the_traits(admin_api, agent_api, alice):
+    admin_api.post("/memory/subjects/alice/import", alice)
+    prompt = agent_api.get("/memory/subjects/alice/system-prompt").json()["prompt"]
+    # extraversion 0.68 (balanced), empathie 0.82 (> 0.7), humour 0.54, formalité 0.35, curiosité 0.71, patience 0.75
+    assert prompt == (
+        "You are Kira, a virtual assistant with a balanced manner, deeply empathetic and attentive to feelings. "
+        "You address the user informally, in a casual and friendly tone. You ask many questions and take an "
+        "active interest. You take the time to explain in detail."
+    )
+
+
+def test_traits_move_every_update_frequency_interactions(admin_api, agent_api, alice):
+    personality = {**alice["personality"], "update_frequency": 3}
+    admin_api.post("/memory/subjects/alice/import", {"personality": personality})
+    first = agent_api.post("/memory/subjects/alice/interactions", {"count": 2, "feedback": {"humour": 0.05}}).json()
+    assert first["updated"] is False
+    assert first["traits"]["humour"] == 0.54
+    second = agent_api.post("/memory/subjects/alice/interactions",
+                            {"count": 1, "feedback": {"humour": 0.05, "patience": 0.5}, "reason": "user laughed"}).json()  # fmt: skip
+    assert second["updated"] is True
+    assert second["traits"]["humour"] == 0.64
+    assert second["traits"]["patience"] == 1.0
+    assert second["changes"] == {"humour": "+0.10", "patience": "+0.25"}
+    history = admin_api.get("/memory/subjects/alice/export").json()["personality"]["trait_history"]
+    assert history[-1]["reason"] == "Updated after 3 interactions (user laughed)"
+    assert history[-1]["interactions_count"] == 3
