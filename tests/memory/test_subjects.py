@@ -183,8 +183,8 @@ def test_emotions_follow_the_transition_matrix(admin_api, agent_api, alice):
                                                                        "triggered_by": "user_message"})  # fmt: skip
     assert at_threshold.status_code == 422
     assert at_threshold.json()["probability"] == 0.05
-    accepted = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "surpris", "intensity": 0.6,
-                                                                   "context": "news", "triggered_by": "user_message"})  # fmt: skip
+    news = {"emotion": "surpris", "intensity": 0.6, "context": "news", "triggered_by": "user_message"}
+    accepted = agent_api.post("/memory/subjects/alice/emotions", news)
     assert accepted.status_code == 201
     history = admin_api.get("/memory/subjects/alice/export").json()["emotion_history"]
     assert history["current_emotion"] == "surpris"
@@ -229,8 +229,8 @@ def test_traits_move_every_update_frequency_interactions(admin_api, agent_api, a
     first = agent_api.post("/memory/subjects/alice/interactions", {"count": 2, "feedback": {"humour": 0.05}}).json()
     assert first["updated"] is False
     assert first["traits"]["humour"] == 0.54
-    second = agent_api.post("/memory/subjects/alice/interactions",
-                            {"count": 1, "feedback": {"humour": 0.05, "patience": 0.5}, "reason": "user laughed"}).json()  # fmt: skip
+    laughed = {"count": 1, "feedback": {"humour": 0.05, "patience": 0.5}, "reason": "user laughed"}
+    second = agent_api.post("/memory/subjects/alice/interactions", laughed).json()
     assert second["updated"] is True
     assert second["traits"]["humour"] == 0.64
     assert second["traits"]["patience"] == 1.0
