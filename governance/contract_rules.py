@@ -275,7 +275,7 @@ def rule_from_row(path: str, type_: str, required: str, effect: str = "") -> Fie
 # --- Reports --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, per violation
 class Violation:
     path: str
     code: str
@@ -608,6 +608,7 @@ class _Compiled:
     parents: tuple[str, ...]  # segments down to the parent
     names: tuple[str, ...]  # the last segment of each path (alternatives share the parent)
     check: Check
+    may_lack_parent: bool = False  # a container on the way has no row of its own (see _absent)
 
 
 def _parents_differ(rule: FieldRule) -> bool:
@@ -651,6 +652,12 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             if rule.type.keys and rule.type.kind in (Kind.MAPPING, Kind.LIST_OF_MAPPINGS):
                 inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
                 declared.setdefault(inner, set()).update(rule.type.keys)
+    compiled = [
+        _Compiled(c.rule, c.parents, c.names, c.check, any(
+            c.parents[: depth + 1] not in owned for depth in range(len(c.parents)) if c.parents[depth] != "*"
+        ))
+        for c in compiled
+    ]  # fmt: skip
     group_rules = list(groups.items())
     whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
     unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
@@ -669,6 +676,15 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
     def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
         report = Report()
         ctx = Context(report, known_ids)
+        walked: dict[tuple[str, ...], list[tuple[Any, str]]] = {(): [(output, "")]}
+
+        def instances(parents: tuple[str, ...]) -> list[tuple[Any, str]]:
+            """Each parent path is walked once per output, whatever the number of rows under it."""
+            found = walked.get(parents)
+            if found is None:
+                found = walked[parents] = list(_instances(output, parents))
+            return found
+
         if whole_checks:
             for check, _ in whole_checks:
                 check(output, "", ctx)
@@ -681,15 +697,15 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
             return report
         for parents, name, as_list in container_checks:
-            for parent, prefix in _instances(output, parents):
+            for parent, prefix in instances(parents):
                 if type(parent) is dict and name in parent and type(parent[name]) is not (list if as_list else dict):
                     _wrong_container(parent[name], join(prefix, name), as_list, report)
         for item in compiled:
             rule = item.rule
-            if not rule.group and rule.requirement in (Requirement.YES, Requirement.IMPLICIT):
+            if item.may_lack_parent and not rule.group and rule.requirement in (Requirement.YES, Requirement.IMPLICIT):
                 for prefix in _absent(output, item.parents, owned):
                     _missing(rule, item.names, {}, prefix, report)
-            for parent, prefix in _instances(output, item.parents):
+            for parent, prefix in instances(item.parents):
                 if type(parent) is not dict:
                     continue  # the parent's own rule (a list of objects) reports the wrong item
                 present = False
@@ -703,7 +719,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                         else:
                             item.check(value, path, ctx)
                         present = True
-                if present or rule.group:
+                if present or rule.group or rule.requirement is Requirement.NO:
                     continue
                 _missing(rule, item.names, parent, prefix, report)
         for _, members in group_rules:
@@ -714,7 +730,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                     for check in others:
                         check(value, key, ctx)
         for level, names in unknown_levels:
-            for parent, prefix in _instances(output, level):
+            for parent, prefix in instances(level):
                 if type(parent) is dict:
                     for key in parent:
                         if key not in names:
