@@ -1,28 +1,54 @@
-"""Admin for agent memory: every table can be browsed, filtered and searched; none is edited here.
+"""Admin for agent memory: every table can be browsed, filtered and searched; none is edited here
+but the realistic-transition matrix of subjects' emotions, which operators tune.
 
 Memory is archived, never deleted, and every write has its service: learnings go through
 ``memory.learnings.create_learning`` (canonical tags hash, embedding), scopes through
 ``memory.lifecycle`` (rules, audit rows, vector indexes), watch notes through ``memory.notes``
 (mirrors of files), scores through ``memory.scoring``. Editing a row by hand would bypass all of
 that, so the admin only reads: no add, no change, no delete, no bulk delete action.
+
+Subjects (seed 002) follow the same rule: imports replace documents through
+``memory.subjects.import_documents``, facts are corrected on the subject's page through
+``subjects.correct_fact`` (audit row, searchable memory rewritten and re-embedded), and a subject is
+erased through ``subjects.erase`` (vectors and audit rows naming it go too), never by a cascade
+from the admin. The transition matrix has no service: it is plain data that ``memory.emotions``
+reads on every recorded emotion, so it is edited here, and each edit leaves an audit row.
 """
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 
+from governance.principals import Principal
+from governance.services import record
+from memory.emotions import THRESHOLD
 from memory.models import (
     Clarification,
+    Conversation,
     Embedding,
+    EmotionEvent,
+    EmotionState,
+    EmotionTransition,
     GateResult,
     Learning,
     LearningInjection,
+    LifeEvent,
+    PersonalityState,
+    Preference,
+    ProfileFact,
     PromotionProposal,
+    Relationship,
     ReuseScore,
     ScoringRun,
+    Subject,
+    SubjectCounter,
+    SubjectMemory,
+    TraitSnapshot,
+    TransitionProbability,
     VeilleNote,
 )
 
@@ -154,3 +180,201 @@ class ScoringRunAdmin(MemoryAdmin):
     list_display = ["started_at", "mode", "finished_at", "keys_updated", "last_injection_id", "last_gate_result_id"]
     list_filter = ["mode"]
     date_hierarchy = "started_at"
+
+
+# --- Per-subject conversational memory (seed 002) ------------------------------------------------
+
+
+def _short(text: str, size: int = 80) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+class SubjectRowAdmin(MemoryAdmin):
+    """A row of one subject: "View on site" opens the subject's page, where facts are corrected."""
+
+    list_select_related = ["subject"]
+    anchor = ""
+
+    def view_on_site(self, obj: object) -> str:
+        url = reverse("subject-detail", args=[obj.subject.key])
+        return f"{url}#{self.anchor}" if self.anchor else url
+
+
+@admin.register(Subject)
+class SubjectAdmin(MemoryAdmin):
+    list_display = ["key", "created_at", "documents_imported"]
+    search_fields = ["key"]
+    date_hierarchy = "created_at"
+
+    def view_on_site(self, obj: Subject) -> str:
+        return reverse("subject-detail", args=[obj.key])
+
+    @admin.display(description="Documents")
+    def documents_imported(self, obj: Subject) -> str:
+        return ", ".join(sorted(obj.documents)) or "—"
+
+
+@admin.register(SubjectCounter)
+class SubjectCounterAdmin(SubjectRowAdmin):
+    list_display = ["subject", "prefix", "last"]
+    list_filter = ["prefix"]
+    search_fields = ["subject__key"]
+
+
+@admin.register(Conversation)
+class ConversationAdmin(SubjectRowAdmin):
+    anchor = "conversations-heading"
+    list_display = ["conv_id", "subject", "start_timestamp", "end_timestamp", "message_count", "overall_sentiment",
+                    "sentiment_score", "dominant_emotion"]  # fmt: skip
+    list_filter = ["overall_sentiment", "dominant_emotion"]
+    search_fields = ["subject__key", "conv_id", "summary"]
+    date_hierarchy = "start_timestamp"
+
+
+@admin.register(ProfileFact)
+class ProfileFactAdmin(SubjectRowAdmin):
+    anchor = "facts-profile"
+    list_display = ["subject", "field", "value", "confidence", "extracted_from", "timestamp"]
+    list_filter = ["field"]
+    search_fields = ["subject__key", "value"]
+
+
+@admin.register(Preference)
+class PreferenceAdmin(SubjectRowAdmin):
+    anchor = "facts-preference"
+    list_display = ["pref_id", "subject", "category", "item", "sentiment", "confidence", "extracted_from", "timestamp"]
+    list_filter = ["sentiment", "category"]
+    search_fields = ["subject__key", "pref_id", "category", "item", "context"]
+    date_hierarchy = "timestamp"
+
+
+@admin.register(LifeEvent)
+class LifeEventAdmin(SubjectRowAdmin):
+    anchor = "facts-event"
+    list_display = ["event_id", "subject", "timestamp", "short_description", "importance", "sentiment"]
+    list_filter = ["sentiment"]
+    search_fields = ["subject__key", "event_id", "description"]
+    date_hierarchy = "timestamp"
+
+    @admin.display(description="Description")
+    def short_description(self, obj: LifeEvent) -> str:
+        return _short(obj.description)
+
+
+@admin.register(Relationship)
+class RelationshipAdmin(SubjectRowAdmin):
+    anchor = "facts-relationship"
+    list_display = ["rel_id", "subject", "entity_1", "relation_type", "entity_2", "confidence", "extracted_from"]
+    list_filter = ["relation_type"]
+    search_fields = ["subject__key", "rel_id", "entity_1", "entity_2", "relation_type"]
+
+
+@admin.register(SubjectMemory)
+class SubjectMemoryAdmin(SubjectRowAdmin):
+    """The searchable texts; their vectors are in Embedding (kind "subject")."""
+
+    list_display = ["key", "subject", "type", "timestamp", "short_text"]
+    list_filter = ["type"]
+    search_fields = ["subject__key", "key", "text"]
+    date_hierarchy = "timestamp"
+
+    @admin.display(description="Text")
+    def short_text(self, obj: SubjectMemory) -> str:
+        return _short(obj.text)
+
+
+@admin.register(PersonalityState)
+class PersonalityStateAdmin(SubjectRowAdmin):
+    anchor = "personality-heading"
+    list_display = ["subject", "total_interactions", "interactions_since_update", "update_frequency",
+                    "last_trait_update", "last_updated"]  # fmt: skip
+    search_fields = ["subject__key"]
+
+
+@admin.register(TraitSnapshot)
+class TraitSnapshotAdmin(SubjectRowAdmin):
+    anchor = "personality-heading"
+    list_display = ["subject", "timestamp", "interactions_count", "short_reason"]
+    search_fields = ["subject__key", "reason"]
+    date_hierarchy = "timestamp"
+
+    @admin.display(description="Reason")
+    def short_reason(self, obj: TraitSnapshot) -> str:
+        return _short(obj.reason)
+
+
+@admin.register(EmotionState)
+class EmotionStateAdmin(SubjectRowAdmin):
+    anchor = "emotions-heading"
+    list_display = ["subject", "current_emotion", "current_intensity", "current_since", "total_emotions_recorded",
+                    "total_transitions", "max_history", "last_updated"]  # fmt: skip
+    list_filter = ["current_emotion"]
+    search_fields = ["subject__key"]
+
+
+@admin.register(EmotionEvent)
+class EmotionEventAdmin(SubjectRowAdmin):
+    anchor = "emotions-heading"
+    list_display = ["subject", "timestamp", "emotion", "intensity", "triggered_by", "context"]
+    list_filter = ["triggered_by", "emotion"]
+    search_fields = ["subject__key", "emotion", "context"]
+    date_hierarchy = "timestamp"
+
+
+@admin.register(EmotionTransition)
+class EmotionTransitionAdmin(SubjectRowAdmin):
+    anchor = "emotions-heading"
+    list_display = ["subject", "from_emotion", "to_emotion", "count", "avg_duration_seconds"]
+    list_filter = ["from_emotion", "to_emotion"]
+    search_fields = ["subject__key", "from_emotion", "to_emotion"]
+
+
+class TransitionProbabilityForm(forms.ModelForm):
+    """The database refuses a probability outside [0, 1]; the form says so first, per field."""
+
+    probability = forms.FloatField(min_value=0.0, max_value=1.0)
+
+    class Meta:
+        model = TransitionProbability
+        fields = ["from_emotion", "to_emotion", "probability"]
+
+
+@admin.register(TransitionProbability)
+class TransitionProbabilityAdmin(admin.ModelAdmin):
+    """The realistic-transition matrix: every recorded emotion is checked against it at once, so
+    tuning it here changes what agents may record; each add, change or delete is audited."""
+
+    form = TransitionProbabilityForm
+    list_display = ["from_emotion", "to_emotion", "probability", "realistic"]
+    list_editable = ["probability"]
+    list_filter = ["from_emotion", "to_emotion"]
+    search_fields = ["from_emotion", "to_emotion"]
+    ordering = ["from_emotion", "-probability", "to_emotion"]
+
+    @admin.display(boolean=True, description=f"Allowed (> {THRESHOLD})")
+    def realistic(self, obj: TransitionProbability) -> bool:
+        return obj.probability > THRESHOLD
+
+    def save_model(self, request: HttpRequest, obj: TransitionProbability, form: forms.ModelForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        record(
+            actor=Principal(user=request.user),
+            action="transition_probability.changed" if change else "transition_probability.added",
+            target=obj,
+            move=f"{obj.from_emotion} -> {obj.to_emotion}",
+            probability=obj.probability,
+            fields=list(form.changed_data),
+        )
+
+    def delete_model(self, request: HttpRequest, obj: TransitionProbability) -> None:
+        record(
+            actor=Principal(user=request.user),
+            action="transition_probability.deleted",
+            target=obj,
+            move=f"{obj.from_emotion} -> {obj.to_emotion}",
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[TransitionProbability]) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)

@@ -9,15 +9,27 @@ memory shows every state: a first cohort of learnings promoted to global, a seco
 domain and now proposed for global, a third one proposed for domain (the proposals of the last two
 wait in the reviewer inbox), and old learnings never injected archived as stale.
 
+The memory also gets one subject, "alice": seed 002's example documents (memory/fixtures/alice),
+imported through ``subjects.import_documents`` as an assistant's export would be. Its memories come
+without vectors, so the import schedules them for the worker like any new memory: the subject's
+pages read rows, not vectors, and show everything at once; only semantic search waits for the
+worker (as for the learnings above).
+
 Safe to run again: nothing is created when learnings already exist. Texts are generated from
-templates with a fixed seed, so every load tells the same story.
+templates with a fixed seed, so every load tells the same story. Alice comes with the first load
+only, and not over a subject of that key imported before: an import replaces each document (it
+never duplicates rows), but it also writes an audit row, deletes the subject's vectors and
+schedules them again, so importing twice would not be a no-op, and an operator's own "alice" is
+theirs.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from typing import TextIO
 
 import yaml
@@ -26,11 +38,13 @@ from django.utils.text import slugify
 
 from agents.models import Agent
 from governance.principals import SYSTEM, Principal
-from memory import lifecycle, notes, scoring
+from memory import lifecycle, notes, scoring, subject_documents, subjects
 from memory.learnings import create_learning
-from memory.models import GateResult, Learning, LearningInjection, PromotionProposal
+from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, Subject
 
 SEED = 295
+SUBJECT = "alice"
+SUBJECT_DOCUMENTS = Path(__file__).resolve().parent / "fixtures" / "alice"
 LEARNINGS = 300
 WINDOW_DAYS = 30
 STALE_SHARE = 0.25  # learnings older than the eviction age; those never injected get archived
@@ -262,6 +276,21 @@ def _inject(learnings: list[tuple[Learning, Planned]]) -> None:
     )
 
 
+def _load_subject() -> str:
+    """Import seed 002's Alice unless a subject of that key exists; say what was imported."""
+    if Subject.objects.filter(key=SUBJECT).exists():
+        return ""
+    documents = {
+        name: json.loads((SUBJECT_DOCUMENTS / f"{name}.json").read_text(encoding="utf-8"))
+        for name in subject_documents.DOCUMENTS
+    }
+    counts = subjects.import_documents(SUBJECT, documents, actor=SYSTEM)
+    return (
+        f", subject {SUBJECT} ({counts['conversations']} conversations, {counts['facts']} facts, "
+        f"{counts['embeddings']} memories)"
+    )
+
+
 def load(out: TextIO) -> None:
     if Learning.objects.exists():
         return
@@ -307,11 +336,14 @@ def load(out: TextIO) -> None:
             now=now - timedelta(days=days_ago),
         )  # fmt: skip
 
+    subject = _load_subject()
+
     applied = PromotionProposal.objects.filter(status=PromotionProposal.Status.APPLIED).count()
     waiting = PromotionProposal.objects.filter(status=PromotionProposal.Status.PROPOSED).count()
     out.write(
         f"Demo memory: {len(created)} learnings in {len(DOMAINS)} domains, "
         f"{LearningInjection.objects.count()} injections over {WINDOW_DAYS} days, "
         f"{GateResult.objects.count()} gate results, {applied} promotions applied, {waiting} waiting for review, "
-        f"{archived} archived as stale, {len(NOTES)} watch notes, {len(CLARIFICATIONS)} clarification versions\n"
+        f"{archived} archived as stale, {len(NOTES)} watch notes, {len(CLARIFICATIONS)} clarification versions"
+        f"{subject}\n"
     )
