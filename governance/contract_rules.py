@@ -308,7 +308,8 @@ class Report:
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """A JSON value's type in the words violations use."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -396,10 +397,10 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
         hint = ""
         decoded = _decoded(value)
         if decoded is not None and _matches_container(kind, decoded):
-            hint = f"the value is a JSON {_type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+            hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
         elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
             hint = "a numeric id written as a string is not converted by the runtime: send the number"
-        fail(ctx, path, Code.WRONG_TYPE, f"expected {expected}, got {_type_name(value)}", hint)
+        fail(ctx, path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", hint)
 
     def bounds(value: float, path: str, ctx: Context) -> None:
         if (rule.minimum is not None and value < rule.minimum) or (rule.maximum is not None and value > rule.maximum):
@@ -515,7 +516,7 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
                     if dict in allowed and _decoded(item).__class__ is dict:
                         hint = "an object serialised inside a string: send it as JSON, not as text"
                     fail(ctx, f"{path}[{index}]", Code.WRONG_TYPE,
-                         f"expected {item_words[allowed]}, got {_type_name(item)}", hint)  # fmt: skip
+                         f"expected {item_words[allowed]}, got {type_name(item)}", hint)  # fmt: skip
 
         return check
     if kind is Kind.MAPPING:
@@ -693,7 +694,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
         if type(output) is not dict:
             decoded = _decoded(output)
             hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded, dict) else ""
-            message = f"expected an object, got {_type_name(output)}"
+            message = f"expected an object, got {type_name(output)}"
             report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
             return report
         for parents, name, as_list in container_checks:
@@ -746,8 +747,8 @@ def _wrong_container(value: Any, path: str, as_list: bool, report: Report) -> No
     expected = "list" if as_list else "object"
     hint = ""
     if isinstance(decoded, list if as_list else dict):
-        hint = f"the value is a JSON {_type_name(decoded)} serialised inside a string: send it as JSON, not as text"
-    message = f"expected {expected}, got {_type_name(value)}"
+        hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+    message = f"expected {expected}, got {type_name(value)}"
     report.violations.append(Violation(path, Code.WRONG_TYPE, message, "", hint))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.contract_rules import FieldRule, Kind, Requirement
+from governance.contract_rules import FieldRule, Kind, Requirement, type_name
 
 JSON_TYPES = {
     Kind.STRING: {"string"},
@@ -48,17 +48,9 @@ def is_schema(document: Any) -> bool:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """JSON Schema's name for a value's type (the validator's names, with "array" for lists)."""
+    name = type_name(value)
+    return {"list": "array"}.get(name, name)
 
 
 def _join(parent: str, key: str) -> str:
