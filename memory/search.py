@@ -123,26 +123,34 @@ def nearest_clarifications(
     return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
 
 
-# Per-subject memories share one HNSW index across subjects. Asking it for this many candidates
-# and keeping the subject's finds the top k of a subject that holds a fair share of all rows; a
-# subject with few rows gets fewer than k from the index and is scanned exactly instead (its own
-# rows only, through the subject index: cheap precisely because they are few).
-SUBJECT_CANDIDATES = 200
+# Per-subject memories share one HNSW index across subjects. A subject with up to EXACT_UP_TO rows
+# is scanned exactly through the subject index (a few ms, exact recall); a larger one asks the index
+# for SUBJECT_CANDIDATES neighbours and keeps its own, falling back to the exact scan when fewer
+# than k are its own (a question far from everything the subject holds). bench/README.md, subjects.
+EXACT_UP_TO = 10_000
+SUBJECT_CANDIDATES = 400
 
 
 def nearest_subject_memories(vector: list[float], *, model: str, dimension: int, subject_id: int,
                              k: int = 5) -> list[Hit]:  # fmt: skip
     d = int(dimension)
     params = {"q": _vector_literal(vector), "kind": "subject", "model": model, "subject": subject_id, "k": k,
-              "candidates": SUBJECT_CANDIDATES}  # fmt: skip
-    sql = f"""
-        WITH c AS ({_candidates_sql(d).replace("SELECT object_id,", "SELECT object_id, subject_id,")})
-        SELECT object_id, similarity FROM c WHERE subject_id = %(subject)s
-         ORDER BY similarity DESC, object_id LIMIT %(k)s
-    """
-    found = _run(sql, params, SUBJECT_CANDIDATES)
-    if len(found) >= k:
-        return [Hit(pk, sim) for pk, sim in found]
+              "candidates": SUBJECT_CANDIDATES, "bound": EXACT_UP_TO + 1}  # fmt: skip
+    # How big the subject is, from its memories' (subject, key) index alone (an index-only scan):
+    # counting its vectors would visit up to EXACT_UP_TO heap rows just to decide.
+    own = "SELECT count(*) FROM (SELECT 1 FROM memory_subjectmemory WHERE subject_id = %(subject)s LIMIT %(bound)s) b"
+    with connection.cursor() as cursor:
+        cursor.execute(own, params)
+        (rows,) = cursor.fetchone()
+    if rows > EXACT_UP_TO:
+        sql = f"""
+            WITH c AS ({_candidates_sql(d).replace("SELECT object_id,", "SELECT object_id, subject_id,")})
+            SELECT object_id, similarity FROM c WHERE subject_id = %(subject)s
+             ORDER BY similarity DESC, object_id LIMIT %(k)s
+        """
+        found = _run(sql, params, SUBJECT_CANDIDATES)
+        if len(found) >= k:
+            return [Hit(pk, sim) for pk, sim in found]
     exact = f"""
         SELECT object_id, 1 - (embedding::vector({d}) <=> %(q)s::vector({d})) AS similarity
           FROM memory_embedding
