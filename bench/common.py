@@ -14,6 +14,7 @@ import platform
 import subprocess
 import threading
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -132,3 +133,23 @@ def print_targets(targets: dict[str, bool]) -> None:
     """One ``[met]`` / ``[MISSED]`` line per target: printed, never a failure."""
     for name, met in targets.items():
         print(f"[{'met' if met else 'MISSED'}] {name}")
+
+
+# --- Command lines and configs -------------------------------------------------------------------
+
+
+def csv_ints(text: str) -> tuple[int, ...]:
+    """``"40,80,160"`` -> (40, 80, 160)."""
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def csv_pairs(text: str) -> tuple[tuple[int, int], ...]:
+    """``"24:128,32:200"`` -> ((24, 128), (32, 200))."""
+    return tuple((int(a), int(b)) for a, b in (part.split(":") for part in text.split(",") if part.strip()))
+
+
+def config_json(cfg: Any) -> dict[str, Any]:
+    """A benchmark's dataclass config for its results, with its vector spec described in words."""
+    out = asdict(cfg)
+    out["spec"] = {**asdict(cfg.spec), "description": cfg.spec.describe()}
+    return out

@@ -45,7 +45,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -55,6 +55,9 @@ import numpy as np
 
 from bench.common import (
     BASE_DIR,
+    config_json,
+    csv_ints,
+    csv_pairs,
     div,
     machine,
     package_version,
@@ -1221,21 +1224,6 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     print_targets(result["targets"])
     print(f"written to {path}")
     return result
-
-
-def config_json(cfg: Config) -> dict[str, Any]:
-    out = asdict(cfg)
-    out["spec"] = {**asdict(cfg.spec), "description": cfg.spec.describe()}
-    return out
-
-
-def csv_ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",") if part.strip())
-
-
-def csv_pairs(text: str) -> tuple[tuple[int, int], ...]:
-    """``"24:128,32:200"`` -> ((24, 128), (32, 200))."""
-    return tuple((int(m), int(efc)) for m, efc in (part.split(":") for part in text.split(",") if part.strip()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,14 +46,25 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.common import div, machine, package_version, percentile, prepare_database, print_targets, write_result
+from bench.common import (
+    config_json,
+    csv_ints,
+    csv_pairs,
+    div,
+    machine,
+    package_version,
+    percentile,
+    prepare_database,
+    print_targets,
+    write_result,
+)
 from bench.memory import compact_plan, copy_binary, copy_text, notices, relation_mb, server_facts, sql
 from bench.subject_data import (
     EMBEDDING_COPY_COLUMNS,
@@ -863,21 +874,6 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     print_targets(result["targets"])
     print(f"written to {path}")
     return result
-
-
-def config_json(cfg: Config) -> dict[str, Any]:
-    out = asdict(cfg)
-    out["spec"] = {**asdict(cfg.spec), "description": cfg.spec.describe()}
-    return out
-
-
-def csv_ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",") if part.strip())
-
-
-def csv_pairs(text: str) -> tuple[tuple[int, int], ...]:
-    """``"1:10000,10:1000"`` -> ((1, 10000), (10, 1000))."""
-    return tuple((int(a), int(b)) for a, b in (part.split(":") for part in text.split(",") if part.strip()))
 
 
 def main(argv: Iterable[str] | None = None) -> int:
