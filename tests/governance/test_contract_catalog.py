@@ -10,7 +10,7 @@ import pytest
 
 from governance.contract_catalog import CatalogError, ContractDoc, FieldRow, parse
 
-SEED = Path("/work/shared/seeds/000_4e9757e5cb9fdeba.txt")
+SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 
 SECTION_COUNTS = {
     "Ingestion I/O": 1,

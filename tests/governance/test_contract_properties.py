@@ -34,7 +34,7 @@ from governance.contract_rules import (
     split_path,
 )
 
-SEED = Path("/work/shared/seeds/000_4e9757e5cb9fdeba.txt")
+SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 CONTRACTS = parse(SEED.read_text(encoding="utf-8"))
 NAMES = [c.name for c in CONTRACTS]
 RULES = {c.name: [rule_from_row(r.path, r.type, r.required, r.effect) for r in c.rows] for c in CONTRACTS}

@@ -29,7 +29,7 @@ from governance.contract_rules import (
     split_path,
 )
 
-SEED = Path("/work/shared/seeds/000_4e9757e5cb9fdeba.txt")
+SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 NNBSP = "\u202f"  # the narrow no-break space the seed writes in most bounds
 
 CONTRACTS: list[ContractDoc] = parse(SEED.read_text(encoding="utf-8"))
