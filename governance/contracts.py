@@ -52,8 +52,7 @@ def _content_hash(doc: contract_catalog.ContractDoc) -> str:
     return hashlib.sha256(json.dumps(data, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 
 
-def _field(contract: Contract, row: contract_catalog.FieldRow) -> ContractField:
-    rule = contract_rules.rule_from_row(row.path, row.type, row.required, row.effect)
+def _field(contract: Contract, row: contract_catalog.FieldRow, rule: contract_rules.FieldRule) -> ContractField:
     kind = contract_rules.Kind.MAPPING if rule.whole_output else rule.type.kind
     constraints = {
         key: value
@@ -92,22 +91,24 @@ def _field(contract: Contract, row: contract_catalog.FieldRow) -> ContractField:
     )
 
 
-def _check_rows(doc: contract_catalog.ContractDoc) -> None:
-    errors = []
+def _rules(doc: contract_catalog.ContractDoc) -> list[contract_rules.FieldRule]:
+    """The rule of every row, or 422 naming each row the type language cannot read."""
+    rules, errors = [], []
     for row in doc.rows:
         try:
-            contract_rules.rule_from_row(row.path, row.type, row.required, row.effect)
+            rules.append(contract_rules.rule_from_row(row.path, row.type, row.required, row.effect))
         except contract_rules.RowError as exc:
             errors.append({"loc": [doc.name, "rows", row.position], "msg": str(exc), "type": "contract_row"})
     if errors:
         raise InvalidInput(f"Contract {doc.name} has rows that cannot be checked.", errors)
+    return rules
 
 
 @transaction.atomic
 def save_contract(doc: contract_catalog.ContractDoc, *, actor: Principal) -> tuple[Contract, str]:
     """Store ``doc`` as the next version of its contract unless the current one says the same.
     Returns the current version and "created", "changed" or "unchanged"."""
-    _check_rows(doc)
+    rules = _rules(doc)
     digest = _content_hash(doc)
     current = Contract.objects.select_for_update().filter(name=doc.name, is_current=True).first()
     if current is not None and current.content_sha256 == digest:
@@ -124,7 +125,7 @@ def save_contract(doc: contract_catalog.ContractDoc, *, actor: Principal) -> tup
         content_sha256=digest,
         created_by=actor.label,
     )
-    ContractField.objects.bulk_create(_field(contract, row) for row in doc.rows)
+    ContractField.objects.bulk_create(_field(contract, row, rule) for row, rule in zip(doc.rows, rules, strict=True))
     status = "created" if current is None else "changed"
     record(actor=actor, action=f"contract.{status}", target=contract, version=contract.version)
     return contract, status

@@ -37,11 +37,15 @@ def allowed(matrix: Mapping[str, Mapping[str, float]], current: str | None, new:
     return Verdict(probability > THRESHOLD, probability)
 
 
-def matrix() -> dict[str, dict[str, float]]:
+def matrix(source: str | None = None) -> dict[str, dict[str, float]]:
+    """The realistic-transition matrix, or only the row of ``source`` (all one move needs)."""
     rows: dict[str, dict[str, float]] = {}
-    for source, target, probability in TransitionProbability.objects.values_list(
-        "from_emotion", "to_emotion", "probability"
-    ):
+    found = (
+        TransitionProbability.objects.all()
+        if source is None
+        else TransitionProbability.objects.filter(from_emotion=source)
+    )
+    for source, target, probability in found.values_list("from_emotion", "to_emotion", "probability"):
         rows.setdefault(source, {})[target] = probability
     return rows
 
@@ -55,7 +59,7 @@ def record(subject: Subject, *, emotion: str, intensity: float, context: str = "
     with transaction.atomic():
         state, _ = EmotionState.objects.get_or_create(subject=subject)
         state = EmotionState.objects.select_for_update().get(pk=state.pk)
-        verdict = allowed(matrix(), state.current_emotion, emotion)
+        verdict = allowed(matrix(state.current_emotion), state.current_emotion, emotion)
         if not verdict.allowed:
             raise InvalidInput(
                 f"The transition {state.current_emotion} -> {emotion} is not realistic "

@@ -9,6 +9,7 @@ invalid document writes nothing.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +38,8 @@ from memory.models import (
     SubjectMemory,
     TraitSnapshot,
 )
+
+SUBJECT_KEY = re.compile(r"[-a-zA-Z0-9_]{1,100}")  # what Subject.key, a slug, allows
 
 FACT_KINDS = {"preference": (Preference, "pref_id", "pref"), "event": (LifeEvent, "event_id", "event"),
               "relationship": (Relationship, "rel_id", "rel")}  # fmt: skip
@@ -91,6 +94,9 @@ def _vector_space() -> tuple[str, int]:
 def import_documents(key: str, documents: dict[str, Any], *, actor: Principal, loc: list[Any] | None = None) -> dict:
     """Import the given seed-002 documents into the subject ``key`` (created if new). Returns the
     counts written per document."""
+    if not SUBJECT_KEY.fullmatch(key):
+        error = {"loc": ["path", "subject"], "msg": "1-100 letters, digits, - or _", "type": "pattern"}
+        raise InvalidInput(f"{key!r} is not a subject key.", [error])
     try:
         parsed = docs.parse({name: documents.get(name) for name in docs.DOCUMENTS})
     except docs.DocumentErrors as exc:

@@ -238,3 +238,15 @@ def test_traits_move_every_update_frequency_interactions(admin_api, agent_api, a
     history = admin_api.get("/memory/subjects/alice/export").json()["personality"]["trait_history"]
     assert history[-1]["reason"] == "Updated after 3 interactions (user laughed)"
     assert history[-1]["interactions_count"] == 3
+
+
+def test_a_subject_key_must_be_a_slug_whichever_way_it_is_imported(admin_api, alice, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    response = admin_api.post("/memory/subjects/al%20ice/import", {"facts": alice["facts"]})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["path", "subject"]
+    (tmp_path / "facts.json").write_text(json.dumps(alice["facts"]), encoding="utf-8")
+    with pytest.raises(CommandError, match="not a subject key"):
+        call_command("import_subject_memory", str(tmp_path), subject="alice/..")
+    assert not Subject.objects.exists()
