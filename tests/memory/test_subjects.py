@@ -250,3 +250,20 @@ def test_a_subject_key_must_be_a_slug_whichever_way_it_is_imported(admin_api, al
     with pytest.raises(CommandError, match="not a subject key"):
         call_command("import_subject_memory", str(tmp_path), subject="alice/..")
     assert not Subject.objects.exists()
+
+
+def test_the_command_imports_a_directory_of_seed_documents(tmp_path):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command("import_subject_memory", str(ALICE), subject="alice", stdout=out)
+    assert "[subjects] alice: facts: 7 row(s)" in out.getvalue()
+    assert Preference.objects.filter(subject__key="alice").count() == 3
+    (tmp_path / "facts.json").write_text('{"version": "1.0", "last_updated": "x"}', encoding="utf-8")
+    with pytest.raises(CommandError, match=r"facts\.last_updated"):
+        call_command("import_subject_memory", str(tmp_path), subject="bob")
+    with pytest.raises(CommandError, match="no seed-002 document"):
+        call_command("import_subject_memory", str(tmp_path / "empty"), subject="bob")
+    assert not Subject.objects.filter(key="bob").exists()
