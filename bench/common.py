@@ -129,6 +129,17 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
     return path.relative_to(BASE_DIR)
 
 
+def publish(name: str, result: dict[str, Any], text: str = "") -> dict[str, Any]:
+    """The end of every benchmark: results to ``bench/results/<name>.json``, the report and the
+    targets on stdout."""
+    path = write_result(name, result)
+    if text:
+        print(text)
+    print_targets(result["targets"])
+    print(f"written to {path}")
+    return result
+
+
 def print_targets(targets: dict[str, bool]) -> None:
     """One ``[met]`` / ``[MISSED]`` line per target: printed, never a failure."""
     for name, met in targets.items():

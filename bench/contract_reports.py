@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import machine, percentile, prepare_database, print_targets, write_result
+from bench.common import machine, percentile, prepare_database, publish
 
 DB_NAME = "governance_bench_contract_reports"
 TARGET_MS = 300.0
@@ -178,9 +178,7 @@ def run(checks: int = 1_000_000, days: int = 30, requests: int = 20) -> dict[str
     result = {"benchmark": "contract_reports", "data": data, "pages": measured,
               "baseline_from_checks_table": baseline, "targets": targets,
               "machine": machine(where, load_before)}  # fmt: skip
-    print_targets(targets)
-    print(f"written to {write_result('contract_reports', result)}")
-    return result
+    return publish("contract_reports", result)
 
 
 def main(argv: list[str] | None = None) -> int:

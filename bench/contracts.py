@@ -57,9 +57,8 @@ from bench.common import (
     package_version,
     percentile,
     prepare_database,
-    print_targets,
+    publish,
     run_threads,
-    write_result,
 )
 from bench.contract_corpus import Sample, corpus
 from bench.contract_schemas import CATALOG, DRAFT_07, DRAFT_2020_12, Contract, json_schema, load_catalog
@@ -638,11 +637,7 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
         },
     }  # fmt: skip
     result["targets"] = targets(result)
-    path = write_result("contracts", result)
-    print(report(result))
-    print_targets(result["targets"])
-    print(f"written to {path}")
-    return result
+    return publish("contracts", result, report(result))
 
 
 def _interrupt(signum: int, frame: object) -> None:

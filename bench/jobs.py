@@ -47,10 +47,9 @@ from bench.common import (
     package_version,
     percentile,
     prepare_database,
-    print_targets,
+    publish,
     run_threads,
     warmup_seconds,
-    write_result,
 )
 
 DB_NAME = "governance_bench"
@@ -389,11 +388,7 @@ def run(duration: float = 30, clients: int = 8) -> dict:
         "ratios": ratio,
         "targets": targets(phases, ratio),
     }
-    path = write_result("jobs", result)
-    print(report(result))
-    print_targets(result["targets"])
-    print(f"written to {path}")
-    return result
+    return publish("jobs", result, report(result))
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -63,8 +63,7 @@ from bench.common import (
     package_version,
     percentile,
     prepare_database,
-    print_targets,
-    write_result,
+    publish,
 )
 from bench.vectors import (
     DOMAINS,
@@ -1219,11 +1218,7 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
                                 psycopg=package_version("psycopg"), postgres=result["server"]["postgres"],
                                 pgvector=result["server"]["pgvector"])  # fmt: skip
     result["targets"] = targets(result)
-    path = write_result("memory", result)
-    print(report(result))
-    print_targets(result["targets"])
-    print(f"written to {path}")
-    return result
+    return publish("memory", result, report(result))
 
 
 def main(argv: list[str] | None = None) -> int:

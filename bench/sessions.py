@@ -47,10 +47,9 @@ from bench.common import (
     package_version,
     percentile,
     prepare_database,
-    print_targets,
+    publish,
     run_threads,
     warmup_seconds,
-    write_result,
 )
 from bench.fleet import Work, expected_first, growth, require_bench_database, run_tick, truncate_fleet
 
@@ -435,13 +434,9 @@ def run(
         result["growth"] = growth(result["ticks"])
     result["machine"] = machine(database, load_before, psycopg=package_version("psycopg"), postgres=postgres_version())
     result["targets"] = targets(result)
-    path = write_result("sessions", result)
     if show_plans and result.get("ticks"):
         print_plans(result["ticks"])
-    print(report(result))
-    print_targets(result["targets"])
-    print(f"written to {path}")
-    return result
+    return publish("sessions", result, report(result))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,8 +62,7 @@ from bench.common import (
     package_version,
     percentile,
     prepare_database,
-    print_targets,
-    write_result,
+    publish,
 )
 from bench.memory import compact_plan, copy_binary, copy_text, notices, relation_mb, server_facts, sql
 from bench.subject_data import (
@@ -869,11 +868,7 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     result["machine"] = machine(database, load_before, numpy=np.__version__, psycopg=package_version("psycopg"),
                                 postgres=server["postgres"], pgvector=server["pgvector"])  # fmt: skip
     result["targets"] = targets(result)
-    path = write_result("subjects", result)
-    print(report(result))
-    print_targets(result["targets"])
-    print(f"written to {path}")
-    return result
+    return publish("subjects", result, report(result))
 
 
 def main(argv: Iterable[str] | None = None) -> int:
