@@ -12,7 +12,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents import kpis, registry, tools
 from agents.models import Agent, Job
-from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolCallIn, ToolCallOut
+from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
 from governance.access import get_agent_for
 from governance.exceptions import InvalidInput
@@ -98,10 +98,12 @@ def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None
     return {"window_days": window, "items": kpis.report(agent, window)}
 
 
-@router.post("/{agent_id}/tools/{tool_id}/calls", response={201: ToolCallOut})
+@router.post("/{agent_id}/tools/{tool_id}/calls", response={201: ToolCallOut, 202: ToolApprovalPendingOut})
 def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: ToolCallIn | None = None) -> Status:
     """Record one call of a manifest tool before making it: 403 when the manifest lacks the tool
-    or the permission, 429 with Retry-After over the tool's rate limit."""
+    or the permission, 429 with Retry-After over the tool's rate limit. A tool that requires
+    approval answers 202 with the review item until a reviewer approved these very arguments;
+    the approval is then good for one call."""
     agent = get_agent_for(request.auth, agent_id)
     job = None
     if data is not None and data.jobId is not None:
@@ -110,4 +112,8 @@ def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: To
             msg = f"no job {data.jobId} of this agent"
             raise InvalidInput(msg, errors=[{"loc": ["body", "jobId"], "msg": msg, "type": "not_found"}])
     permission = data.permission.value if data is not None and data.permission else None
-    return Status(201, tools.record_call(agent, tool_id, actor=request.auth, permission=permission, job=job))
+    arguments = data.arguments if data is not None else {}
+    outcome = tools.record_call(agent, tool_id, actor=request.auth, permission=permission, arguments=arguments, job=job)
+    if isinstance(outcome, tools.PendingApproval):
+        return Status(202, {"reviewItemId": outcome.review_item_id, "status": outcome.status})
+    return Status(201, outcome)

@@ -6,7 +6,8 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agents import escalations
+        from agents import escalations, tools
         from governance import reviews
 
         reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided)
+        reviews.register(tools.REVIEW_KIND, tools.on_review_decided)

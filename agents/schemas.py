@@ -45,6 +45,15 @@ class KpiReportOut(Schema):
 class ToolCallIn(Schema):
     permission: Permission | None = Field(None, description="The permission the call needs; refused if not granted.")
     jobId: UUID | None = None
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The call's arguments. A tool that requires approval is approved for exactly these (by hash).",
+    )
+
+
+class ToolApprovalPendingOut(Schema):
+    reviewItemId: int
+    status: str = Field(..., description="`pending`: ask again with the same arguments once a reviewer approved.")
 
 
 class ToolCallOut(Schema):
@@ -55,6 +64,7 @@ class ToolCallOut(Schema):
     rate_limit: int
     remaining: int
     called_at: datetime
+    grantId: int | None = Field(None, description="The reviewer's approval this call used, for approval-gated tools.")
 
 
 class LeaseIn(Schema):

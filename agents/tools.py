@@ -1,23 +1,49 @@
 """Tool calls: agents record each call of a manifest tool before making it, and the platform
-enforces the tool's permission and its rate limit (calls per minute, sliding window).
+enforces the tool's permission, its rate limit (calls per minute, sliding window) and, for a
+tool whose manifest entry requires approval, a reviewer's approval of that very call.
 
 The limit holds across web workers and hosts: calls of one (agent, tool) take turns on a
 transaction-level advisory lock, then count the calls of the last 60 seconds.
+
+An approval is a :class:`ToolGrant`: bound to the hash of the call's arguments and usable once.
+The first request opens a review item and answers "pending"; asking again with the same
+arguments while it is pending answers the same item; once a reviewer approved, the next request
+with the same arguments is the call, and consumes the grant. A rejection stands for those
+arguments: asking again is refused, so an agent cannot wear a reviewer down by repetition.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents.models import Agent, ManifestTool, ToolCall
+from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
+from agents.registry import manifest_document
+from governance import reviews
 from governance.exceptions import Forbidden, RateLimited
-from governance.principals import Principal
+from governance.models import ReviewDecision, ReviewItem
+from governance.principals import SYSTEM, Principal
+from governance.services import record
 
 WINDOW = timedelta(minutes=1)
+REVIEW_KIND = "tool_approval"
+# A permission covers the intents at or below it: a write or execute grant may be used to read,
+# never the other way round.
+_COVERS = {"read": {"read"}, "write": {"read", "write"}, "execute": {"read", "execute"}}
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """The call waits for a reviewer: nothing was called, nothing counted."""
+
+    review_item_id: int
+    status: str = "pending"
 
 
 def _tool(agent: Agent, tool_id: str) -> ManifestTool:
@@ -30,11 +56,20 @@ def _tool(agent: Agent, tool_id: str) -> ManifestTool:
 
 
 @transaction.atomic
-def record_call(agent: Agent, tool_id: str, *, actor: Principal, permission: str | None = None, job=None) -> dict:
+def record_call(
+    agent: Agent,
+    tool_id: str,
+    *,
+    actor: Principal,
+    permission: str | None = None,
+    arguments: dict[str, Any] | None = None,
+    job: Job | None = None,
+) -> dict[str, Any] | PendingApproval:
+    """Record one call, or ask a reviewer first when the tool requires approval."""
     if not actor.owns(agent):
         raise Forbidden("Only the agent itself records its tool calls.")
     tool = _tool(agent, tool_id)
-    if permission is not None and permission != tool.permission:
+    if permission is not None and permission not in _COVERS.get(tool.permission, set()):
         raise Forbidden(
             f"Tool {tool_id!r} is granted {tool.permission!r}, not {permission!r}.",
             tool_id=tool_id,
@@ -43,6 +78,11 @@ def record_call(agent: Agent, tool_id: str, *, actor: Principal, permission: str
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [agent.pk, tool_id])
     now = timezone.now()
+    grant = None
+    if tool.requires_approval:
+        grant = _approved_grant(agent, tool, arguments or {}, job=job, actor=actor, now=now)
+        if isinstance(grant, PendingApproval):
+            return grant
     recent = list(
         ToolCall.objects.filter(agent=agent, tool_id=tool_id, called_at__gt=now - WINDOW)
         .order_by("-called_at")
@@ -58,6 +98,10 @@ def record_call(agent: Agent, tool_id: str, *, actor: Principal, permission: str
             rate_limit=tool.rate_limit,
         )
     call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now)
+    if grant is not None:
+        grant.status, grant.used_at, grant.tool_call = ToolGrant.Status.USED, now, call
+        grant.save(update_fields=["status", "used_at", "tool_call"])
+        record(actor=actor, action="tool.grant_used", target=grant, tool_id=tool_id, call=call.pk)
     return {
         "id": call.pk,
         "tool_id": tool_id,
@@ -66,4 +110,83 @@ def record_call(agent: Agent, tool_id: str, *, actor: Principal, permission: str
         "rate_limit": tool.rate_limit,
         "remaining": tool.rate_limit - len(recent) - 1,
         "called_at": now,
+        "grantId": grant.pk if grant is not None else None,
     }
+
+
+def _approved_grant(
+    agent: Agent, tool: ManifestTool, arguments: dict[str, Any], *, job: Job | None, actor: Principal, now
+) -> ToolGrant | PendingApproval:
+    """The approved, unused grant for exactly these arguments, or the pending request for them
+    (opened now if there is none). Runs under the (agent, tool) advisory lock."""
+    digest = reviews.payload_hash(arguments)
+    latest = (
+        ToolGrant.objects.select_for_update()
+        .filter(agent=agent, tool_id=tool.tool_id, arguments_hash=digest)
+        .order_by("-created_at")
+        .first()
+    )
+    if latest is not None and latest.status == ToolGrant.Status.APPROVED:
+        if latest.decided_at is not None and now - latest.decided_at > _validity(agent, tool.tool_id):
+            _close_grant(latest, ToolGrant.Status.EXPIRED, now)
+        else:
+            return latest
+    elif latest is not None and latest.status == ToolGrant.Status.PENDING:
+        return PendingApproval(review_item_id=latest.review_item_id)
+    elif latest is not None and latest.status == ToolGrant.Status.REJECTED:
+        raise Forbidden(
+            f"A reviewer rejected this call of {tool.tool_id!r} with these arguments.",
+            tool_id=tool.tool_id,
+            reviewItemId=latest.review_item_id,
+        )
+    item = reviews.open_item(
+        actor=actor,
+        kind=REVIEW_KIND,
+        title=f"{agent.agent_id} asks to call {tool.tool_id}",
+        agent=agent,
+        payload={
+            "toolId": tool.tool_id,
+            "permission": tool.permission,
+            "arguments": arguments,
+            "argumentsHash": digest,
+            "job": str(job.pk) if job is not None else None,
+        },
+        expires_at=now + _validity(agent, tool.tool_id),
+    )
+    grant = ToolGrant.objects.create(
+        agent=agent, tool_id=tool.tool_id, arguments_hash=digest, arguments=arguments, review_item=item, job=job
+    )
+    record(actor=actor, action="tool.approval_requested", target=grant, tool_id=tool.tool_id, review_item=item.pk)
+    return PendingApproval(review_item_id=item.pk)
+
+
+def _validity(agent: Agent, tool_id: str) -> timedelta:
+    """How long a request waits for a reviewer, and how long an approval stays usable:
+    REVIEW_EXPIRY_HOURS, or the tool's own `approval_timeout_hours` when the manifest sets one."""
+    hours = settings.REVIEW_EXPIRY_HOURS
+    for entry in manifest_document(agent.active_manifest_id).get("tools", []):
+        if entry.get("tool_id") == tool_id and entry.get("approval_timeout_hours"):
+            hours = min(hours, entry["approval_timeout_hours"])
+    return timedelta(hours=hours)
+
+
+def _close_grant(grant: ToolGrant, status: str, now) -> None:
+    grant.status, grant.decided_at = status, grant.decided_at or now
+    grant.save(update_fields=["status", "decided_at"])
+    record(actor=SYSTEM, action=f"tool.grant_{status}", target=grant, tool_id=grant.tool_id)
+
+
+_GRANT_AFTER = {
+    ReviewDecision.Decision.APPROVE: ToolGrant.Status.APPROVED,
+    ReviewDecision.Decision.REJECT: ToolGrant.Status.REJECTED,
+    ReviewDecision.Decision.EXPIRE: ToolGrant.Status.EXPIRED,
+}
+
+
+def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    """The reviewer's decision becomes the grant's status, in the decision's transaction (the
+    decision itself, with who and when, is already recorded by governance.reviews)."""
+    grant = ToolGrant.objects.select_for_update().get(review_item=item)
+    status = _GRANT_AFTER.get(ReviewDecision.Decision(decision.decision), ToolGrant.Status.REJECTED)
+    grant.status, grant.decided_at = status, decision.decided_at
+    grant.save(update_fields=["status", "decided_at"])

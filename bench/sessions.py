@@ -252,11 +252,14 @@ def measure(targets: list[Callable[[float, Tally], None]], duration: float) -> d
 
 def run_events(threads: int, duration: float) -> dict[str, Any]:
     """Both measures on the same agents: the platform's chat sessions, then bare sessions."""
+    from governance.principals import Principal
     from sessions.models import AISession
     from sessions.scheduler import start_chat
 
     agents = register_agents(threads)
-    chats = [start_chat(agent, name="bench chat", require_validation=False) for agent in agents]
+    chats = [
+        start_chat(agent, actor=Principal(agent=agent), name="bench chat", require_validation=False) for agent in agents
+    ]
     bare = [AISession.objects.create(agent=agent, name="bench bare", type="CHAT") for agent in agents]
     print(f"events: {threads} threads x apply_event chat rounds for {duration:g} s ...", flush=True)
     platform_targets = [_bind(platform_worker, agent, chat.pk) for agent, chat in zip(agents, chats, strict=True)]

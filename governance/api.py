@@ -12,9 +12,12 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from governance import exceptions, health
 from governance.auth import any_key
+from governance.principals import Principal
 from governance.problems import problem_response
+from governance.services import record_refusal, refused_key
 
 logger = logging.getLogger(__name__)
+security_log = logging.getLogger("governance.security")
 
 api = NinjaAPI(
     title="Agent governance control plane",
@@ -56,8 +59,28 @@ def _invalid_input(request: HttpRequest, exc: exceptions.InvalidInput) -> HttpRe
     return problem_response(422, detail=exc.detail, errors=exc.errors, **exc.extra)
 
 
+def _audit_refusal(request: HttpRequest, status: int, detail: str, **data: Any) -> None:
+    """Every refusal of a caller we can name is kept in the audit trail (see services.record_refusal).
+    A request without any key of ours is only logged: anonymous traffic must not be able to fill
+    the database."""
+    principal = getattr(request, "auth", None)
+    if isinstance(principal, Principal):
+        actor = principal.label
+    else:
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        api_key = refused_key(token) if token else None
+        if api_key is None:
+            security_log.warning("[api] refused %s %s: %s (no valid key)", request.method, request.path, status)
+            return
+        actor = f"{api_key.owner_label} (key {api_key.prefix})"
+        data = {**data, "key": api_key.prefix, "key_revoked": api_key.revoked_at is not None}
+    security_log.warning("[api] refused %s %s: %s for %s", request.method, request.path, status, actor)
+    record_refusal(actor=actor, method=request.method or "", path=request.path, status=status, detail=detail, **data)
+
+
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    _audit_refusal(request, 401, "no valid API key")
     return problem_response(
         401, detail="A valid API key is required (Authorization: Bearer <key>).", headers={"WWW-Authenticate": "Bearer"}
     )
@@ -82,7 +105,9 @@ def _conflict(request: HttpRequest, exc: exceptions.Conflict) -> HttpResponse:
 @api.exception_handler(PermissionDenied)
 def _forbidden(request: HttpRequest, exc: Exception) -> HttpResponse:
     detail = getattr(exc, "detail", "") or "You may not do this."
-    return problem_response(403, detail=detail, **getattr(exc, "extra", {}))
+    extra = getattr(exc, "extra", {})
+    _audit_refusal(request, 403, detail, **extra)
+    return problem_response(403, detail=detail, **extra)
 
 
 @api.exception_handler(exceptions.NotFound)

@@ -6,6 +6,7 @@ writes its AuditEvent in the same transaction as the change.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +30,36 @@ def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditE
         target_id=str(target.pk),
         data=data,
     )
+
+
+REFUSED = "access.refused"
+
+
+def record_refusal(*, actor: str, method: str, path: str, status: int, detail: str, **data: Any) -> AuditEvent:
+    """Keep a refused attempt in the audit trail.
+
+    The edge calls this after the refused service call has rolled back, so the trail holds the
+    attempt (who, what, why) and nothing of what the attempt tried to write. ``actor`` is a
+    principal's label, or names the key when the key itself was refused."""
+    return AuditEvent.objects.create(
+        actor=actor[:200],
+        action=REFUSED,
+        target_type="endpoint",
+        target_id=f"{method} {path}"[:200],
+        data=json.loads(json.dumps({"status": status, "detail": detail, **data}, default=str)),
+    )
+
+
+def refused_key(plain: str) -> ApiKey | None:
+    """The revoked (or deactivated-owner) key ``plain`` really is, so a refused 401 can still name
+    whose key was used; None for anything that is not one of our keys."""
+    parsed = keys.parse(plain)
+    if parsed is None:
+        return None
+    api_key = ApiKey.objects.select_related("agent", "user").filter(prefix=parsed.prefix, kind=parsed.kind).first()
+    if api_key is None or not keys.matches(plain, api_key.key_hash):
+        return None
+    return api_key
 
 
 @transaction.atomic

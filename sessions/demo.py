@@ -30,7 +30,7 @@ def _ai(**message: Any) -> dict[str, Any]:
 
 
 def _chat(agent: Agent, name: str, steps: list[tuple[Event, dict[str, Any]]]) -> AISession:
-    session = scheduler.start_chat(agent, name=name, require_validation=False)
+    session = scheduler.start_chat(agent, actor=Principal(agent=agent), name=name, require_validation=False)
     for event, payload in steps:
         apply_event(session.pk, event, payload, actor=Principal(agent=agent))
     return session

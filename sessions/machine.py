@@ -56,6 +56,42 @@ class Event(StrEnum):
     SCHEDULER_HEARTBEAT = "SchedulerHeartbeat"
 
 
+class Emitter(StrEnum):
+    """Who may emit an event (seed 003): the agent driving the session, a reviewer answering in
+    the inbox, the platform following its own chain (parsing, enrichments, timers), or the
+    scheduler (activation, heartbeat, completion)."""
+
+    AGENT = "agent"
+    REVIEWER = "reviewer"
+    PLATFORM = "platform"
+    SYSTEM = "system"
+
+
+EMITTERS: dict[Event, Emitter] = {
+    Event.SESSION_ACTIVATION_REQUESTED: Emitter.SYSTEM,
+    Event.USER_MESSAGE_SENT: Emitter.AGENT,  # the agent relays its user's message
+    Event.ENRICHMENTS_EXECUTED: Emitter.PLATFORM,
+    Event.AI_RESPONSE_RECEIVED: Emitter.AGENT,  # the agent called its model
+    Event.AI_RESPONSE_PARSED: Emitter.PLATFORM,
+    Event.VALIDATION_RECEIVED: Emitter.REVIEWER,
+    Event.COMMUNICATION_RESPONSE_RECEIVED: Emitter.REVIEWER,
+    Event.DATA_QUERIES_EXECUTED: Emitter.AGENT,  # delegated queries run on the agent
+    Event.ACTIONS_EXECUTED: Emitter.AGENT,  # actions run on the agent
+    Event.COMPLETION_CONFIRMED: Emitter.PLATFORM,  # the confirmation timer
+    Event.COMPLETION_REJECTED: Emitter.PLATFORM,
+    Event.NETWORK_ERROR_OCCURRED: Emitter.AGENT,  # the agent could not reach its model
+    Event.PARSE_ERROR_OCCURRED: Emitter.PLATFORM,  # the platform parses the answer
+    Event.ACTION_FAILURE_OCCURRED: Emitter.AGENT,
+    Event.NETWORK_RETRY_SCHEDULED: Emitter.PLATFORM,
+    Event.RETRY_SCHEDULED: Emitter.PLATFORM,
+    Event.NETWORK_AVAILABLE: Emitter.PLATFORM,  # the retry timer
+    Event.SYSTEM_ERROR_OCCURRED: Emitter.PLATFORM,
+    Event.SESSION_COMPLETED: Emitter.SYSTEM,
+    Event.SCHEDULER_HEARTBEAT: Emitter.SYSTEM,
+}
+AGENT_EVENTS = frozenset(event for event, emitter in EMITTERS.items() if emitter == Emitter.AGENT)
+
+
 class SessionType(StrEnum):
     CHAT = "CHAT"
     SEED = "SEED"

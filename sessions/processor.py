@@ -443,9 +443,17 @@ def enqueue(task_name: str, *args: Any, eta: datetime | None = None) -> None:
 
 
 def _check_actor(session: AISession, actor: Principal, event: Event) -> None:
+    """An agent drives only its own session, and only with the events an agent emits: a
+    reviewer's answer (ValidationReceived, CommunicationResponseReceived) comes from the inbox,
+    and the platform's own events from the platform, never from an agent key."""
     if actor.agent is not None:
         if actor.agent.pk != session.agent_id:
             raise Forbidden("This session belongs to another agent.")
+        if event not in machine.AGENT_EVENTS:
+            emitter = machine.EMITTERS[event].value
+            raise Forbidden(
+                f"{event.value} is emitted by the {emitter}, not by an agent.", event=event.value, emitter=emitter
+            )
     elif actor.user is not None and not actor.has_perm("ai_sessions.change_aisession"):
         raise Forbidden("Your account may not drive sessions.")
 

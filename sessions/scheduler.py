@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from governance import reviews
-from governance.exceptions import Conflict
+from governance.exceptions import Conflict, Forbidden
 from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
 from governance.services import record
@@ -81,10 +81,19 @@ def _withdraw(item_id: int, why: str) -> None:
 # --- starting sessions ---------------------------------------------------------------------
 
 
+def _require_manifest(agent: Agent) -> None:
+    """R1 (seed 001): an agent without an active manifest may do nothing, sessions included."""
+    if agent.active_manifest_id is None:
+        raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest.", agent=agent.agent_id)
+
+
 @transaction.atomic
-def start_chat(agent: Agent, *, name: str, require_validation: bool, now: datetime | None = None) -> AISession:
+def start_chat(
+    agent: Agent, *, actor: Principal, name: str, require_validation: bool, now: datetime | None = None
+) -> AISession:
     """CHAT interrupts whatever the agent was doing, at once (seed section 5)."""
     now = now or timezone.now()
+    _require_manifest(agent)
     agent = _locked_agent(agent.pk)
     active = _active(agent)
     if active is not None:
@@ -92,6 +101,7 @@ def start_chat(agent: Agent, *, name: str, require_validation: bool, now: dateti
     session = AISession.objects.create(
         agent=agent, name=name, type=SessionType.CHAT.value, require_validation=require_validation
     )
+    record(actor=actor, action="session.started", target=session, type=session.type, name=name)
     apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
     session.refresh_from_db()
     return session
@@ -127,23 +137,31 @@ def _new_run(automation: Automation, trigger: str, now: datetime) -> AISession:
 
 
 @transaction.atomic
-def queue_automation_session(agent: Agent, *, name: str, require_validation: bool, now: datetime | None = None):
+def queue_automation_session(
+    agent: Agent, *, actor: Principal, name: str, require_validation: bool, now: datetime | None = None
+) -> AISession:
     """An AUTOMATION session the agent drives itself: queued, started when its turn comes."""
     now = now or timezone.now()
+    _require_manifest(agent)
     session = AISession.objects.create(
         agent=agent, name=name, type=SessionType.AUTOMATION.value, require_validation=require_validation,
         queued_at=now, trigger=Automation.Trigger.MANUAL.value,
     )  # fmt: skip
+    record(actor=actor, action="session.queued", target=session, type=session.type, name=name)
     fill_slot(agent.pk, now=now)
     session.refresh_from_db()
     return session
 
 
 @transaction.atomic
-def execute_automation(automation: Automation, *, now: datetime | None = None) -> tuple[str, AISession]:
+def execute_automation(
+    automation: Automation, *, actor: Principal, now: datetime | None = None
+) -> tuple[str, AISession]:
     """MANUAL trigger: a new run joins the agent's queue; it starts now only if it is first."""
     now = now or timezone.now()
+    _require_manifest(automation.agent)
     session = _new_run(automation, Automation.Trigger.MANUAL.value, now)
+    record(actor=actor, action="automation.executed", target=session, automation=automation.pk)
     fill_slot(automation.agent_id, now=now)
     session.refresh_from_db()
     return ("active" if session.is_active else "queued"), session
@@ -163,11 +181,17 @@ def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now:
 
 
 @transaction.atomic
+@transaction.atomic
 def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -> AISession:
     """STOP: the session ends CANCELLED and never resumes; who stopped it is recorded, and a
-    question it left with the reviewers is withdrawn."""
+    question it left with the reviewers is withdrawn. The owning agent or an operator with the
+    change permission may stop; the end itself is the platform's event, emitted on their behalf."""
+    if actor.agent is not None and actor.agent.pk != session.agent_id:
+        raise Forbidden("This session belongs to another agent.")
+    if actor.agent is None and actor.user is not None and not actor.has_perm("ai_sessions.change_aisession"):
+        raise Forbidden("Stopping sessions needs the ai_sessions.change_aisession permission.")
     waiting = (session.waiting_context or {}).get("reviewItemId")
-    apply_event(session.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.CANCELLED.value}, actor=actor, now=now)
+    apply_event(session.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.CANCELLED.value}, actor=SYSTEM, now=now)
     session.refresh_from_db()
     record(actor=actor, action="session.stopped", target=session, phase=session.phase)
     if waiting:

@@ -1,6 +1,6 @@
 from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
-from agents.models.metrics import KpiSample, ToolCall
+from agents.models.metrics import KpiSample, ToolCall, ToolGrant
 
 __all__ = [
     "Agent",
@@ -13,4 +13,5 @@ __all__ = [
     "ManifestKpi",
     "ManifestTool",
     "ToolCall",
+    "ToolGrant",
 ]

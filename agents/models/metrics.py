@@ -34,3 +34,49 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_id} at {self.called_at:%H:%M:%S}"
+
+
+class ToolGrant(models.Model):
+    """A reviewer's permission for one call of a tool whose manifest entry requires approval.
+
+    It is bound to the hash of the call's arguments and usable once: an agent that was allowed
+    to snapshot one page cannot reuse the approval for another page, or twice."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        EXPIRED = "expired"
+        USED = "used"
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="tool_grants")
+    tool_id = models.CharField(max_length=200)
+    arguments_hash = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict, blank=True)
+    review_item = models.OneToOneField("governance.ReviewItem", on_delete=models.PROTECT, related_name="tool_grant")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    job = models.ForeignKey("agents.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+    tool_call = models.OneToOneField(
+        ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="grant", help_text="The one use"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "tool_id", "arguments_hash", "-created_at"], name="tool_grant_lookup")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "tool_id", "arguments_hash"],
+                condition=models.Q(status__in=["pending", "approved"]),
+                name="one_open_grant_per_call",
+            ),
+            models.CheckConstraint(
+                name="a_used_grant_names_its_call",
+                condition=~models.Q(status="used") | models.Q(tool_call__isnull=False, used_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id} ({self.status})"

@@ -15,14 +15,21 @@ SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/c
 
 @pytest.mark.django_db
 def test_a_call_is_recorded_with_the_tool_policy(vlevel_api):
-    response = vlevel_api.post(SNAPSHOT, {"permission": "execute"})
+    response = vlevel_api.post(SQL, {"permission": "read"})
 
     assert response.status_code == 201
     body = response.json()
-    assert body["requires_approval"] is True
-    assert body["rate_limit"] == 30
-    assert body["remaining"] == 29
-    assert ToolCall.objects.get().tool_id == "mcp__chrome-devtools__take_snapshot"
+    assert body["requires_approval"] is False
+    assert body["rate_limit"] == 100
+    assert body["remaining"] == 99
+    assert body["grantId"] is None
+    assert ToolCall.objects.get().tool_id == "mcp__supabase__execute_sql"
+
+
+@pytest.mark.django_db
+def test_a_write_tool_may_be_called_to_read_but_a_read_tool_never_to_write(vlevel_api):
+    assert vlevel_api.post(SQL, {"permission": "execute"}).status_code == 403
+    assert vlevel_api.post(SQL, {"permission": "read"}).status_code == 201
 
 
 @pytest.mark.django_db
@@ -41,27 +48,27 @@ def test_a_permission_the_tool_lacks_is_403(vlevel_api):
 
 @pytest.mark.django_db
 def test_over_the_limit_is_429_with_retry_after(vlevel_api):
-    for _ in range(30):
-        assert vlevel_api.post(SNAPSHOT, {}).status_code == 201
+    for _ in range(100):
+        assert vlevel_api.post(SQL, {}).status_code == 201
 
-    refused = vlevel_api.post(SNAPSHOT, {})
+    refused = vlevel_api.post(SQL, {})
 
     assert refused.status_code == 429
     assert refused["Content-Type"] == "application/problem+json"
     assert 1 <= int(refused["Retry-After"]) <= 60
-    assert ToolCall.objects.count() == 30
-    assert vlevel_api.post(SQL, {}).status_code == 201  # limits are per tool
+    assert ToolCall.objects.count() == 100
+    assert vlevel_api.post(SNAPSHOT, {}).status_code == 202  # limits are per tool
 
 
 @pytest.mark.django_db
 def test_the_window_slides(vlevel_api):
-    for _ in range(30):
-        vlevel_api.post(SNAPSHOT, {})
+    for _ in range(100):
+        vlevel_api.post(SQL, {})
     oldest = ToolCall.objects.order_by("called_at").first()
     ToolCall.objects.filter(pk=oldest.pk).update(called_at=timezone.now() - timedelta(seconds=61))
 
-    assert vlevel_api.post(SNAPSHOT, {}).status_code == 201
-    assert vlevel_api.post(SNAPSHOT, {}).status_code == 429
+    assert vlevel_api.post(SQL, {}).status_code == 201
+    assert vlevel_api.post(SQL, {}).status_code == 429
 
 
 @pytest.mark.django_db
