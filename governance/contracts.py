@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from governance import contract_catalog, contract_rules
-from governance.exceptions import InvalidInput, NotFound
+from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.models import Contract, ContractCheck, ContractDailyStat, ContractField, ContractViolationStat
 from governance.principals import Principal
 from governance.services import record
@@ -216,7 +216,10 @@ def check(
     submissions: Sequence[Submission], *, principal: Principal, source: str = ContractCheck.Source.API
 ) -> list[ContractCheck]:
     """Validate every submission and store the audit records and their aggregates in one
-    transaction. The outputs are validated before the transaction opens."""
+    transaction. The outputs are validated before the transaction opens. Agents and the system
+    submit freely; a person needs the permission to add audit records (a Viewer only reads)."""
+    if principal.user is not None and not principal.has_perm("governance.add_contractcheck"):
+        raise Forbidden("Storing contract checks needs the governance.add_contractcheck permission.")
     now = timezone.now()
     keep_output = settings.CONTRACT_AUDIT_STORE_OUTPUTS
     rows: list[ContractCheck] = []

@@ -183,7 +183,7 @@ def _submission(principal: Principal, contract: Contract, data: ValidateIn) -> c
 def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     """Up to 1000 outputs, each against its named contract; stored as one batch. An unknown
     contract name refuses the whole batch (422 naming the item), nothing stored."""
-    agent_or_perm(request.auth, "governance.view_contract")
+    agent_or_perm(request.auth, "governance.add_contractcheck")
     names = {item.contract for item in data.items}
     current = {c.name: c for c in Contract.objects.filter(name__in=names, is_current=True)}
     unknown = [
@@ -219,7 +219,7 @@ def get_contract(request: HttpRequest, name: str, version: int | None = None) ->
 @router.post("/{name}/validate", response=ReportOut)
 def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any]:
     """Check one output against the current version of the contract; every call is stored."""
-    agent_or_perm(request.auth, "governance.view_contract")
+    agent_or_perm(request.auth, "governance.add_contractcheck")
     contract = contracts.current(name)
     (check,) = contracts.check([_submission(request.auth, contract, data)], principal=request.auth)
     return _report(check)

@@ -17,6 +17,8 @@ reads on every recorded emotion, so it is edited here, and each edit leaves an a
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -51,6 +53,7 @@ from memory.models import (
     TransitionProbability,
     VeilleNote,
 )
+from memory.subject_access import restrict
 
 
 class MemoryAdmin(admin.ModelAdmin):
@@ -202,9 +205,32 @@ class SubjectRowAdmin(MemoryAdmin):
 
 @admin.register(Subject)
 class SubjectAdmin(MemoryAdmin):
-    list_display = ["key", "created_at", "documents_imported"]
+    """Read-only but for one field: which agents may reach the subject, saved through the service
+    (with its audit row), never by the admin's own save."""
+
+    list_display = ["key", "created_at", "documents_imported", "restricted_to"]
     search_fields = ["key"]
     date_hierarchy = "created_at"
+    fields = ["key", "created_at", "allowed_agents"]
+    readonly_fields = ["key", "created_at"]
+    filter_horizontal = ["allowed_agents"]
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.has_perm("memory.change_subject")
+
+    def save_model(self, request: HttpRequest, obj: Subject, form: object, change: bool) -> None:
+        """Nothing of the subject row itself changes here; ``save_related`` applies the restriction."""
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        agents = form.cleaned_data["allowed_agents"]
+        restrict(form.instance, [agent.agent_id for agent in agents], actor=Principal(user=request.user))
+
+    @admin.display(description="Restricted to")
+    def restricted_to(self, obj: Subject) -> str:
+        return ", ".join(agent.agent_id for agent in obj.allowed_agents.all()) or "every agent with long-term memory"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Subject]:
+        return super().get_queryset(request).prefetch_related("allowed_agents")
 
     def view_on_site(self, obj: Subject) -> str:
         return reverse("subject-detail", args=[obj.key])

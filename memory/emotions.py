@@ -15,6 +15,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance.exceptions import InvalidInput
+from governance.principals import Principal
+from governance.services import record as audit
 from memory.models import EmotionEvent, EmotionState, EmotionTransition, Subject, TransitionProbability
 
 THRESHOLD = 0.05  # seed 002: a transition is realistic when its probability is above 5 %
@@ -50,8 +52,8 @@ def matrix(source: str | None = None) -> dict[str, dict[str, float]]:
     return rows
 
 
-def record(subject: Subject, *, emotion: str, intensity: float, context: str = "", triggered_by: str,
-           at: datetime | None = None) -> EmotionEvent:  # fmt: skip
+def record(subject: Subject, *, actor: Principal, emotion: str, intensity: float, context: str = "",
+           triggered_by: str, at: datetime | None = None) -> EmotionEvent:  # fmt: skip
     """Append one emotion. Refused (422 naming from, to and probability) when the move from the
     current emotion is not realistic; otherwise the history, the transition counts and averages
     and the statistics change together."""
@@ -81,6 +83,7 @@ def record(subject: Subject, *, emotion: str, intensity: float, context: str = "
         state.counts = {**state.counts, emotion: state.counts.get(emotion, 0) + 1}
         state.last_updated = at
         state.save()
+        audit(actor=actor, action="subject.emotion_recorded", target=subject, emotion=emotion, event=event.pk)
     return event
 
 

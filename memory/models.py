@@ -250,6 +250,12 @@ class Subject(models.Model):
     documents = models.JSONField(
         default=dict, blank=True, help_text="Per seed document: its last_updated (and the embeddings' model)"
     )
+    allowed_agents = models.ManyToManyField(
+        "agents.Agent",
+        blank=True,
+        related_name="+",
+        help_text="When any are named, only these agents reach the subject's memory (operators always do).",
+    )
 
     class Meta:
         ordering = ["key"]

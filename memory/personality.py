@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from django.db import transaction
 from django.utils import timezone
 
+from governance.principals import Principal
+from governance.services import record as audit
 from memory.models import PersonalityState, Subject, TraitSnapshot
 from memory.subject_documents import TRAITS
 
@@ -76,7 +78,7 @@ def apply_changes(traits: Mapping[str, float], changes: Mapping[str, float]) -> 
 
 
 def record_interactions(
-    subject: Subject, *, count: int, feedback: Mapping[str, float], reason: str
+    subject: Subject, *, actor: Principal, count: int, feedback: Mapping[str, float], reason: str
 ) -> TraitSnapshot | None:
     """Count ``count`` interactions and add their feedback to the pending deltas; every
     ``update_frequency`` interactions the pending deltas are applied, and a snapshot says why.
@@ -103,4 +105,6 @@ def record_interactions(
         else:
             state.pending_changes = pending
         state.save()
+        audit(actor=actor, action="subject.interactions_recorded", target=subject, count=count,
+              traits_updated=snapshot is not None)  # fmt: skip
     return snapshot

@@ -9,11 +9,11 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 
-from governance.access import agent_or_perm
 from governance.auth import agent_key, operator_key
 from governance.exceptions import Forbidden
 from memory import emotions, personality, search, subjects
 from memory.models import PersonalityState, SubjectMemory
+from memory.subject_access import READ, WRITE, restrict, subject_for
 from memory.subject_documents import TRAITS
 
 router = Router(tags=["subjects"])
@@ -60,8 +60,7 @@ def search_subject(
     """The subject's memories nearest to ``q`` (cosine similarity as ``score``)."""
     from memory.embeddings import EmbeddingError, get_backend
 
-    agent_or_perm(request.auth, "memory.view_subject")
-    found = subjects.get(subject)
+    found = subject_for(request.auth, subject, access=READ, purpose="search")
     backend = get_backend()
     try:
         vector = backend.embed([q])[0]
@@ -86,14 +85,16 @@ class EmotionIn(Schema):
 @router.post("/subjects/{subject}/emotions", auth=agent_key, response={201: dict[str, Any]})
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
-    event = emotions.record(subjects.get(subject), emotion=data.emotion, intensity=data.intensity,
+    event = emotions.record(subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
+                            actor=request.auth, emotion=data.emotion, intensity=data.intensity,
                             context=data.context, triggered_by=data.triggered_by, at=data.timestamp)  # fmt: skip
     return Status(201, {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp})
 
 
 @router.get("/subjects/{subject}/system-prompt", auth=agent_key, response=dict[str, str])
 def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
-    state = PersonalityState.objects.filter(subject=subjects.get(subject)).first()
+    found = subject_for(request.auth, subject, access=READ, purpose="system-prompt")
+    state = PersonalityState.objects.filter(subject=found).first()
     return {"prompt": personality.system_prompt(state.traits if state else personality.DEFAULT_TRAITS)}
 
 
@@ -106,8 +107,10 @@ class InteractionsIn(Schema):
 @router.post("/subjects/{subject}/interactions", auth=agent_key, response=dict[str, Any])
 def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn) -> dict[str, Any]:
     """Count interactions and their feedback (trait deltas); traits move every update_frequency."""
-    found = subjects.get(subject)
-    snapshot = personality.record_interactions(found, count=data.count, feedback=data.feedback, reason=data.reason)
+    found = subject_for(request.auth, subject, access=WRITE, purpose="interactions")
+    snapshot = personality.record_interactions(
+        found, actor=request.auth, count=data.count, feedback=data.feedback, reason=data.reason
+    )
     state = PersonalityState.objects.get(subject=found)
     return {"traits": state.traits, "total_interactions": state.total_interactions,
             "updated": snapshot is not None, "changes": snapshot.changes if snapshot else {}}  # fmt: skip
@@ -121,7 +124,8 @@ class FactIn(Schema):
 @router.post("/subjects/{subject}/facts", auth=agent_key, response={201: dict[str, str]})
 def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
-    fact = subjects.add_fact_checked(subjects.get(subject), data.kind, data.values, actor=request.auth)
+    found = subject_for(request.auth, subject, access=WRITE, purpose="fact")
+    fact = subjects.add_fact_checked(found, data.kind, data.values, actor=request.auth)
     return Status(201, {"id": fact})
 
 
@@ -131,3 +135,25 @@ def erase_subject(request: HttpRequest, subject: str) -> Status:
     _operator(request, "memory.delete_subject")
     subjects.erase(subjects.get(subject), actor=request.auth)
     return Status(204, None)
+
+
+class AllowedAgentsIn(Schema):
+    agents: list[str] = Field(..., max_length=1000, description="Agent ids; an empty list lifts the restriction.")
+
+
+class AllowedAgentsOut(Schema):
+    agents: list[str]
+
+
+@router.get("/subjects/{subject}/agents", auth=operator_key, response=AllowedAgentsOut)
+def allowed_agents(request: HttpRequest, subject: str) -> dict[str, list[str]]:
+    """The agents this subject is restricted to (empty: every agent whose manifest enables long-term memory)."""
+    found = subject_for(request.auth, subject, access=READ, purpose="access")
+    return {"agents": sorted(found.allowed_agents.values_list("agent_id", flat=True))}
+
+
+@router.put("/subjects/{subject}/agents", auth=operator_key, response=AllowedAgentsOut)
+def restrict_subject(request: HttpRequest, subject: str, data: AllowedAgentsIn) -> dict[str, list[str]]:
+    """Restrict the subject to the named agents: any other agent is told the subject does not exist."""
+    found = subject_for(request.auth, subject, access=WRITE, purpose="access")
+    return {"agents": restrict(found, data.agents, actor=request.auth)}

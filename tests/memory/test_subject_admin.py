@@ -33,7 +33,7 @@ from memory.models import (
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 READ_ONLY = {model._meta.model_name: model for model in (
-    Subject, SubjectCounter, Conversation, ProfileFact, Preference, LifeEvent, Relationship, SubjectMemory,
+    SubjectCounter, Conversation, ProfileFact, Preference, LifeEvent, Relationship, SubjectMemory,
     PersonalityState, TraitSnapshot, EmotionState, EmotionEvent, EmotionTransition,
 )}  # fmt: skip
 
@@ -64,6 +64,26 @@ def test_every_subject_table_is_listed_and_read_only(admin_client, alice, model)
     assert 'name="_save"' not in change
     assert "/memory/subjects/alice/" in change  # "View on site": the subject's page, where facts are corrected
     assert READ_ONLY[model].objects.filter(pk=row.pk).exists()
+
+
+def test_the_subject_page_edits_only_which_agents_reach_it_and_audits_it(admin_client, alice):
+    from tests.factories import AgentFactory
+
+    agent = AgentFactory(agent_id="agent.kira.chat")
+    url = reverse("admin:memory_subject_change", args=[alice.pk])
+    assert 'name="key"' not in page(admin_client.get(url))  # the key itself is read only
+
+    response = admin_client.post(url, {"allowed_agents": [agent.pk], "key": "renamed"})
+
+    assert response.status_code == 302
+    alice.refresh_from_db()
+    assert alice.key == "alice"
+    assert list(alice.allowed_agents.values_list("agent_id", flat=True)) == ["agent.kira.chat"]
+    event = AuditEvent.objects.get(action="subject.access_restricted")
+    assert event.actor == "user:admin"
+    assert event.data["after"] == ["agent.kira.chat"]
+    delete = reverse("admin:memory_subject_delete", args=[alice.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
 
 
 def test_preferences_are_filtered_and_searched(admin_client, alice):

@@ -52,6 +52,14 @@ def _document(name: str) -> dict[str, Any]:
     return json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
 
 
+@pytest.fixture
+def agent(transactional_db):
+    """An agent whose manifest enables long-term memory: only such agents reach subjects."""
+    from tests.conftest import load
+
+    return load("agent.seo.vlevel")
+
+
 def _agent_key(agent: Any) -> str:
     return issue_api_key(actor=SYSTEM, name="concurrency", agent=agent)[1]
 

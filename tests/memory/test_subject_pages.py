@@ -221,8 +221,8 @@ def test_the_detail_page_costs_the_same_queries_however_long_the_memory(as_admin
     for n in range(10):
         values = {"category": "musique", "item": f"style {n}", "sentiment": "positive", "confidence": 0.5}
         subjects.add_fact_checked(alice, "preference", values, actor=SYSTEM)
-        emotions.record(alice, emotion="joyeux", intensity=0.5, triggered_by="system")
-    personality.record_interactions(alice, count=60, feedback={"humour": 0.1}, reason="jokes")
+        emotions.record(alice, actor=SYSTEM, emotion="joyeux", intensity=0.5, triggered_by="system")
+    personality.record_interactions(alice, actor=SYSTEM, count=60, feedback={"humour": 0.1}, reason="jokes")
     assert queries() == short
 
 

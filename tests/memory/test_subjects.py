@@ -20,6 +20,12 @@ pytestmark = pytest.mark.django_db
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 
 
+@pytest.fixture
+def agent_api(vlevel_api):
+    """An agent whose manifest enables long-term memory: only such agents reach subjects."""
+    return vlevel_api
+
+
 @pytest.fixture(scope="module")
 def minilm() -> LocalMiniLM:
     return LocalMiniLM()
