@@ -78,7 +78,6 @@ class InjectionOut(Schema):
 
 @router.post("/learnings", response={201: LearningCreated})
 def create_learning(request: HttpRequest, data: LearningIn) -> Status:
-    agent_or_perm(request.auth, "memory.add_learning")
     item = learnings.create_learning(actor=request.auth, **data.dict())
     return Status(201, {"id": item.pk, "tags_hash": item.tags_hash, "scope": item.scope})
 
@@ -100,8 +99,7 @@ def get_learning(request: HttpRequest, learning_id: int) -> dict:
 
 @router.post("/gate-results", response={201: dict})
 def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
-    agent_or_perm(request.auth, "memory.add_gateresult")
-    result = learnings.record_gate_result(**data.dict())
+    result = learnings.record_gate_result(actor=request.auth, **data.dict())
     return Status(201, {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict})
 
 

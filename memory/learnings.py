@@ -1,4 +1,7 @@
-"""Writes of learnings and gate results (each producer goes through compute_tags_hash)."""
+"""Writes of learnings and gate results (each producer goes through compute_tags_hash).
+
+Agents write to the fleet's shared memory; a person needs the add permission. Each write leaves
+an audit row naming who wrote it."""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from datetime import date
 from django.db import transaction
 from django.utils import timezone
 
+from governance.access import agent_or_perm
 from governance.principals import Principal
+from governance.services import record
 from memory.indexing import schedule_embedding
 from memory.models import GateResult, Learning
 from memory.tags import canonical_tags, compute_tags_hash
@@ -19,14 +24,21 @@ def create_learning(
     date_created: date | None = None,
 ) -> Learning:  # fmt: skip
     """A new learning starts at scope `story`; its vector is computed after commit, by a worker."""
+    agent_or_perm(actor, "memory.add_learning")
     learning = Learning.objects.create(
         story=story, gate=gate, domain=domain, project=project, tags=canonical_tags(tags),
         tags_hash=compute_tags_hash(tags), text=text, date_created=date_created or timezone.localdate(),
         scope=Learning.Scope.STORY, scope_migrated_at=timezone.now(), created_by=actor.label,
     )  # fmt: skip
+    record(actor=actor, action="learning.created", target=learning, story=story, gate=gate)
     schedule_embedding("learning", [learning.pk])
     return learning
 
 
-def record_gate_result(*, story: str, gate: int, verdict: str) -> GateResult:
-    return GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now())
+@transaction.atomic
+def record_gate_result(*, actor: Principal, story: str, gate: int, verdict: str) -> GateResult:
+    """A gate's verdict; a gate-8 GO is what makes a story count in the reuse score."""
+    agent_or_perm(actor, "memory.add_gateresult")
+    result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now())
+    record(actor=actor, action="gate_result.recorded", target=result, story=story, gate=gate, verdict=verdict)
+    return result
