@@ -7,19 +7,21 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils import timezone
 
+from governance.querysets import PrincipalQuerySet
+
 if TYPE_CHECKING:
     from agents.models import Agent
     from governance.principals import Principal
 
 
-class AgentQuerySet(models.QuerySet):
-    def visible_to(self, principal: Principal) -> AgentQuerySet:
-        """An agent sees itself; an operator sees the fleet when allowed to view agents."""
-        if principal.agent is not None:
-            return self.filter(pk=principal.agent.pk)
-        if principal.has_perm("agents.view_agent"):
-            return self
-        return self.none()
+class AgentQuerySet(PrincipalQuerySet):
+    """An agent sees itself; an operator sees the fleet when allowed to view agents."""
+
+    owner_field = "pk"
+    view_perm = "agents.view_agent"
+
+    def for_agent(self, principal: Principal) -> AgentQuerySet:
+        return self.filter(pk=principal.agent.pk)
 
     def filtered(self, *, role: str = "", domain: str = "", owner: str = "") -> AgentQuerySet:
         """Narrow the fleet by identity fields; empty values leave the fleet as it is."""
@@ -46,13 +48,8 @@ class AgentQuerySet(models.QuerySet):
         return sorted(agents, key=lambda agent: (-STATUS_SEVERITY[agent.kpi_status], agent.agent_id))
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, principal: Principal) -> JobQuerySet:
-        if principal.agent is not None:
-            return self.filter(agent=principal.agent)
-        if principal.has_perm("agents.view_job"):
-            return self
-        return self.none()
+class JobQuerySet(PrincipalQuerySet):
+    view_perm = "agents.view_job"
 
     def with_escalation_flag(self) -> JobQuerySet:
         from agents.models import Escalation
@@ -79,6 +76,9 @@ class JobQuerySet(models.QuerySet):
         return jobs
 
 
-class EscalationQuerySet(models.QuerySet):
+class EscalationQuerySet(PrincipalQuerySet):
+    owner_field = "job__agent"
+    view_perm = "agents.view_escalation"
+
     def overdue(self) -> EscalationQuerySet:
         return self.filter(status__in=["open", "reescalated"], deadline__lte=timezone.now())

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from governance.querysets import ContractCheckQuerySet, ContractQuerySet, ReviewItemQuerySet
+
 
 class ApiKey(models.Model):
     """A bearer key for the REST API, bound to one agent or to one operator (a Django user).
@@ -132,6 +134,8 @@ class ReviewItem(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
 
+    objects = ReviewItemQuerySet.as_manager()
+
     class Meta:
         ordering = ["created_at"]
         permissions = [("decide_reviewitem", "Can approve, reject or answer review items")]
@@ -185,6 +189,8 @@ class Contract(models.Model):
     content_sha256 = models.CharField(max_length=64, help_text="Of the rows and notes: a re-import compares it")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200)
+
+    objects = ContractQuerySet.as_manager()
 
     class Meta:
         ordering = ["section", "name", "-version"]
@@ -252,6 +258,8 @@ class ContractCheck(models.Model):
     output = models.JSONField(null=True, blank=True, help_text="Empty when CONTRACT_AUDIT_STORE_OUTPUTS is off")
     output_sha256 = models.CharField(max_length=64)
     checked_at = models.DateTimeField()
+
+    objects = ContractCheckQuerySet.as_manager()
 
     class Meta:
         ordering = ["-checked_at"]

@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
+from memory.visibility import LearningQuerySet, SubjectQuerySet
+
 
 class Learning(models.Model):
     class Scope(models.TextChoices):
@@ -34,6 +36,8 @@ class Learning(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200, blank=True)
+
+    objects = LearningQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -256,6 +260,8 @@ class Subject(models.Model):
         related_name="+",
         help_text="When any are named, only these agents reach the subject's memory (operators always do).",
     )
+
+    objects = SubjectQuerySet.as_manager()
 
     class Meta:
         ordering = ["key"]

@@ -1,0 +1,70 @@
+"""`visible_to(principal)`: the one read filter, the same rule in every app."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from agents.models import Agent, Job
+from governance.models import Contract, ContractCheck, ReviewItem
+from governance.principals import SYSTEM, Principal
+from memory.models import Learning, Subject
+from sessions.models import AISession
+from tests.conftest import load
+
+
+@pytest.fixture
+def fleet(db):
+    vlevel, indexer = load("agent.seo.vlevel"), load("agent.rag.indexer")
+    contract = Contract.objects.create(name="x", version=1, module="m", section="s", content_sha256="0", created_by="t")
+    for agent in (vlevel, indexer):
+        AISession.objects.create(agent=agent, name=f"{agent.agent_id} chat", type="CHAT")
+        ReviewItem.objects.create(kind="escalation", title=agent.agent_id, agent=agent)
+        ContractCheck.objects.create(
+            contract=contract, contract_name="x", agent=agent, submitted_by="test", compliant=True,
+            violations=[], warnings=[], output_sha256="0" * 64, checked_at=timezone.now(),
+        )  # fmt: skip
+    Learning.objects.create(story="S-1", gate=1, domain="seo", project="p", tags=[], tags_hash="h", text="shared")
+    open_subject = Subject.objects.create(key="bob")
+    Subject.objects.create(key="carol").allowed_agents.add(indexer)
+    return vlevel, indexer, open_subject
+
+
+OWNED = [AISession, ReviewItem, ContractCheck]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", OWNED)
+def test_an_agent_sees_only_its_own_rows(fleet, model):
+    vlevel, _, _ = fleet
+    assert {row.agent_id for row in model.objects.visible_to(Principal(agent=vlevel))} == {vlevel.pk}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", [*OWNED, Learning, Subject, Agent, Job])
+def test_people_need_the_view_permission_and_the_system_sees_everything(fleet, model, viewer, outsider):
+    everything = model.objects.count()
+    assert model.objects.visible_to(Principal(user=viewer)).count() == everything
+    assert model.objects.visible_to(Principal(user=outsider)).count() == 0
+    assert model.objects.visible_to(SYSTEM).count() == everything
+
+
+@pytest.mark.django_db
+def test_learnings_are_shared_by_the_whole_fleet(fleet):
+    vlevel, indexer, _ = fleet
+    assert Learning.objects.visible_to(Principal(agent=vlevel)).count() == 1
+    assert Learning.objects.visible_to(Principal(agent=indexer)).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_restricted_subject_is_seen_by_its_named_agents_only(fleet):
+    vlevel, indexer, _ = fleet
+    assert sorted(s.key for s in Subject.objects.visible_to(Principal(agent=vlevel))) == ["bob"]
+    assert sorted(s.key for s in Subject.objects.visible_to(Principal(agent=indexer))) == ["bob", "carol"]
+
+
+@pytest.mark.django_db
+def test_an_agent_without_a_manifest_sees_no_subject(fleet):
+    from tests.factories import AgentFactory
+
+    assert not Subject.objects.visible_to(Principal(agent=AgentFactory(agent_id="agent.bare"))).exists()
