@@ -703,6 +703,7 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
     the embedding alone on the same texts to show its share. Each call also records 5 injections."""
     from django.db import connection
 
+    from governance.principals import SYSTEM
     from memory.injection import build_block
 
     texts = ds.held_texts[: BLOCK_WARMUP + cfg.blocks]
@@ -722,7 +723,9 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
         spent[0] = 0.0
         started = time.perf_counter()
         with connection.execute_wrapper(clock):
-            block = build_block(story=f"PD-B{i}", domain=domain, project=project, query_text=text, backend=backend)
+            block = build_block(
+                actor=SYSTEM, story=f"PD-B{i}", domain=domain, project=project, query_text=text, backend=backend
+            )
         elapsed = time.perf_counter() - started
         if i < BLOCK_WARMUP:
             continue

@@ -20,6 +20,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from governance.access import agent_or_perm
+from governance.principals import Principal
 from memory import notes, search
 from memory.models import Learning, LearningInjection, VeilleNote
 
@@ -61,7 +63,7 @@ def _guarded(name: str, build: Callable[[], Section]) -> Section:
     return section
 
 
-def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project: str) -> Section:
+def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project: str, served_to: str) -> Section:
     vector, model, dimension = vector_of()
     hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"])
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
@@ -76,7 +78,7 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
         tags = " ".join(item.tags)
         section.lines.append(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}".rstrip())
     LearningInjection.objects.bulk_create(
-        LearningInjection(learning_id=i["id"], story=story, domain=domain, project=project, at=now)
+        LearningInjection(learning_id=i["id"], story=story, domain=domain, project=project, at=now, served_to=served_to)
         for i in section.items
     )
     return section
@@ -108,8 +110,12 @@ def _clarifications(domain: str, project: str) -> Section:
     return section
 
 
-def build_block(*, story: str, domain: str, project: str, query_text: str, backend=None) -> dict[str, Any]:
-    """The block as Markdown and as data. Never raises for a failing source."""
+def build_block(
+    *, actor: Principal, story: str, domain: str, project: str, query_text: str, backend=None
+) -> dict[str, Any]:
+    """The block as Markdown and as data. Never raises for a failing source. The injections it
+    records name who was served (they are what reuse scores count)."""
+    agent_or_perm(actor, "memory.add_learninginjection")
     cache: dict[str, Any] = {}
 
     def vector_of() -> tuple:
@@ -127,7 +133,7 @@ def build_block(*, story: str, domain: str, project: str, query_text: str, backe
         return cache["v"]
 
     sections = [
-        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project)),
+        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor.label)),
         _guarded("veille", lambda: _veille(vector_of)),
         _guarded("clarifications", lambda: _clarifications(domain, project)),
     ]

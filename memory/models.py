@@ -58,6 +58,7 @@ class LearningInjection(models.Model):
     domain = models.CharField(max_length=100)
     project = models.CharField(max_length=100)
     at = models.DateTimeField(db_index=True)
+    served_to = models.CharField(max_length=200, blank=True, db_default="", help_text="Who the block was served to")
 
     class Meta:
         ordering = ["-at"]

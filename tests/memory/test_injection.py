@@ -47,7 +47,7 @@ def note(title: str, summary: str, impact: str) -> VeilleNote:
 
 
 def block(query: str = "retry the flaky deploy", backend=HASHING) -> dict:
-    return build_block(story="PD-9", domain="tooling", project="gov", query_text=query, backend=backend)
+    return build_block(actor=SYSTEM, story="PD-9", domain="tooling", project="gov", query_text=query, backend=backend)
 
 
 def section(result: dict, name: str) -> dict:

@@ -193,7 +193,7 @@ def test_tc_nom_12_inject_prints_exactly_the_block_markdown(hashing):
     out, err = run("inject", "--story", "PD-9", "--domain", "tooling", "--project", "gov",
                    "--query-text", "retry the flaky deploy")  # fmt: skip
 
-    assert out == build_block(**args)["markdown"]
+    assert out == build_block(actor=SYSTEM, **args)["markdown"]
     assert [line for line in out.splitlines() if line.startswith("## ")] == [
         "## Learnings", "## Veille", "## Clarifications",
     ]  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from governance.principals import SYSTEM
 from memory.injection import build_block
 
 
@@ -22,5 +23,5 @@ class Command(BaseCommand):
         parser.add_argument("--query-text", required=True, help="what the story is about; embedded for the KNN")
 
     def handle(self, *args: object, story: str, domain: str, project: str, query_text: str, **options: object):
-        block = build_block(story=story, domain=domain, project=project, query_text=query_text)
+        block = build_block(actor=SYSTEM, story=story, domain=domain, project=project, query_text=query_text)
         self.stdout.write(block["markdown"], ending="")

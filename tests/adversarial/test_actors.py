@@ -1,0 +1,52 @@
+"""Every write names its actor: what an agent did is recorded as that agent, never as `system`."""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.models import AuditEvent
+from memory.models import LearningInjection
+
+AGENT = "agent:agent.seo.vlevel"
+LEARNING = {"story": "PD-1", "gate": 3, "domain": "seo", "project": "shop", "tags": ["#canonical"], "text": "x"}
+
+
+def audited(action: str) -> list[str]:
+    return list(AuditEvent.objects.filter(action=action).values_list("actor", flat=True))
+
+
+@pytest.mark.django_db
+def test_an_agent_started_chat_is_recorded_as_the_agent(vlevel_api):
+    assert vlevel_api.post("/sessions", {"type": "CHAT", "name": "mine"}).status_code == 201
+    assert audited("session.started") == [AGENT]
+
+
+@pytest.mark.django_db
+def test_learnings_and_gate_results_name_their_author(vlevel_api):
+    assert vlevel_api.post("/memory/learnings", LEARNING).status_code == 201
+    assert vlevel_api.post("/memory/gate-results", {"story": "PD-1", "gate": 8, "verdict": "GO"}).status_code == 201
+
+    assert audited("learning.created") == [AGENT]
+    assert audited("gate_result.recorded") == [AGENT]
+
+
+@pytest.mark.django_db
+def test_an_injection_records_who_was_served(vlevel):
+    from governance.principals import Principal
+    from memory.injection import build_block
+    from tests.memory.test_injection import HASHING, learning
+
+    learning("retry the flaky deploy with backoff")
+
+    build_block(actor=Principal(agent=vlevel), story="PD-2", domain="tooling", project="gov",
+                query_text="flaky deploy", backend=HASHING)  # fmt: skip
+
+    assert list(LearningInjection.objects.values_list("served_to", flat=True)) == [AGENT]
+
+
+@pytest.mark.django_db
+def test_a_tool_approval_request_names_the_agent(vlevel_api):
+    url = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"
+    assert vlevel_api.post(url, {"arguments": {"url": "https://shop.example.com/"}}).status_code == 202
+    assert audited("tool.approval_requested") == [AGENT]
+    assert audited("review.opened") == [AGENT]
