@@ -6,7 +6,8 @@ post-conditions, escalation routing, KPI samples, R3 artifacts. Only the KPI his
 last 14 days is written directly, since it stands for jobs that ran before the demo existed.
 
 Safe to run again: manifests already active are a no-op, jobs and history are created only when
-the demo agents have none, and each run prints one fresh key per agent (revoking the last one).
+the demo agents have none. The agents' demo keys are made once, by `load_demo` on an empty
+database (governance.demo_credentials), never here.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from django.utils import timezone
 from agents import jobs, registry
 from agents.envelope import AgentOutput, BudgetUsage, GraphError, GraphStateUpdate, JobEnvelopeIn
 from agents.models import Agent, Escalation, Job, KpiSample
-from governance.models import ApiKey
 from governance.principals import SYSTEM, Principal
-from governance.services import issue_api_key, revoke_api_key
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 VLEVEL, INDEXER, ARCHITECT = "agent.seo.vlevel", "agent.rag.indexer", "agent.seo.architect"
@@ -134,16 +133,6 @@ def load(out: TextIO) -> None:
         out.write(f"Demo jobs: {Job.objects.filter(agent__in=agents.values()).count()}\n")
     if not KpiSample.objects.filter(agent__in=agents.values(), job__isnull=True).exists():
         _add_history(agents)
-    for agent_id in DEMO_AGENTS:
-        _print_fresh_key(agents[agent_id], out)
-
-
-def _print_fresh_key(agent: Agent, out: TextIO) -> None:
-    """One live demo key per agent: the one printed last."""
-    for old in ApiKey.objects.filter(agent=agent, name="demo", revoked_at__isnull=True):
-        revoke_api_key(old, actor=SYSTEM)
-    _, plain = issue_api_key(actor=SYSTEM, name="demo", agent=agent)
-    out.write(f"Demo agent key for {agent.agent_id}: {plain}\n")
 
 
 def _work(job: Job, nodes: tuple[str, ...], output: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any]:

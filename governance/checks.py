@@ -30,3 +30,34 @@ def broker_is_shared(app_configs: object, **kwargs: object) -> list[Warning]:
             )
         ]
     return []
+
+
+@register("security")
+def web_security_values_usable(app_configs: object, **kwargs: object) -> list[Warning]:
+    """Zero or negative limits would quietly switch a defence off (axes never locks, sessions die at once)."""
+    problems = []
+    for name in ("LOGIN_FAILURE_LIMIT", "LOGIN_LOCKOUT_MINUTES", "SESSION_IDLE_TIMEOUT_MINUTES"):
+        if getattr(settings, name) < 1:
+            problems.append(
+                Warning(
+                    f"{name} is {getattr(settings, name)}: it must be at least 1.",
+                    hint=f"Set {name} to a positive whole number (README, Configuration).",
+                    id="governance.W003",
+                )
+            )
+    return problems
+
+
+@register("security", deploy=True)
+def ssl_redirect_has_a_proxy(app_configs: object, **kwargs: object) -> list[Warning]:
+    """`make run` serves plain http: redirecting to https only works when a TLS proxy sits in front."""
+    if settings.SECURE_SSL_REDIRECT and not settings.BEHIND_PROXY:
+        return [
+            Warning(
+                "SECURE_SSL_REDIRECT is on but BEHIND_PROXY is off: requests through a TLS proxy look like "
+                "plain http and are redirected forever.",
+                hint="Put a TLS-terminating proxy that sets X-Forwarded-Proto in front, and set BEHIND_PROXY=true.",
+                id="governance.W004",
+            )
+        ]
+    return []

@@ -8,7 +8,10 @@ the database instead, editable in the admin.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
+
+from csp.constants import NONE, SELF
 
 from governance import embedded_db, env
 
@@ -50,6 +53,8 @@ INSTALLED_APPS = [
     "ninja",
     "django_htmx",
     "django_celery_beat",
+    "axes",
+    "csp",
     "governance",
     "agents",
     "sessions.apps.SessionsConfig",
@@ -58,6 +63,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "governance.middleware.ApiProblemMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "governance.middleware.RequestSizeLimitMiddleware",
@@ -65,9 +71,12 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "governance.web_security.IdleSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a lockout noted during authentication into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "governance.urls"
@@ -127,7 +136,60 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.boolean("BEHIND_PROXY") else None
+# Behind a reverse proxy every request comes from the proxy: its X-Forwarded-Proto tells HTTPS
+# from HTTP, its X-Forwarded-For the client's address (governance.web_security.client_ip). Both
+# headers are trusted only when this says a proxy that sets them sits in front.
+BEHIND_PROXY = env.boolean("BEHIND_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
+# HTTPS only in production (README, "Production"); the defaults keep `make run` on plain http.
+SECURE_SSL_REDIRECT = env.boolean("SECURE_SSL_REDIRECT", False)
+# The health probe runs on the host itself, over plain http to gunicorn (serve.py waits on it too).
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)
+
+# Browser sessions end after this long without a request from the operator (the inbox's own
+# background refresh does not count: governance.web_security.IdleSessionMiddleware).
+SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
+SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
+SESSION_IDLE_IGNORED_VIEWS = ["inbox-pending"]
+
+# Login throttling (django-axes): failures are counted per username *and* address, so a guesser
+# locks out only their own pair, never the real user at their desk. Attempts and lockouts are
+# kept in axes' tables, shown in the admin, where deleting an access attempt unlocks it (or
+# `manage.py axes_reset_username NAME`).
+AUTHENTICATION_BACKENDS = [
+    "governance.web_security.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env.integer("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_LOCKOUT_MINUTES = env.integer("LOGIN_LOCKOUT_MINUTES", 15)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "governance.web_security.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
+# Content-Security-Policy (django-csp): every script and style is a file under /static/ (no
+# inline <script>, style= or hx-on), so an HTML injection cannot run code. htmx's own injected
+# indicator <style> is switched off in base.html and its CSS lives in app.css.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 # Request bodies above this size are refused with 413 (problem+json on the API).
 MAX_REQUEST_BODY_BYTES = env.integer("MAX_REQUEST_BODY_BYTES", 1024 * 1024)

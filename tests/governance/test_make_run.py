@@ -1,11 +1,15 @@
 """`make run` from the outside: it comes up healthy on a fresh data directory, serves the
-admin, the API docs and health, and Ctrl-C stops every process it started, database included."""
+admin, the API docs and health, and Ctrl-C stops every process it started, database included.
+The first start prints the demo credentials and saves them to a private file; a second start on
+the same data prints only where that file is."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import stat
 import subprocess
 import urllib.request
 
@@ -75,6 +79,9 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
 
     output = log_path.read_text()
     assert "Demo account: reviewer / " in output
+    credentials = tmp_path / "var" / "demo-credentials.txt"
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    assert f"Demo credentials: {credentials}" in output  # in the ready banner
     assert f"{base}/admin/" in output
     assert f"{base}/inbox/" in output
     assert f"{base}/api/v1/docs" in output
@@ -83,3 +90,43 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
         p for p in [*processes, postmaster] if _alive(p)
     ]
     assert _get(f"{base}/api/v1/health")[0] == 0
+
+
+def test_a_second_make_run_prints_where_the_credentials_are_not_what_they_are(tmp_path):
+    port = free_port()
+    child_env = process_env(
+        tmp_path / "var", PORT=str(port), HOST="127.0.0.1", EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
+        DEBUG="1", EMBEDDING_BACKEND="hashing",
+    )  # fmt: skip
+    credentials = tmp_path / "var" / "demo-credentials.txt"
+
+    first = _run_until_ready(child_env, port, tmp_path / "first.log")
+    saved = credentials.read_text(encoding="utf-8")
+    second = _run_until_ready(child_env, port, tmp_path / "second.log")
+
+    secrets = re.findall(r"Demo account: \S+ / (\S+) ", first) + re.findall(r"Demo agent key for \S+: (\S+)", first)
+    assert len(secrets) == 5  # admin, reviewer, three demo agents
+    assert not any(secret in second for secret in secrets)
+    assert "Demo account:" not in second
+    assert "Demo agent key" not in second
+    assert f"Demo credentials: see {credentials}" in second
+    assert credentials.read_text(encoding="utf-8") == saved
+
+
+def _run_until_ready(child_env: dict[str, str], port: int, log_path) -> str:
+    """One `make run` until it says it is ready, then Ctrl-C; returns what it printed."""
+    with open(log_path, "w") as log:
+        make = subprocess.Popen(
+            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            ready = wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180)
+            assert ready, log_path.read_text()[-4000:]
+            os.killpg(make.pid, signal.SIGINT)
+            make.wait(timeout=90)
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+    assert _get(f"http://127.0.0.1:{port}/api/v1/health")[0] == 0
+    return log_path.read_text()

@@ -8,13 +8,17 @@ from django.apps import apps
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from agents.demo import DEMO_AGENTS
+from governance import demo_credentials
 from governance.roles import PRODUCT_APPS
 
 
 class Command(BaseCommand):
-    help = "Create (or refresh) demo accounts, agents and data. Safe to run again."
+    help = "Create demo agents and data; demo accounts and keys only on an empty database. Safe to run again."
 
     def handle(self, *args: object, **options: object) -> None:
+        # Decided before the loaders run, since the agents' loader creates the demo agents.
+        first_start = demo_credentials.is_empty_install()
         # The governance demo audits the demo agents' LLM outputs: it runs after the apps that make them.
         for label in sorted(PRODUCT_APPS, key=lambda label: label == "governance"):
             module_name = f"{apps.get_app_config(label).name}.demo"
@@ -26,3 +30,7 @@ class Command(BaseCommand):
                 continue
             with transaction.atomic():
                 demo.load(self.stdout)
+        if first_start:
+            demo_credentials.create(DEMO_AGENTS, self.stdout)
+        else:
+            demo_credentials.remind(self.stdout)

@@ -1,9 +1,10 @@
 """Run the whole control plane in the foreground: web server, Celery worker and Celery beat.
 
-``make run`` calls this. It migrates, loads the demo data, starts the three processes, prints
-where to go once the API answers healthy, and on Ctrl-C (or SIGTERM) stops all three and, when
-this run started it, the embedded PostgreSQL. If one process dies the others are stopped too, so
-nothing is left half-running.
+``make run`` calls this. It migrates, loads the demo data (demo accounts and keys only on the
+first start, on an empty database), starts the three processes, prints where to go once the API
+answers healthy (and where the demo credentials file is, never the secrets themselves), and on
+Ctrl-C (or SIGTERM) stops all three and, when this run started it, the embedded PostgreSQL. If
+one process dies the others are stopped too, so nothing is left half-running.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from governance import embedded_db
+from governance import demo_credentials, embedded_db
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
@@ -56,10 +57,12 @@ class Command(BaseCommand):
             self._start_children(host, port)
             base = f"http://{host}:{port}"
             if self._wait_healthy(f"{base}/api/v1/health"):
+                credentials = demo_credentials.credentials_file()
                 self.stdout.write(
                     self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
                     + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
-                    "Press Ctrl-C to stop."
+                    + (f"  Demo credentials: {credentials}\n" if not no_demo and credentials.exists() else "")
+                    + "Press Ctrl-C to stop."
                 )
             exit_code = self._supervise()
         finally:
