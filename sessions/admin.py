@@ -1,24 +1,24 @@
 """Admin of AI sessions. Sessions and their messages are written by the event processor only, so
-they are read-only here; an automation's schedule (on/off, interval, trigger) and the prompt
-chunks are what operators tune by hand. Nothing is deletable: sessions are the record of what
-agents did, and automations and chunks are switched off rather than removed.
+they are read-only here; an automation's schedule (on/off, interval, trigger) and hosting profile,
+the provider profiles and the prompt chunks are what operators tune by hand. Nothing is
+deletable: sessions are the record of what agents did, and automations, profiles and chunks are
+switched off rather than removed.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import transaction
+from django.db.models import Q
 from django.http import HttpRequest
-from django.utils import timezone
 
 from governance.principals import Principal
 from governance.services import record
-from sessions.models import AISession, Automation, PromptChunk, SessionMessage
-from sessions.processor import enqueue
+from sessions import automations as automation_actions
+from sessions import profiles
+from sessions.models import AISession, Automation, PromptChunk, ProviderProfile, SessionMessage
 
 MESSAGE_PREVIEW_CHARS = 120
 
@@ -100,23 +100,34 @@ class SessionMessageAdmin(ReadOnly, admin.ModelAdmin):
 class AutomationForm(forms.ModelForm):
     class Meta:
         model = Automation
-        fields = ["enabled", "trigger", "interval_minutes"]
+        fields = ["enabled", "trigger", "interval_minutes", "profile"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Operators host on any enabled profile but a scripted one (server-side only); the
+        current profile stays selectable so the schedule can be edited without touching it."""
+        super().__init__(*args, **kwargs)
+        usable = Q(enabled=True) & ~Q(provider=ProviderProfile.Provider.SCRIPTED)
+        if self.instance.profile_id:
+            usable |= Q(pk=self.instance.profile_id)
+        self.fields["profile"].queryset = ProviderProfile.objects.filter(usable)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if data.get("trigger") == Automation.Trigger.SCHEDULED and not data.get("interval_minutes"):
-            raise forms.ValidationError("A SCHEDULED automation needs an interval.")
+        problem = automation_actions.schedule_error(data.get("trigger"), data.get("interval_minutes"))
+        if problem:
+            raise forms.ValidationError(problem)
         return data
 
 
 @admin.register(Automation)
 class AutomationAdmin(NoDelete, admin.ModelAdmin):
-    """Created through the API (they need a SEED session); here only switched and rescheduled."""
+    """Created through the API (they need a SEED session); here switched, rescheduled and hosted
+    on a provider profile, through the same service as the API."""
 
     form = AutomationForm
-    list_display = ["name", "agent", "trigger", "interval_minutes", "enabled", "next_run_at", "provider"]
+    list_display = ["name", "agent", "trigger", "interval_minutes", "enabled", "next_run_at", "profile"]
     list_filter = ["enabled", "trigger"]
-    list_select_related = ["agent"]
+    list_select_related = ["agent", "profile"]
     search_fields = ["name", "agent__agent_id"]
     fields = [
         "name",
@@ -126,39 +137,81 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
         "trigger",
         "interval_minutes",
         "next_run_at",
-        "provider",
-        "provider_config",
+        "profile",
         "created_at",
         "created_by",
     ]
-    readonly_fields = [
-        "name",
-        "agent",
-        "seed_session",
-        "next_run_at",
-        "provider",
-        "provider_config",
-        "created_at",
-        "created_by",
-    ]
+    readonly_fields = ["name", "agent", "seed_session", "next_run_at", "created_at", "created_by"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def save_model(self, request: HttpRequest, obj: Automation, form: forms.ModelForm, change: bool) -> None:
-        """A schedule switched on needs a next run, or the scheduler would never pick it up."""
-        if obj.trigger == Automation.Trigger.SCHEDULED and obj.enabled and obj.next_run_at is None:
-            obj.next_run_at = timezone.now() + timedelta(minutes=obj.interval_minutes or 60)
-        super().save_model(request, obj, form, change)
-        record(
-            actor=Principal(user=request.user),
-            action="automation.changed",
-            target=obj,
-            fields={name: str(form.cleaned_data.get(name)) for name in form.changed_data},
-        )
-        # Enabled, disabled or rescheduled: the scheduler looks at the agent's slot now (seed section 6).
-        agent_id = obj.agent_id
-        transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent_id))
+        """sessions/automations.py computes the next run, audits and wakes the scheduler."""
+        changes = {name: form.cleaned_data.get(name) for name in form.changed_data}
+        saved = automation_actions.change_automation(obj.pk, actor=Principal(user=request.user), **changes)
+        obj.next_run_at = saved.next_run_at
+
+
+class ProviderProfileForm(forms.ModelForm):
+    class Meta:
+        model = ProviderProfile
+        fields = ["name", "provider", "model", "base_url", "secret_name", "internal", "options", "enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Scripted profiles are made by the server only: not offered here, and a server-made one
+        can only be switched on or off."""
+        super().__init__(*args, **kwargs)
+        if self.instance.provider == ProviderProfile.Provider.SCRIPTED:
+            for name, field in self.fields.items():
+                field.disabled = name != "enabled"
+        else:
+            self.fields["provider"].choices = [
+                choice for choice in self.fields["provider"].choices if choice[0] != ProviderProfile.Provider.SCRIPTED
+            ]
+        if self.instance.pk:
+            self.fields["name"].disabled = True  # automations name it
+
+
+@admin.register(ProviderProfile)
+class ProviderProfileAdmin(NoDelete, admin.ModelAdmin):
+    """Where hosted automations send prompts and which secret goes along. The secret's value is
+    never shown: only whether the named variable is currently set. Switch a profile off rather
+    than delete it: automations keep naming it."""
+
+    form = ProviderProfileForm
+    list_display = ["name", "provider", "model", "destination", "secret_name", "secret", "internal", "enabled"]
+    list_filter = ["provider", "internal", "enabled"]
+    search_fields = ["name", "model", "base_url", "secret_name"]
+    readonly_fields = ["secret", "created_by", "created_at"]
+
+    def get_fields(self, request: HttpRequest, obj: ProviderProfile | None = None) -> list[str]:
+        return [
+            *ProviderProfileForm.Meta.fields[:5],
+            "secret",
+            *ProviderProfileForm.Meta.fields[5:],
+            "created_by",
+            "created_at",
+        ]
+
+    @admin.display(description="Calls go to")
+    def destination(self, obj: ProviderProfile) -> str:
+        return obj.effective_base_url or "(nowhere: scripted)"
+
+    @admin.display(description="Secret")
+    def secret(self, obj: ProviderProfile) -> str:
+        return obj.secret_status or "none named"
+
+    def save_model(self, request: HttpRequest, obj: ProviderProfile, form: forms.ModelForm, change: bool) -> None:
+        """Through sessions/profiles.py: checked (the base URL through the outbound guard) and audited."""
+        actor = Principal(user=request.user)
+        if change:
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in profiles.CHANGEABLE}
+            saved = profiles.change_profile(obj.pk, actor=actor, **changes)
+        else:
+            fields = {name: form.cleaned_data[name] for name in ProviderProfileForm.Meta.fields}
+            saved = profiles.create_profile(actor=actor, **fields)
+        obj.pk = saved.pk
 
 
 @admin.register(PromptChunk)

@@ -1,12 +1,9 @@
 """Sessions and automations routers (/api/v1/sessions, /api/v1/automations)."""
 
-from datetime import timedelta
 from uuid import UUID
 
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
@@ -14,9 +11,10 @@ from agents.models import Agent
 from governance.access import get_agent_for, get_for, require_owner_agent
 from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
-from sessions import prompt, scheduler
-from sessions.models import AISession, Automation, SessionMessage
-from sessions.processor import apply_event, enqueue
+from sessions import automations as automation_actions
+from sessions import profiles, prompt, scheduler
+from sessions.models import AISession, Automation, ProviderProfile, SessionMessage
+from sessions.processor import apply_event
 from sessions.schemas import (
     AIStateOut,
     AutomationIn,
@@ -26,6 +24,8 @@ from sessions.schemas import (
     ExecuteOut,
     MessageOut,
     PromptOut,
+    ProviderProfileIn,
+    ProviderProfileOut,
     SessionIn,
 )
 
@@ -118,31 +118,46 @@ def _automation_agent(principal: Principal, agent_id: str | None) -> Agent:
 
 @automations.post("", response={201: AutomationOut})
 def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
-    """An automation from a SEED session (given, or made from `messages`) with a schedule."""
+    """An automation from a SEED session (given, or made from `messages`) with a schedule, hosted
+    on `providerProfile` when given (sessions/automations.py holds the rules)."""
     agent = _automation_agent(request.auth, data.agentId)
-    if data.trigger == "SCHEDULED" and not data.intervalMinutes:
-        msg = "SCHEDULED automations need intervalMinutes"
-        raise InvalidInput(msg, errors=[{"loc": ["body", "intervalMinutes"], "msg": msg, "type": "missing"}])
-    now = timezone.now()
-    with transaction.atomic():
-        if data.seedSessionId is not None:
-            seed = AISession.objects.filter(pk=data.seedSessionId, agent=agent, type="SEED").first()
-            if seed is None:
-                msg = "no SEED session of this agent with that id"
-                raise InvalidInput(msg, errors=[{"loc": ["body", "seedSessionId"], "msg": msg, "type": "not_found"}])
-        elif data.messages:
-            seed = scheduler.create_seed(agent, name=data.name, messages=[m.dict() for m in data.messages], now=now)
-        else:
-            msg = "give seedSessionId or messages"
-            raise InvalidInput(msg, errors=[{"loc": ["body", "messages"], "msg": msg, "type": "missing"}])
-        automation = Automation.objects.create(
-            agent=agent, name=data.name, seed_session=seed, trigger=data.trigger,
-            interval_minutes=data.intervalMinutes, enabled=data.enabled,
-            next_run_at=now + timedelta(minutes=data.intervalMinutes) if data.trigger == "SCHEDULED" else None,
-            provider=data.provider or "", provider_config=data.providerConfig, created_by=request.auth.label,
-        )  # fmt: skip
-        transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent.pk))
+    automation = automation_actions.create_automation(
+        agent,
+        actor=request.auth,
+        name=data.name,
+        trigger=data.trigger,
+        interval_minutes=data.intervalMinutes,
+        enabled=data.enabled,
+        seed_session_id=data.seedSessionId,
+        messages=[m.dict() for m in data.messages] if data.messages else None,
+        profile_name=data.providerProfile,
+    )
     return Status(201, automation)
+
+
+@automations.get("/provider-profiles", response=list[ProviderProfileOut])
+def list_provider_profiles(request: HttpRequest) -> QuerySet[ProviderProfile]:
+    """Operators only: profiles name internal URLs and secret variables, which agents need not see."""
+    if request.auth.agent is not None or not request.auth.has_perm("ai_sessions.view_providerprofile"):
+        raise Forbidden("Listing provider profiles needs the ai_sessions.view_providerprofile permission.")
+    return ProviderProfile.objects.all()
+
+
+@automations.post("/provider-profiles", response={201: ProviderProfileOut})
+def create_provider_profile(request: HttpRequest, data: ProviderProfileIn) -> Status:
+    """Operators with ai_sessions.add_providerprofile; the base URL must pass the outbound guard."""
+    profile = profiles.create_profile(
+        actor=request.auth,
+        name=data.name,
+        provider=data.provider,
+        model=data.model,
+        base_url=data.baseUrl,
+        secret_name=data.secretName,
+        internal=data.internal,
+        options=data.options,
+        enabled=data.enabled,
+    )
+    return Status(201, profile)
 
 
 @automations.post("/{automation_id}/execute", response={202: ExecuteOut})

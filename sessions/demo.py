@@ -1,7 +1,7 @@
 """Demo sessions: chats in several phases (two waiting for a reviewer), and a hosted scripted
 automation of the architect that runs every 15 minutes under `make run` and asks a reviewer to
-approve its action each time, so the inbox fills itself. Everything goes through the processor,
-as an agent's events would.
+approve its action each time, so the inbox fills itself; its actions are simulated, and say so.
+Everything goes through the processor, as an agent's events would.
 
 Safe to run again: nothing is created when the demo agents already have sessions.
 """
@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from django.db import transaction
 from django.utils import timezone
 
 from agents.models import Agent
-from governance.principals import Principal
-from sessions import scheduler
+from governance.principals import SYSTEM, Principal
+from sessions import automations, profiles, scheduler
 from sessions.machine import Event
-from sessions.models import AISession, Automation
-from sessions.processor import apply_event, enqueue
+from sessions.models import AISession, Automation, ProviderProfile
+from sessions.processor import apply_event
 
 SNAPSHOT = "mcp__chrome-devtools__take_snapshot"
 ISSUE = "mcp__github__create_issue"
+DEMO_PROFILE = "demo-scripted"
 
 
 def _ai(**message: Any) -> dict[str, Any]:
@@ -70,7 +70,8 @@ def load(out: TextIO) -> None:
 
 
 def _hosted_automation(architect: Agent) -> None:
-    now = timezone.now()
+    """Through the services, as the system: only server-side code may set up a scripted profile,
+    and the actions it "runs" are reported as simulated."""
     failed_jobs = [{"type": "JOBS", "params": {"status": "failed"}}]
     open_issue = [{"type": ISSUE, "params": {"title": "Review failed jobs"}}]
     script = [
@@ -78,13 +79,20 @@ def _hosted_automation(architect: Agent) -> None:
         json.dumps({"preText": "Opening an issue.", "postText": "Issue opened.", "actionCommands": open_issue}),
         json.dumps({"preText": "Done for this round.", "completed": True}),
     ]
-    seed = scheduler.create_seed(
-        architect, name="Failed jobs review", messages=[{"text": "Review the failed jobs and open issues."}], now=now
+    profile = ProviderProfile.objects.filter(name=DEMO_PROFILE).first() or profiles.create_profile(
+        actor=SYSTEM,
+        name=DEMO_PROFILE,
+        provider=ProviderProfile.Provider.SCRIPTED,
+        options={"responses": script, "simulate_actions": True},
     )
-    Automation.objects.create(
-        agent=architect, name="Failed jobs review", seed_session=seed, trigger=Automation.Trigger.SCHEDULED,
-        interval_minutes=15, next_run_at=now, provider="scripted",
-        provider_config={"responses": script, "simulate_actions": True}, created_by="system",
-    )  # fmt: skip
-    # Due now: its first run starts as soon as a worker takes this, and asks a reviewer.
-    transaction.on_commit(lambda: enqueue("sessions.tick_agent", architect.pk))
+    # Due now: its first run starts as soon as a worker takes the tick, and asks a reviewer.
+    automations.create_automation(
+        architect,
+        actor=SYSTEM,
+        name="Failed jobs review",
+        trigger=Automation.Trigger.SCHEDULED,
+        interval_minutes=15,
+        messages=[{"text": "Review the failed jobs and open issues."}],
+        profile_name=profile.name,
+        first_run_at=timezone.now(),
+    )

@@ -147,7 +147,10 @@ def _reported(raw: dict[str, Any], command: DataCommand, *, keep_data: bool) -> 
     if isinstance(data, list) and len(data) > MAX_ROWS:
         summary = f"{summary or command.type}: first {MAX_ROWS} of {len(data)} rows (truncated)"
         data = data[:MAX_ROWS]
-    return command_result(command, status, summary=summary, data=data, error=str(raw.get("error") or ""))
+    result = command_result(command, status, summary=summary, data=data, error=str(raw.get("error") or ""))
+    if raw.get("simulated") is True:  # the scripted demo's stand-ins (sessions/hosted.py): nothing ran
+        result["simulated"] = True
+    return result
 
 
 # --- param helpers -----------------------------------------------------------------------------

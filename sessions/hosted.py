@@ -1,37 +1,76 @@
-"""Hosted sessions: the server calls the model itself for automations that name a provider."""
+"""Hosted sessions: the server calls the model itself for automations that name a provider profile.
+
+Where the call goes, which model and which key all come from the operator's profile, read at
+call time, never from the automation row or anything an agent sent. What comes back on failure
+is split: the agent's session gets the category and the HTTP status only (a provider's error
+body can carry an internal service's answer or an echoed key); the full detail, scrubbed of the
+secret, goes to the server log.
+"""
 
 from __future__ import annotations
 
-import os
+import logging
 from typing import Any
 
 from governance.principals import Principal
 from sessions import prompt
 from sessions.machine import Event, Phase
-from sessions.models import AISession
+from sessions.models import AISession, ProviderProfile
 from sessions.processor import apply_event
+from sessions.providers.base import AIResponse, ErrorCategory, PromptData
+from sessions.providers.options import option_errors
 from sessions.providers.registry import get_provider
 
+logger = logging.getLogger(__name__)
 
-def provider_config(stored: dict[str, Any]) -> dict[str, Any]:
-    """The stored config with `api_key_env` resolved: keys live in the environment, not in rows."""
-    config = dict(stored)
-    env_name = config.pop("api_key_env", None)
-    if env_name:
-        config["api_key"] = os.environ.get(env_name, "")
+SIMULATED_SUMMARY = "SIMULATED by the scripted demo provider, nothing was run: {type}"
+
+
+def provider_config(profile: ProviderProfile, secret: str) -> dict[str, Any]:
+    """The provider's config: the profile's options first, then its own columns on top, so no
+    option can ever stand in for the URL, the key or the internal flag."""
+    config: dict[str, Any] = dict(profile.options)
+    config.update(model=profile.model, base_url=profile.effective_base_url, internal=profile.internal)
+    config.pop("api_key", None)
+    if secret:
+        config["api_key"] = secret
     return config
+
+
+def _unusable(profile: ProviderProfile, why: str) -> AIResponse:
+    logger.warning("AI provider profile %r not usable: %s", profile.name, why)
+    return AIResponse(success=False, error_category=ErrorCategory.CONFIGURATION, error_detail=why)
+
+
+def query(profile: ProviderProfile, data: PromptData) -> AIResponse:
+    """Ask the profile's model, after checking again what may have changed since it was saved
+    (switched off, its secret unset, its row edited by hand); the URL is checked by the provider's
+    HTTP call itself, right before connecting."""
+    if not profile.enabled:
+        return _unusable(profile, "the profile is disabled")
+    problems = option_errors(profile.provider, profile.options)
+    if problems:
+        return _unusable(profile, "; ".join(message for _key, message in problems))
+    secret = profile.secret_value()
+    if profile.secret_name and not secret:
+        return _unusable(
+            profile, f"the secret variable {profile.secret_name} (or {profile.secret_name}_FILE) is not set"
+        )
+    return get_provider(profile.provider).query(data, provider_config(profile, secret))
 
 
 def call_provider(session_id: str, *, actor: Principal) -> str:
     """Query the automation's provider (outside any transaction: it may take two minutes), then
     report the answer as the agent would: AIResponseReceived, NetworkErrorOccurred (retried
     every 30 s in AUTOMATION) or SystemErrorOccurred (the session ends with ERROR)."""
-    session = AISession.objects.select_related("automation", "agent__active_manifest").get(pk=session_id)
+    session = AISession.objects.select_related("automation__profile", "agent__active_manifest").get(pk=session_id)
     if not session.is_active or session.phase != Phase.CALLING_AI or not session.automation_id:
         return "skipped"
-    automation = session.automation
+    profile = session.automation.profile
+    if profile is None:
+        return "skipped"
     data, _ = prompt.build(session)
-    response = get_provider(automation.provider).query(data, provider_config(automation.provider_config))
+    response = query(profile, data)
     if response.success:
         tokens = {
             "input": response.input_tokens,
@@ -44,21 +83,37 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
         )
         return "answered"
     kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
-    apply_event(session.pk, kind, {"summary": response.error_message or "provider error"}, actor=actor)
+    apply_event(session.pk, kind, {"summary": response.public_summary}, actor=actor)
     return kind.value
 
 
 def simulate_actions(session_id: str, *, actor: Principal) -> str:
     """Report the last AI message's actions as done, for scripted automations that ask for it:
-    there is no agent behind a demo automation to run them. Results say they were simulated."""
-    session = AISession.objects.get(pk=session_id)
-    if not session.is_active or session.phase != Phase.EXECUTING_ACTIONS:
+    there is no agent behind a demo automation to run them. Each result is marked
+    ``"simulated": true`` and its summary says so: nobody may mistake it for a real outcome."""
+    session = AISession.objects.select_related("automation__profile").get(pk=session_id)
+    if not session.is_active or session.phase != Phase.EXECUTING_ACTIONS or not _simulates(session):
         return "skipped"
     last = session.messages.filter(sender="AI", ai_message__isnull=False).order_by("-seq").first()
     commands = (last.ai_message or {}).get("actionCommands", []) if last else []
     results = [
-        {"commandId": command["id"], "status": "SUCCESS", "summary": f"simulated {command['type']} (scripted demo)"}
+        {
+            "commandId": command["id"],
+            "status": "SUCCESS",
+            "simulated": True,
+            "summary": SIMULATED_SUMMARY.format(type=command["type"]),
+        }
         for command in commands
     ]
     apply_event(session.pk, Event.ACTIONS_EXECUTED, {"results": results}, actor=actor)
     return "simulated"
+
+
+def _simulates(session: AISession) -> bool:
+    """Only a scripted profile (made by the server) may ask for simulated actions."""
+    profile = session.automation.profile if session.automation_id else None
+    return (
+        profile is not None
+        and profile.provider == ProviderProfile.Provider.SCRIPTED
+        and bool(profile.options.get("simulate_actions"))
+    )

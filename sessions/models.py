@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from sessions.machine import EndReason, Phase, SessionType, SystemMessageType
+from sessions.querysets import AutomationQuerySet, SessionQuerySet
 
 
 def _choices(enum: type) -> list[tuple[str, str]]:
@@ -44,6 +47,8 @@ class AISession(models.Model):
     timer_at = models.DateTimeField(null=True, blank=True)
     timer_event = models.CharField(max_length=40, blank=True)
     tokens_used = models.JSONField(default=dict, help_text="input / output / cacheWrite / cacheRead token totals")
+
+    objects = SessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -100,8 +105,99 @@ class SessionMessage(models.Model):
         return f"{self.sender} #{self.seq}"
 
 
+class ProviderProfile(models.Model):
+    """How the server reaches one model for hosted automations, set up by an operator.
+
+    Agents never give a URL or a key: an automation names a profile, and an agent may name only
+    the profiles its active manifest lists (``provider_profiles``). The key itself is never in a
+    row: ``secret_name`` names the environment variable holding it (``<NAME>_FILE`` works too,
+    for mounted secrets), read at call time. ``internal`` is the operator saying this model lives on
+    a private network (a local Ollama): plain http and private or loopback addresses are then
+    allowed for it. Written through sessions/profiles.py only (audited).
+    """
+
+    class Provider(models.TextChoices):
+        OPENAI = "openai"
+        ANTHROPIC = "anthropic"
+        OLLAMA = "ollama"
+        SCRIPTED = "scripted", "scripted (server-side demos and tests only)"
+
+    name = models.SlugField(max_length=100, unique=True, help_text="What automations name (providerProfile)")
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    model = models.CharField(max_length=200, blank=True, help_text="The provider's model name")
+    base_url = models.CharField(
+        max_length=500, blank=True, help_text="Empty: the provider's default. https only, unless internal."
+    )
+    secret_name = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="NAME of the environment variable holding the key (NAME_FILE is read too); never the key",
+    )
+    internal = models.BooleanField(
+        default=False, help_text="Allow plain http and private/loopback addresses (a model on the local network)"
+    )
+    options = models.JSONField(
+        default=dict, blank=True, help_text='e.g. {"temperature": 0.2, "max_tokens": 2048, "timeout": 60}'
+    )
+    enabled = models.BooleanField(default=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.provider})"
+
+    def clean(self) -> None:
+        """The profile rules (sessions/providers/options.py): the base URL through the outbound
+        guard, options that cannot carry a URL or key, a secret NAME that is not the platform's."""
+        from sessions.providers.options import profile_errors
+
+        errors = profile_errors(
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url,
+            secret_name=self.secret_name,
+            internal=self.internal,
+            options=self.options,
+        )
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def effective_base_url(self) -> str:
+        """Where calls go: the profile's URL, or the provider's default (scripted has none)."""
+        from sessions.providers.options import DEFAULT_BASE_URLS
+
+        return self.base_url or DEFAULT_BASE_URLS.get(self.provider, "")
+
+    def secret_value(self) -> str:
+        """The key, read now from ``<secret_name>_FILE`` or ``<secret_name>``; "" when unset.
+
+        Never stored, never shown: it goes into the provider's request headers and nowhere else."""
+        if not self.secret_name:
+            return ""
+        from governance import env
+
+        try:
+            return env.string(self.secret_name)
+        except OSError:
+            return ""
+
+    @property
+    def secret_status(self) -> str:
+        """What operators may know of the secret: "set", "missing", or "" when none is named."""
+        if not self.secret_name:
+            return ""
+        return "set" if self.secret_value() else "missing"
+
+
 class Automation(models.Model):
-    """A SEED session run again and again: on a schedule, by hand, or on an event."""
+    """A SEED session run again and again: on a schedule, by hand, or on an event.
+
+    An automation with a provider profile is hosted: the server calls the profile's model itself.
+    """
 
     class Trigger(models.TextChoices):
         MANUAL = "MANUAL"
@@ -115,10 +211,18 @@ class Automation(models.Model):
     interval_minutes = models.PositiveIntegerField(null=True, blank=True, help_text="For SCHEDULED automations")
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
-    provider = models.CharField(max_length=20, blank=True, help_text="Set to host the session: the server calls it")
-    provider_config = models.JSONField(default=dict, blank=True)
+    profile = models.ForeignKey(
+        ProviderProfile,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="automations",
+        help_text="Set to host the session: the server calls this profile's model",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200)
+
+    objects = AutomationQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -128,6 +232,17 @@ class Automation(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def provider(self) -> str:
+        """The hosting profile's provider, "" when the agent calls its model itself."""
+        return self.profile.provider if self.profile_id else ""
+
+    @property
+    def provider_config(self) -> dict[str, Any]:
+        """The hosting profile's options (the processor reads a scripted one's ``simulate_actions``).
+        URL and key are not in here: sessions/hosted.py reads them from the profile's columns."""
+        return dict(self.profile.options) if self.profile_id else {}
 
 
 class PromptChunk(models.Model):

@@ -5,6 +5,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 
 class SessionIn(Schema):
@@ -67,7 +68,18 @@ class SeedMessageIn(Schema):
     segments: list[dict[str, Any]] | None = None
 
 
+class NoProviderConfig(Schema):
+    """Gone: a URL, key or key variable from the caller is what let agents aim the server's key at
+    any address. Kept as a field so that each key sent is refused with its own path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class AutomationIn(Schema):
+    """Unknown fields are refused (422), `provider` included: the provider comes from the profile."""
+
+    model_config = ConfigDict(extra="forbid")
+
     name: str = Field(..., min_length=1, max_length=200)
     agentId: str | None = Field(None, description="Required for operators; an agent creates its own.")
     seedSessionId: UUID | None = None
@@ -75,8 +87,15 @@ class AutomationIn(Schema):
     trigger: Literal["MANUAL", "SCHEDULED", "EVENT"] = "SCHEDULED"
     intervalMinutes: int | None = Field(None, ge=1, le=60 * 24 * 366)
     enabled: bool = True
-    provider: Literal["openai", "anthropic", "ollama", "scripted"] | None = None
-    providerConfig: dict[str, Any] = Field(default_factory=dict)
+    providerProfile: str | None = Field(
+        None,
+        max_length=100,
+        description="Host the automation on this operator-made provider profile (the server calls the model); "
+        "an agent may name only the profiles its manifest lists in provider_profiles.",
+    )
+    providerConfig: NoProviderConfig | None = Field(
+        None, description="Removed: any key (base_url, api_key, api_key_env...) is refused; name a providerProfile."
+    )
 
 
 class AutomationOut(Schema):
@@ -88,7 +107,42 @@ class AutomationOut(Schema):
     intervalMinutes: int | None = Field(None, alias="interval_minutes")
     enabled: bool
     nextRunAt: datetime | None = Field(None, alias="next_run_at")
+    provider: str = Field(..., description="The provider profile's provider; empty when not hosted")
+    providerProfile: str | None = None
+
+    @staticmethod
+    def resolve_providerProfile(obj: Any) -> str | None:
+        return obj.profile.name if obj.profile_id else None
+
+
+class ProviderProfileIn(Schema):
+    """An operator's profile. No key here, ever: `secretName` names the environment variable
+    holding it (NAME_FILE works too). Scripted profiles are server-side only (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, max_length=100, pattern=r"^[-a-zA-Z0-9_]+$")
+    provider: Literal["openai", "anthropic", "ollama"]
+    model: str = Field(..., min_length=1, max_length=200)
+    baseUrl: str = Field("", max_length=500, description="Empty: the provider's default. https unless internal.")
+    secretName: str = Field("", max_length=100, description="NAME of the environment variable with the key")
+    internal: bool = Field(False, description="Allow plain http and private/loopback addresses")
+    options: dict[str, Any] = Field(default_factory=dict, description="temperature, max_tokens, timeout")
+    enabled: bool = True
+
+
+class ProviderProfileOut(Schema):
+    name: str
     provider: str
+    model: str
+    baseUrl: str = Field(..., alias="base_url")
+    secretName: str = Field(..., alias="secret_name")
+    secretStatus: str = Field(..., alias="secret_status", description='"set", "missing", or "" when none is named')
+    internal: bool
+    options: dict[str, Any]
+    enabled: bool
+    createdBy: str = Field(..., alias="created_by")
+    createdAt: datetime = Field(..., alias="created_at")
 
 
 class ExecuteOut(Schema):

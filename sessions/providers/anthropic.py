@@ -14,7 +14,8 @@ session message, and the last message is always an array so its last block can c
 The processor is expected to call with the history ending on the user side: a trailing AI message
 would be taken by the API as a prefill of the answer.
 
-Config: ``model`` and ``api_key`` (required), ``base_url`` (default ``https://api.anthropic.com``),
+Config (built by sessions/hosted.py from an operator's provider profile): ``model`` and ``api_key``
+(required), ``base_url`` (default ``https://api.anthropic.com``), ``internal`` (see http.py),
 ``max_tokens`` (default 4096), optional ``temperature`` and ``timeout`` (seconds).
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessions.providers.base import AIResponse, PromptData
+from sessions.providers.base import AIResponse, ErrorCategory, PromptData
 from sessions.providers.http import count, post_json, provider_error
 from sessions.providers.openai import Turn, base_url, merge_turns
 
@@ -41,7 +42,7 @@ class AnthropicProvider:
     def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
         for required in ("model", "api_key"):
             if not config.get(required):
-                return provider_error(f"anthropic config: {required!r} is required")
+                return provider_error(f"anthropic config: {required!r} is required", ErrorCategory.CONFIGURATION)
         api_key = config["api_key"]
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
         url = f"{base_url(config, DEFAULT_BASE_URL)}/v1/messages"
@@ -90,7 +91,7 @@ def parse_response(data: dict[str, Any]) -> AIResponse:
     """Text blocks joined as they come; ``input_tokens`` already excludes cache writes and reads."""
     blocks = data.get("content")
     if not isinstance(blocks, list):
-        return provider_error("anthropic: the answer has no content array")
+        return provider_error("anthropic: the answer has no content array", ErrorCategory.INVALID_RESPONSE)
     text = "".join(block["text"] for block in blocks if isinstance(block, dict) and isinstance(block.get("text"), str))
     return AIResponse(
         success=True,

@@ -5,11 +5,17 @@ messages the model may see) and a provider turns it into its own API's request, 
 reports an AIResponse. Providers never raise for a failed call: they answer success=False with
 ``network_error`` telling apart "could not reach it" (retried in AUTOMATION) from "it refused"
 (a provider/system error, which ends the session).
+
+A failure has two faces. ``error_category`` and ``status_code`` are all that may reach an agent
+(session messages, API answers): the provider's own words can carry internal addresses, echoed
+keys or whatever an internal service answered, so ``error_detail`` (already scrubbed of the
+secret) is for the server log only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 Sender = Literal["USER", "AI", "SYSTEM"]
@@ -29,11 +35,24 @@ class PromptData:
     session_messages: list[PromptMessage] = field(default_factory=list)
 
 
+class ErrorCategory(StrEnum):
+    """What kind of failure, in a word an agent may see."""
+
+    NETWORK = "network"  # nothing listening, DNS failure, dropped connection, TLS failure
+    TIMEOUT = "timeout"
+    HTTP_STATUS = "http_status"  # the provider answered a non-2xx status (redirects included)
+    INVALID_RESPONSE = "invalid_response"  # not JSON, or JSON of an unexpected shape
+    CONFIGURATION = "configuration"  # profile unusable: no model, secret missing, bad timeout
+    REFUSED_ADDRESS = "refused_address"  # the outbound guard refused the destination
+
+
 @dataclass(frozen=True)
 class AIResponse:
     success: bool
     content: str = ""
-    error_message: str | None = None
+    error_category: ErrorCategory | None = None
+    status_code: int | None = None
+    error_detail: str | None = None  # server log only: never into messages or API answers
     network_error: bool = False
     input_tokens: int = 0  # uncached input tokens
     output_tokens: int = 0
@@ -43,6 +62,13 @@ class AIResponse:
     @property
     def tokens_used(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    @property
+    def public_summary(self) -> str:
+        """The failure as an agent may see it: the category and the HTTP status, nothing else."""
+        category = (self.error_category or ErrorCategory.CONFIGURATION).value
+        status = f" (HTTP {self.status_code})" if self.status_code is not None else ""
+        return f"AI provider error: {category}{status}"
 
 
 class Provider(Protocol):

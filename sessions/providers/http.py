@@ -1,16 +1,23 @@
 """The one HTTP call every network provider makes, and reading numbers out of its answer.
 
-Stdlib only (urllib): the providers are pure modules and a JSON POST needs nothing more.
-``post_json`` never raises for a failed call. It returns the decoded JSON object, or an
-``AIResponse(success=False)`` whose ``network_error`` decides what the processor does next:
+Stdlib only (http.client through the outbound guard): the providers are pure modules and a JSON
+POST needs nothing more. urllib is deliberately not used: it opens ``file:`` URLs and follows
+redirects to places nobody checked. ``post_json`` never raises for a failed call. It returns the
+decoded JSON object, or an ``AIResponse(success=False)`` whose ``network_error`` decides what the
+processor does next:
 
 * True  - transient, worth retrying (AUTOMATION waits and retries): nothing listening, DNS
   failure, timeout, dropped connection, HTTP 5xx, 408 and 429.
 * False - the provider refused or answered nonsense (bad key, unknown model, malformed request,
-  a body that is not a JSON object): retrying would fail the same way, so the session ends.
+  a redirect, a body that is not a JSON object), or the guard refused the destination: retrying
+  would fail the same way, so the session ends.
 
-Secrets (API keys) are scrubbed from every message this module builds or logs, even when the
-provider echoes them back in an error body.
+Every failure carries an ``error_category`` and, for an HTTP answer, its ``status_code``: that is
+all an agent ever sees. The provider's own words go to ``error_detail`` and the server log, with
+secrets (API keys) scrubbed even when the provider echoes them back.
+
+``config["internal"]`` (set from the operator's profile, never from options) lets the guard
+accept plain http and private or loopback addresses, for a model server on the local network.
 """
 
 from __future__ import annotations
@@ -18,17 +25,17 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
-from sessions.providers.base import HTTP_TIMEOUT_SECONDS, AIResponse
+from sessions.providers import outbound
+from sessions.providers.base import HTTP_TIMEOUT_SECONDS, AIResponse, ErrorCategory
 
 logger = logging.getLogger(__name__)
 
 TRANSIENT_STATUSES = frozenset({408, 429})
 MAX_DETAIL_CHARS = 500
+MAX_BODY_BYTES = 16 * 1024 * 1024  # a chat answer is far smaller; a runaway body is not read whole
 REDACTED = "[redacted]"
 
 
@@ -42,30 +49,44 @@ def post_json(
     """POST ``payload`` as JSON to ``url``; the decoded JSON object or a failed AIResponse.
 
     The timeout is two minutes (seed section 8) unless ``config["timeout"]`` (seconds) says otherwise.
+    The destination is checked (scheme, every resolved address) right before connecting, and the
+    connection goes to the checked address.
     """
     hidden = [secret for secret in secrets if secret]
     try:
         timeout = _timeout(config)
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(payload).encode("utf-8"),
-            headers={"content-type": "application/json", "accept": "application/json", **headers},
-            method="POST",
+    except ValueError as error:
+        return _failure(ErrorCategory.CONFIGURATION, f"invalid request to {url}: {error}", False, hidden)
+    try:
+        target = outbound.check(url, internal=config.get("internal") is True)
+    except outbound.OutboundRefused as error:
+        return _failure(ErrorCategory(error.category), f"{url} refused: {error}", False, hidden)
+    except (OSError, UnicodeError) as error:  # socket.gaierror: no such name, resolver down
+        return _failure(ErrorCategory.NETWORK, f"cannot resolve {url}: {_describe(error)}", True, hidden)
+    body = json.dumps(payload).encode("utf-8")
+    request_headers = {"content-type": "application/json", "accept": "application/json", **headers}
+    connection = outbound.connection(target, timeout)
+    try:
+        connection.request("POST", target.path, body=body, headers=request_headers)
+        response = connection.getresponse()
+        status, reason = response.status, response.reason
+        data = response.read(MAX_BODY_BYTES)
+        location = response.getheader("location")
+    except TimeoutError as error:
+        return _failure(ErrorCategory.TIMEOUT, f"{url} timed out after {timeout:g} s: {_describe(error)}", True, hidden)
+    except (OSError, http.client.HTTPException) as error:
+        return _failure(ErrorCategory.NETWORK, f"connection to {url} failed: {_describe(error)}", True, hidden)
+    finally:
+        connection.close()
+    if 300 <= status < 400:
+        detail = f"HTTP {status} from {url}: redirect to {location!r} not followed"
+        return _failure(ErrorCategory.HTTP_STATUS, detail, False, hidden, status)
+    if not 200 <= status < 300:
+        detail = f"HTTP {status} from {url}: {_error_detail(data, hidden) or reason}"
+        return _failure(
+            ErrorCategory.HTTP_STATUS, detail, status >= 500 or status in TRANSIENT_STATUSES, hidden, status
         )
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read()
-    except urllib.error.HTTPError as error:
-        return _failure(_http_error_message(url, error), error.code >= 500 or error.code in TRANSIENT_STATUSES, hidden)
-    except urllib.error.URLError as error:
-        # OSError reasons (refused, DNS, timeout, TLS) are the network; others ("unknown url type") are config.
-        return _failure(f"cannot reach {url}: {error.reason}", isinstance(error.reason, OSError), hidden)
-    except (TimeoutError, ConnectionError, http.client.HTTPException) as error:
-        return _failure(f"connection to {url} failed: {_describe(error)}", True, hidden)
-    except ValueError as error:  # malformed URL or timeout, refused before any I/O
-        return _failure(f"invalid request to {url}: {error}", False, hidden)
-    except OSError as error:
-        return _failure(f"connection to {url} failed: {_describe(error)}", True, hidden)
-    return _decode(url, body, hidden)
+    return _decode(url, data, hidden)
 
 
 def dig(data: Any, *path: str | int) -> Any:
@@ -86,9 +107,10 @@ def count(data: Any, *path: str | int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def provider_error(message: str) -> AIResponse:
+def provider_error(message: str, category: ErrorCategory) -> AIResponse:
     """A refusal that retrying will not fix: bad config or an answer of unexpected shape."""
-    return AIResponse(success=False, error_message=message, network_error=False)
+    logger.warning("AI provider call failed (%s): %s", category.value, message)
+    return AIResponse(success=False, error_category=category, error_detail=message, network_error=False)
 
 
 def _timeout(config: dict[str, Any]) -> float:
@@ -102,43 +124,50 @@ def _decode(url: str, body: bytes, hidden: list[str]) -> dict[str, Any] | AIResp
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return _failure(f"invalid JSON from {url}: {_snippet(body)}", False, hidden)
+        return _failure(
+            ErrorCategory.INVALID_RESPONSE, f"invalid JSON from {url}: {_snippet(body, hidden)}", False, hidden
+        )
     if not isinstance(data, dict):
-        return _failure(f"expected a JSON object from {url}, got {type(data).__name__}", False, hidden)
+        detail = f"expected a JSON object from {url}, got {type(data).__name__}"
+        return _failure(ErrorCategory.INVALID_RESPONSE, detail, False, hidden)
     return data
 
 
-def _http_error_message(url: str, error: urllib.error.HTTPError) -> str:
-    try:
-        body = error.read()
-    except (OSError, http.client.HTTPException):
-        body = b""
-    return f"HTTP {error.code} from {url}: {_error_detail(body) or error.reason}"
-
-
-def _error_detail(body: bytes) -> str:
-    """The provider's own explanation: OpenAI/Anthropic ``error.message``, Ollama ``error``, else raw text."""
+def _error_detail(body: bytes, hidden: list[str]) -> str:
+    """The provider's own explanation: OpenAI/Anthropic ``error.message``, Ollama ``error``, else raw
+    text. Scrubbed before it is cut short, so no fragment of a secret survives the cut."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return _snippet(body)
+        return _snippet(body, hidden)
     for path in (("error", "message"), ("error",), ("message",), ("detail",)):
         found = dig(data, *path)
         if isinstance(found, str) and found:
-            return found[:MAX_DETAIL_CHARS]
-    return _snippet(body)
+            return scrub(found, hidden)[:MAX_DETAIL_CHARS]
+    return _snippet(body, hidden)
 
 
-def _snippet(body: bytes) -> str:
-    return body.decode("utf-8", errors="replace").strip()[:MAX_DETAIL_CHARS]
+def _snippet(body: bytes, hidden: list[str]) -> str:
+    return scrub(body.decode("utf-8", errors="replace"), hidden).strip()[:MAX_DETAIL_CHARS]
 
 
 def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _failure(message: str, network_error: bool, hidden: list[str]) -> AIResponse:
-    for secret in hidden:
-        message = message.replace(secret, REDACTED)
-    logger.warning("AI provider call failed (network_error=%s): %s", network_error, message)
-    return AIResponse(success=False, error_message=message, network_error=network_error)
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` without any of ``secrets``, as written or as JSON would escape them."""
+    for secret in secrets:
+        for form in {secret, json.dumps(secret)[1:-1]}:
+            text = text.replace(form, REDACTED)
+    return text
+
+
+def _failure(
+    category: ErrorCategory, message: str, network_error: bool, hidden: list[str], status: int | None = None
+) -> AIResponse:
+    detail = scrub(message, hidden)
+    logger.warning("AI provider call failed (%s, network_error=%s): %s", category.value, network_error, detail)
+    return AIResponse(
+        success=False, error_category=category, status_code=status, error_detail=detail, network_error=network_error
+    )

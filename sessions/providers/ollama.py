@@ -3,16 +3,18 @@
 Messages are the OpenAI-style ones (system first, then fused turns). Streaming is off: the processor
 wants one complete answer. Ollama reports no cache figures, so every prompt token counts as input.
 
-Config: ``model`` (required), ``base_url`` (default ``http://localhost:11434``), optional
-``temperature`` and ``max_tokens`` (sent as ``options.temperature`` / ``options.num_predict``),
-``timeout`` (seconds), ``api_key`` (optional bearer token, for Ollama behind an authenticating proxy).
+Config (built by sessions/hosted.py from an operator's provider profile): ``model`` (required),
+``base_url`` (default ``http://localhost:11434``, which only an ``internal`` profile may reach),
+optional ``temperature`` and ``max_tokens`` (sent as ``options.temperature`` /
+``options.num_predict``), ``timeout`` (seconds), ``api_key`` (optional bearer token, for Ollama
+behind an authenticating proxy).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sessions.providers.base import AIResponse, PromptData
+from sessions.providers.base import AIResponse, ErrorCategory, PromptData
 from sessions.providers.http import count, dig, post_json, provider_error
 from sessions.providers.openai import base_url, bearer, chat_messages
 
@@ -25,7 +27,7 @@ class OllamaProvider:
 
     def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
         if not config.get("model"):
-            return provider_error("ollama config: 'model' is required")
+            return provider_error("ollama config: 'model' is required", ErrorCategory.CONFIGURATION)
         url = f"{base_url(config, DEFAULT_BASE_URL)}/api/chat"
         data = post_json(url, build_request(prompt, config), bearer(config), config, secrets=[config.get("api_key")])
         return data if isinstance(data, AIResponse) else parse_response(data)
@@ -42,7 +44,7 @@ def build_request(prompt: PromptData, config: dict[str, Any]) -> dict[str, Any]:
 def parse_response(data: dict[str, Any]) -> AIResponse:
     content = dig(data, "message", "content")
     if not isinstance(content, str):
-        return provider_error("ollama: the answer has no message.content text")
+        return provider_error("ollama: the answer has no message.content text", ErrorCategory.INVALID_RESPONSE)
     return AIResponse(
         success=True,
         content=content,

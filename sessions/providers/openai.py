@@ -5,9 +5,10 @@ messages as they happened, while chat APIs want alternating user/assistant turns
 (enrichments, query results, format errors) are things the model must read, so they travel on the
 user side and merge with the user messages around them; consecutive AI messages merge likewise.
 
-Config: ``model`` (required), ``api_key`` (sent as a bearer token when set: local servers often
-need none), ``base_url`` (default ``https://api.openai.com/v1``), optional ``temperature``,
-``max_tokens`` and ``timeout`` (seconds).
+Config (built by sessions/hosted.py from an operator's provider profile, never from anything an
+agent sends): ``model`` (required), ``api_key`` (the profile's secret, sent as a bearer token when
+set: local servers often need none), ``base_url`` (default ``https://api.openai.com/v1``),
+``internal`` (see http.py), optional ``temperature``, ``max_tokens`` and ``timeout`` (seconds).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sessions.providers.base import AIResponse, PromptData, PromptMessage
+from sessions.providers.base import AIResponse, ErrorCategory, PromptData, PromptMessage
 from sessions.providers.http import count, dig, post_json, provider_error
 
 Role = Literal["user", "assistant"]
@@ -75,7 +76,7 @@ class OpenAIProvider:
 
     def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
         if not config.get("model"):
-            return provider_error("openai config: 'model' is required")
+            return provider_error("openai config: 'model' is required", ErrorCategory.CONFIGURATION)
         url = f"{base_url(config, DEFAULT_BASE_URL)}/chat/completions"
         data = post_json(url, build_request(prompt, config), bearer(config), config, secrets=[config.get("api_key")])
         return data if isinstance(data, AIResponse) else parse_response(data)
@@ -93,7 +94,9 @@ def parse_response(data: dict[str, Any]) -> AIResponse:
     """``prompt_tokens`` includes the cached ones: they are reported apart, as cache reads."""
     content = dig(data, "choices", 0, "message", "content")
     if not isinstance(content, str):
-        return provider_error("openai: the answer has no choices[0].message.content text")
+        return provider_error(
+            "openai: the answer has no choices[0].message.content text", ErrorCategory.INVALID_RESPONSE
+        )
     cached = count(data, "usage", "prompt_tokens_details", "cached_tokens")
     return AIResponse(
         success=True,

@@ -1,5 +1,8 @@
 """A provider that replays recorded answers, for tests and demos: no HTTP, fully deterministic.
 
+It fabricates a model, so only server-side code (the demo loader, tests) may set one up: scripted
+provider profiles are created by the system actor only, and no API caller can name one.
+
 It keeps no state of its own. The answer given is number N of ``config["responses"]``, where N is the
 number of AI messages already in the prompt, so a resumed (or retried) session continues exactly
 where it was.
@@ -12,6 +15,8 @@ Config:
   session like any refusal would.
 * ``network_errors_at`` (list of int): answer indexes whose call fails with ``network_error=True``,
   as if the provider were unreachable, on every attempt (an AUTOMATION keeps retrying every 30 s).
+* ``simulate_actions`` (bool): read by the processor, not here: the platform reports the AI's
+  actions as done, each result marked ``"simulated": true`` (nothing ran; there is no agent).
 
 Token counts are word counts (prompt words as input, answer words as output), so that limits and
 cost displays have deterministic, non-zero figures to show.
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessions.providers.base import AIResponse, PromptData
+from sessions.providers.base import AIResponse, ErrorCategory, PromptData
 from sessions.providers.http import provider_error
 
 EXHAUSTED = "script exhausted"
@@ -33,17 +38,20 @@ class ScriptedProvider:
     def query(self, prompt: PromptData, config: dict[str, Any]) -> AIResponse:
         responses = config.get("responses", [])
         if not isinstance(responses, list) or not all(isinstance(item, str) for item in responses):
-            return provider_error("scripted config: 'responses' must be a list of strings")
+            return provider_error("scripted config: 'responses' must be a list of strings", ErrorCategory.CONFIGURATION)
         index = response_index(prompt)
         if _fails_now(config, index):
             return AIResponse(
-                success=False, network_error=True, error_message=f"scripted network error at response {index}"
+                success=False,
+                network_error=True,
+                error_category=ErrorCategory.NETWORK,
+                error_detail=f"scripted network error at response {index}",
             )
         if index < len(responses):
             return _answer(prompt, responses[index])
         if config.get("repeat_last") and responses:
             return _answer(prompt, responses[-1])
-        return provider_error(EXHAUSTED)
+        return provider_error(EXHAUSTED, ErrorCategory.CONFIGURATION)
 
 
 def response_index(prompt: PromptData) -> int:

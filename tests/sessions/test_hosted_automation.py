@@ -1,5 +1,8 @@
 """A hosted automation driven by Celery: beat's tick starts it, a real worker calls the (scripted)
-provider, runs its data query, and carries it through completion to COMPLETED."""
+provider, runs its data query, and carries it through completion to COMPLETED.
+
+Scripted profiles are server-side only, so the test sets it up as the server would (the system
+actor), like the demo loader does; no API caller can name one."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import pytest
 from django.utils import timezone
 
 from governance.celery import app
-from sessions import scheduler
+from governance.principals import SYSTEM
+from sessions import automations, profiles, scheduler
 from sessions.models import AISession, Automation
 from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
 
@@ -48,25 +52,23 @@ def worker(tmp_path):
         app.pool.force_close_all()
 
 
-def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel_api):
-    created = vlevel_api.post(
-        "/automations",
-        {
-            "name": "Daily check",
-            "messages": [{"text": "Check yesterday's jobs and tell me if anything needs fixing."}],
-            "trigger": "SCHEDULED",
-            "intervalMinutes": 60,
-            "provider": "scripted",
-            "providerConfig": {"responses": SCRIPT},
-        },
+def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel):
+    profiles.create_profile(actor=SYSTEM, name="daily-script", provider="scripted", options={"responses": SCRIPT})
+    created = automations.create_automation(
+        vlevel,
+        actor=SYSTEM,
+        name="Daily check",
+        messages=[{"text": "Check yesterday's jobs and tell me if anything needs fixing."}],
+        trigger="SCHEDULED",
+        interval_minutes=60,
+        profile_name="daily-script",
     )
-    assert created.status_code == 201
     Automation.objects.update(next_run_at=timezone.now() - timedelta(seconds=1))
 
     assert scheduler.tick()["started"] == 1
 
     def finished():
-        session = AISession.objects.filter(automation_id=created.json()["id"]).first()
+        session = AISession.objects.filter(automation_id=created.pk).first()
         return session if session and session.phase == "COMPLETED" else None
 
     session = wait_for(finished, timeout=90)

@@ -1,8 +1,10 @@
 """AI providers against real local HTTP servers: request shapes, answer parsing, error classification.
 
 Every network provider talks to a ThreadingHTTPServer on 127.0.0.1 that records what it received and
-answers canned JSON, so the whole path (JSON encoding, headers, urllib, status handling) is exercised.
-No database is needed.
+answers canned JSON, so the whole path (JSON encoding, headers, the outbound guard, http.client, status
+handling) is exercised. 127.0.0.1 is a loopback address: the configs say ``internal`` as an operator's
+profile for a local model server would, and the guard's refusals are tested without it. No database
+is needed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 
 from sessions.providers.anthropic import AnthropicProvider
-from sessions.providers.base import HTTP_TIMEOUT_SECONDS, AIResponse, PromptData, PromptMessage
+from sessions.providers.base import HTTP_TIMEOUT_SECONDS, AIResponse, ErrorCategory, PromptData, PromptMessage
 from sessions.providers.ollama import OllamaProvider
 from sessions.providers.openai import OpenAIProvider
 from sessions.providers.registry import PROVIDER_NAMES, get_provider
@@ -83,9 +85,10 @@ class FakeServer:
     status: int = 200
     reply: Any = field(default_factory=dict)
     delay: float = 0.0
+    extra_headers: dict[str, str] = field(default_factory=dict)
 
-    def answer(self, reply: Any, status: int = 200, delay: float = 0.0) -> None:
-        self.reply, self.status, self.delay = reply, status, delay
+    def answer(self, reply: Any, status: int = 200, delay: float = 0.0, headers: dict[str, str] | None = None) -> None:
+        self.reply, self.status, self.delay, self.extra_headers = reply, status, delay, headers or {}
 
     @property
     def last(self) -> Received:
@@ -113,6 +116,8 @@ def _handler_for(state: FakeServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(state.status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(reply)))
+            for name, value in state.extra_headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply)
 
@@ -143,16 +148,20 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+# What sessions/hosted.py builds from a profile marked internal (the servers listen on loopback).
+LOCAL = {"internal": True}
+
+
 def openai_config(url: str, **extra: Any) -> dict[str, Any]:
-    return {"base_url": f"{url}/v1", "api_key": API_KEY, "model": "gpt-test", **extra}
+    return {"base_url": f"{url}/v1", "api_key": API_KEY, "model": "gpt-test", **LOCAL, **extra}
 
 
 def anthropic_config(url: str, **extra: Any) -> dict[str, Any]:
-    return {"base_url": url, "api_key": API_KEY, "model": "claude-test", **extra}
+    return {"base_url": url, "api_key": API_KEY, "model": "claude-test", **LOCAL, **extra}
 
 
 def ollama_config(url: str, **extra: Any) -> dict[str, Any]:
-    return {"base_url": url, "model": "llama3", **extra}
+    return {"base_url": url, "model": "llama3", **LOCAL, **extra}
 
 
 def proxied_ollama_config(url: str, **extra: Any) -> dict[str, Any]:
@@ -218,7 +227,7 @@ def test_openai_parses_content_and_reports_cached_tokens_apart(server: FakeServe
 
 def test_openai_optional_fields_are_left_out(server: FakeServer) -> None:
     server.answer({"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens_details": None}})
-    config = {"base_url": f"{server.url}/v1/", "model": "local-model"}
+    config = {"base_url": f"{server.url}/v1/", "model": "local-model", **LOCAL}
 
     response = OpenAIProvider().query(PromptData("", "", [PromptMessage("USER", "hi")]), config)
 
@@ -235,7 +244,8 @@ def test_openai_answer_without_content_is_a_provider_error(server: FakeServer) -
 
     assert not response.success
     assert not response.network_error
-    assert "choices[0].message.content" in response.error_message
+    assert response.error_category == ErrorCategory.INVALID_RESPONSE
+    assert "choices[0].message.content" in response.error_detail
 
 
 # --- Anthropic ----------------------------------------------------------------------------------
@@ -351,7 +361,8 @@ def test_anthropic_requires_model_and_key(server: FakeServer, missing: str) -> N
 
     assert not response.success
     assert not response.network_error
-    assert missing in response.error_message
+    assert response.error_category == ErrorCategory.CONFIGURATION
+    assert missing in response.error_detail
     assert server.requests == []
 
 
@@ -407,9 +418,12 @@ def test_http_status_classification(
 
     assert not response.success
     assert response.network_error is network_error
-    assert f"HTTP {status}" in response.error_message
-    assert "rejected key [redacted]" in response.error_message
-    assert API_KEY not in response.error_message
+    assert (response.error_category, response.status_code) == (ErrorCategory.HTTP_STATUS, status)
+    assert response.public_summary == f"AI provider error: http_status (HTTP {status})"
+    assert f"HTTP {status}" in response.error_detail
+    assert "rejected key [redacted]" in response.error_detail
+    assert API_KEY not in response.error_detail
+    assert "rejected key [redacted]" in caplog.text  # the detail is in the server log, scrubbed
     assert API_KEY not in caplog.text
 
 
@@ -419,7 +433,8 @@ def test_ollama_style_error_body_is_reported(server: FakeServer) -> None:
     response = OllamaProvider().query(SEED_EXAMPLE, ollama_config(server.url))
 
     assert not response.network_error
-    assert "model 'nope' not found" in response.error_message
+    assert "model 'nope' not found" in response.error_detail
+    assert "nope" not in response.public_summary
 
 
 def test_nothing_listening_is_a_network_error(network_provider: Any, closed_port: int) -> None:
@@ -429,7 +444,8 @@ def test_nothing_listening_is_a_network_error(network_provider: Any, closed_port
 
     assert not response.success
     assert response.network_error
-    assert API_KEY not in response.error_message
+    assert response.error_category == ErrorCategory.NETWORK
+    assert API_KEY not in response.error_detail
 
 
 def test_slow_server_times_out_as_a_network_error(server: FakeServer, network_provider: Any) -> None:
@@ -442,6 +458,7 @@ def test_slow_server_times_out_as_a_network_error(server: FakeServer, network_pr
     assert time.monotonic() - started < 1.2
     assert not response.success
     assert response.network_error
+    assert response.error_category == ErrorCategory.TIMEOUT
     assert len(server.requests) == 1
 
 
@@ -460,10 +477,21 @@ def test_a_body_that_is_not_a_json_object_is_a_provider_error(
 
     assert not response.success
     assert not response.network_error
+    assert response.error_category == ErrorCategory.INVALID_RESPONSE
 
 
-@pytest.mark.parametrize("config_change", [{"base_url": "nope://host"}, {"timeout": "soon"}, {"timeout": 0}])
-def test_bad_config_is_a_provider_error(network_provider: Any, config_change: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("config_change", "category"),
+    [
+        ({"base_url": "nope://host"}, ErrorCategory.REFUSED_ADDRESS),
+        ({"base_url": "http://user:pw@127.0.0.1:9"}, ErrorCategory.CONFIGURATION),
+        ({"timeout": "soon"}, ErrorCategory.CONFIGURATION),
+        ({"timeout": 0}, ErrorCategory.CONFIGURATION),
+    ],
+)
+def test_bad_config_is_a_provider_error(
+    network_provider: Any, config_change: dict[str, Any], category: ErrorCategory
+) -> None:
     provider, make_config, _ = network_provider
     config = {**make_config("http://127.0.0.1:9"), **config_change}
 
@@ -471,7 +499,69 @@ def test_bad_config_is_a_provider_error(network_provider: Any, config_change: di
 
     assert not response.success
     assert not response.network_error
-    assert API_KEY not in response.error_message
+    assert response.error_category == category
+    assert API_KEY not in response.error_detail
+
+
+def test_a_loopback_server_is_refused_unless_the_profile_is_internal(server: FakeServer, network_provider: Any) -> None:
+    provider, make_config, ok = network_provider
+    server.answer(ok)
+    config = {**make_config(server.url), "internal": False}
+
+    response = provider.query(SEED_EXAMPLE, config)
+
+    assert not response.success
+    assert not response.network_error
+    assert response.error_category == ErrorCategory.REFUSED_ADDRESS
+    assert server.requests == []  # the key never left: nothing was sent
+
+
+def test_a_redirect_is_not_followed(server: FakeServer, network_provider: Any) -> None:
+    provider, make_config, ok = network_provider
+    elsewhere = FakeServer(url="")
+    httpd = _QuietServer(("127.0.0.1", 0), _handler_for(elsewhere))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        elsewhere.answer(ok)
+        target = f"http://127.0.0.1:{httpd.server_address[1]}/steal"
+        server.answer({"error": "moved"}, status=307, headers={"location": target})
+
+        response = provider.query(SEED_EXAMPLE, make_config(server.url))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+    assert (response.error_category, response.status_code) == (ErrorCategory.HTTP_STATUS, 307)
+    assert not response.network_error
+    assert len(server.requests) == 1
+    assert elsewhere.requests == []
+
+
+def test_the_connection_goes_to_the_address_that_was_checked(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: the name answers the local server once, then an address nobody listens on.
+    The call still reaches the server, because it connects to the checked address and keeps the
+    name for the Host header."""
+    port = int(server.url.rsplit(":", 1)[1])
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.1", "192.0.2.1", "192.0.2.1"])
+
+    def rebinding(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host == "model.rebind.test":
+            return real(next(answers), *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    server.answer(OLLAMA_OK)
+
+    response = OllamaProvider().query(SEED_EXAMPLE, ollama_config(f"http://model.rebind.test:{port}", timeout=3))
+
+    assert response.success, response.error_detail
+    assert server.last.headers["host"] == f"model.rebind.test:{port}"
+    assert next(answers) == "192.0.2.1"  # resolved exactly once
 
 
 def test_missing_model_is_a_provider_error(server: FakeServer, network_provider: Any) -> None:
@@ -483,7 +573,7 @@ def test_missing_model_is_a_provider_error(server: FakeServer, network_provider:
 
     assert not response.success
     assert not response.network_error
-    assert "model" in response.error_message
+    assert "model" in response.error_detail
     assert server.requests == []
 
 
@@ -526,7 +616,9 @@ def test_scripted_resumed_session_continues_where_it_was() -> None:
 def test_scripted_exhausted_script_is_a_provider_error() -> None:
     response = ScriptedProvider().query(history("USER", "AI", "AI", "AI", "USER"), SCRIPT)
 
-    assert response == AIResponse(success=False, error_message="script exhausted", network_error=False)
+    assert response == AIResponse(
+        success=False, error_category=ErrorCategory.CONFIGURATION, error_detail="script exhausted", network_error=False
+    )
 
 
 def test_scripted_repeat_last() -> None:
@@ -541,7 +633,7 @@ def test_scripted_repeat_last() -> None:
 def test_scripted_empty_script_is_exhausted_even_with_repeat_last() -> None:
     response = ScriptedProvider().query(history("USER"), {"responses": [], "repeat_last": True})
 
-    assert response.error_message == "script exhausted"
+    assert response.error_detail == "script exhausted"
 
 
 def test_scripted_network_errors_at_fails_every_attempt() -> None:

@@ -1,0 +1,117 @@
+"""What a provider profile may say, and what makes one unusable: the rules, pure (no Django).
+
+A profile's ``options`` are free JSON an operator edits by hand, and they are merged into the
+provider's config at call time. They must never become a second way to give a URL or a key (which
+would bypass the outbound guard and the secret's indirection), so those keys are refused by name,
+and each provider accepts only the options it actually reads.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sessions.providers import anthropic, ollama, openai, outbound
+
+DEFAULT_BASE_URLS = {
+    "openai": openai.DEFAULT_BASE_URL,
+    "anthropic": anthropic.DEFAULT_BASE_URL,
+    "ollama": ollama.DEFAULT_BASE_URL,
+}
+# Keys that would route around the profile's own base_url / secret_name / internal columns.
+FORBIDDEN_KEYS = frozenset({"base_url", "api_key", "api_key_env", "url", "internal"})
+NETWORK_OPTIONS = frozenset({"temperature", "max_tokens", "timeout"})
+ALLOWED_OPTIONS = {
+    "openai": NETWORK_OPTIONS,
+    "anthropic": NETWORK_OPTIONS,
+    "ollama": NETWORK_OPTIONS,
+    "scripted": frozenset({"responses", "repeat_last", "network_errors_at", "simulate_actions"}),
+}
+SECRET_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+# The platform's own secrets: a profile naming one would send it to whoever the URL points at.
+PLATFORM_SECRETS = frozenset(
+    {
+        "DATABASE_URL",
+        "SECRET_KEY",
+        "DJANGO_SECRET_KEY",
+        "CELERY_BROKER_URL",
+        "CELERY_RESULT_BACKEND",
+        "METRICS_TOKEN",
+        "PGPASSWORD",
+    }
+)
+
+
+def option_errors(provider: str, options: Any) -> list[tuple[str, str]]:
+    """(key, message) for each thing wrong with ``options``; empty when they are fine."""
+    if not isinstance(options, dict):
+        return [("", "options must be a JSON object")]
+    errors: list[tuple[str, str]] = []
+    allowed = ALLOWED_OPTIONS.get(provider, frozenset())
+    for key in options:
+        if key in FORBIDDEN_KEYS:
+            errors.append(
+                (key, f"{key!r} is never an option: use the profile's base URL, secret name and internal flag")
+            )
+        elif key not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            errors.append((key, f"{key!r} is not an option of {provider} (known: {known})"))
+    timeout = options.get("timeout")
+    if "timeout" in options and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        errors.append(("timeout", "timeout is a positive number of seconds"))
+    return errors
+
+
+def secret_name_error(name: str) -> str | None:
+    """Why ``name`` cannot name a provider key, or None. It names a variable, never holds a key."""
+    if not name:
+        return None
+    if not SECRET_NAME.match(name):
+        return "the NAME of an environment variable (A-Z, 0-9, _), not the key itself"
+    if name.endswith("_FILE"):
+        return f"name the variable without _FILE: {name[:-5]}_FILE is read automatically"
+    if name in PLATFORM_SECRETS:
+        return f"{name} is one of the platform's own secrets, never a provider key"
+    return None
+
+
+def profile_errors(
+    *,
+    provider: str,
+    model: str,
+    base_url: str,
+    secret_name: str,
+    internal: bool,
+    options: Any,
+    resolver: outbound.Resolver | None = None,
+) -> dict[str, list[str]]:
+    """Everything wrong with a profile, by field; empty when it may be saved.
+
+    The base URL (or the provider's default when empty) goes through the outbound guard here, name
+    resolution included, so an operator learns at once that an address is refused; the same check
+    runs again at every call, since DNS answers change."""
+    errors: dict[str, list[str]] = {}
+
+    def add(field: str, message: str) -> None:
+        errors.setdefault(field, []).append(message)
+
+    for _key, message in option_errors(provider, options):
+        add("options", message)
+    secret_error = secret_name_error(secret_name)
+    if secret_error:
+        add("secret_name", secret_error)
+    if provider == "scripted":
+        if base_url or secret_name:
+            add("base_url" if base_url else "secret_name", "a scripted profile calls nothing: no URL, no secret")
+        return errors
+    if not model:
+        add("model", f"a {provider} profile needs a model")
+    url = base_url or DEFAULT_BASE_URLS.get(provider, "")
+    if url:
+        try:
+            outbound.check(url, internal=internal, resolver=resolver)
+        except outbound.OutboundRefused as exc:
+            add("base_url", f"{url}: {exc}")
+        except (OSError, UnicodeError) as exc:
+            add("base_url", f"{url}: the host name does not resolve ({exc})")
+    return errors
