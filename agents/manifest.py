@@ -250,6 +250,10 @@ class Manifest(_Strict):
     intents: list[Annotated[JobIntent, Lower]] | None = Field(
         None, description="Extension: the job intents this agent accepts; absent means all."
     )
+    provider_profiles: list[Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=100)]] = Field(
+        default_factory=list,
+        description="Extension: the operator's provider profiles this agent may host its automations on.",
+    )
 
     @field_validator("version", mode="before")
     @classmethod
