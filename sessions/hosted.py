@@ -59,6 +59,15 @@ def query(profile: ProviderProfile, data: PromptData) -> AIResponse:
     return get_provider(profile.provider).query(data, provider_config(profile, secret))
 
 
+def _still_allowed(session: AISession, profile: ProviderProfile) -> bool:
+    """An automation an agent made stays on the profiles its manifest lists *now*: an operator who
+    takes a profile out of the manifest stops its calls, not only the next automations."""
+    if not session.automation.created_by.startswith("agent:"):
+        return True  # an operator's choice, any enabled profile
+    manifest = session.agent.active_manifest
+    return manifest is not None and profile.name in (manifest.document.get("provider_profiles") or [])
+
+
 def call_provider(session_id: str, *, actor: Principal) -> str:
     """Query the automation's provider (outside any transaction: it may take two minutes), then
     report the answer as the agent would: AIResponseReceived, NetworkErrorOccurred (retried
@@ -70,7 +79,11 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
     if profile is None:
         return "skipped"
     data, _ = prompt.build(session)
-    response = query(profile, data)
+    response = (
+        query(profile, data)
+        if _still_allowed(session, profile)
+        else _unusable(profile, f"the active manifest of {session.agent.agent_id} no longer lists this profile")
+    )
     if response.success:
         tokens = {
             "input": response.input_tokens,

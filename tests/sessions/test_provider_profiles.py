@@ -186,3 +186,23 @@ def test_the_admin_hosts_an_automation_on_a_profile_through_the_service(admin_cl
     assert automation.profile == profile
     event = AuditEvent.objects.get(action="automation.changed")
     assert event.data["fields"]["profile"] == "openai-main"
+
+
+def test_a_profile_taken_out_of_the_manifest_stops_the_agents_hosted_calls(vlevel_api):
+    from sessions import hosted
+    from sessions.models import AISession
+
+    make_profile("local", base_url="http://127.0.0.1:9/v1", internal=True)  # nothing listens there
+    allow_profiles("local")
+    automation = vlevel_api.post("/automations", {**AUTOMATION, "providerProfile": "local"}).json()
+    document = read_text(manifest_text("agent.seo.vlevel"))
+    load_manifest({**document, "version": "1.6.0", "provider_profiles": []}, actor=SYSTEM)
+
+    session_id = vlevel_api.post(f"/automations/{automation['id']}/execute").json()["sessionId"]
+    assert AISession.objects.get(pk=session_id).phase == "CALLING_AI"
+    hosted.call_provider(session_id, actor=SYSTEM)
+
+    texts = [m["systemMessage"]["summary"] for m in vlevel_api.get(f"/sessions/{session_id}/messages").json()["items"]
+             if m["systemMessage"]]  # fmt: skip
+    assert any("configuration" in text for text in texts), texts  # refused before any connection was tried
+    assert not any("network" in text for text in texts)
