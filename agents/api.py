@@ -11,6 +11,7 @@ from ninja import Router, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents import kpis, registry, tools
+from agents.manifest import MAX_DOCUMENT_BYTES
 from agents.models import Agent, Job
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
@@ -32,8 +33,9 @@ MANIFEST_BODY = {
 }
 
 
-def _manifest_response(manifest, status: int) -> HttpResponse:
-    response = HttpResponse(json.dumps(manifest.document), status=status, content_type="application/json")
+def _manifest_response(manifest, status: int, warnings: list[dict] | None = None) -> HttpResponse:
+    body = manifest.document if warnings is None else {**manifest.document, "warnings": warnings}
+    response = HttpResponse(json.dumps(body), status=status, content_type="application/json")
     response["ETag"] = f'"{manifest.content_hash}"'
     response["Last-Modified"] = manifest.created_at.strftime("%a, %d %b %Y %H:%M:%S GMT")
     response["X-Manifest-Active"] = "true" if manifest.agent.active_manifest_id == manifest.pk else "false"
@@ -62,22 +64,22 @@ def get_agent(request: HttpRequest, agent_id: str) -> Agent:
 @router.put("/{agent_id}/manifest", openapi_extra=MANIFEST_BODY, response={200: dict, 201: dict})
 def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     """Load a manifest version: 201 stored and active, 200 identical to the active version,
-    409 same version with other content or a lower version, 422 invalid (with field paths)."""
+    409 same version with other content or a lower version, 422 invalid (with field paths).
+    The answer is the stored document plus `warnings`: what loads but is not enforced (schema
+    names the manifest uses without defining them). The permission is checked before the body
+    is read, and reading is bounded (size, nesting, YAML aliases): 403 costs nothing, 422 little."""
+    registry.require_manifest_permission(request.auth)
+    if len(request.body) > MAX_DOCUMENT_BYTES:
+        msg = f"a manifest is at most {MAX_DOCUMENT_BYTES // 1024} KiB"
+        raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "manifest_syntax"}])
     try:
         text = request.body.decode("utf-8")
     except UnicodeDecodeError as exc:
         msg = "the body is not UTF-8 text"
         raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "encoding"}]) from exc
-    if request.content_type in YAML_TYPES:
-        source: str | dict = text
-    else:
-        try:
-            source = json.loads(text)
-        except json.JSONDecodeError as exc:
-            msg = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "json_invalid"}]) from exc
-    manifest, created = registry.load_manifest(source, actor=request.auth, agent_id=agent_id)
-    return _manifest_response(manifest, 201 if created else 200)
+    parsed = registry.parse_manifest(text, agent_id=agent_id, json_text=request.content_type not in YAML_TYPES)
+    manifest, created = registry.store_manifest(parsed, actor=request.auth)
+    return _manifest_response(manifest, 201 if created else 200, registry.manifest_warnings(parsed))
 
 
 @router.get("/{agent_id}/manifest", response=dict)

@@ -1,4 +1,9 @@
-"""Generate and store a finished job's R3 artifacts."""
+"""Generate and store a finished job's R3 artifacts.
+
+audit.md also says what the manifest promised and how the result kept it: the invariants that
+were in force (seed 001's `validation.invariants`, which no expression can check, so a reviewer
+reads them next to the run), and every output check with the path of each violation.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +37,33 @@ def job_record(job: Job) -> dict[str, Any]:
         "errors": job.errors,
         "budget": job.budget,
         "escalations": [describe(e) for e in job.escalations.select_related("target_agent")],
+        "invariants": list(job.manifest.document.get("validation", {}).get("invariants", [])),
     }
+
+
+def manifest_sections(record: dict[str, Any]) -> str:
+    """The audit.md sections on the manifest's promises: invariants and output checks."""
+    lines = ["", "## Invariants"]
+    lines += [f"- {invariant}" for invariant in record["invariants"]] or ["_none declared_"]
+    lines += ["", "## Output checks"]
+    checks = [r for r in record["post_conditions"] if r.get("check") == "output"]
+    for result in checks:
+        mark = "pass" if result["passed"] else f"**FAIL** `{result['error_code']}`"
+        lines.append(f"- `{result['expression']}`: {mark}")
+        if result.get("unchecked"):
+            lines.append(f"  - unchecked (schemas not defined): {', '.join(result['unchecked'])}")
+        lines += [
+            f"  - `{'.'.join(str(part) for part in v['loc'])}`: {v['msg']} ({v['type']})" for v in result["violations"]
+        ]
+    if not checks:
+        output = record.get("output")
+        if output is None:
+            lines.append("_no result_")
+        elif not output.get("success"):
+            lines.append("_not checked: the result did not report success_")
+        else:
+            lines.append("_no outputs declared_")
+    return "\n".join(lines) + "\n"
 
 
 def generate(job: Job) -> list[JobArtifact]:
@@ -40,7 +71,11 @@ def generate(job: Job) -> list[JobArtifact]:
     record = job_record(job)
     stem = f"{job.agent.agent_id}.{job.finished_at:%Y%m%dT%H%M%SZ}"
     rendered = {
-        JobArtifact.Kind.AUDIT: (f"{stem}.audit.md", "text/markdown", reports.audit_markdown(record)),
+        JobArtifact.Kind.AUDIT: (
+            f"{stem}.audit.md",
+            "text/markdown",
+            reports.audit_markdown(record) + manifest_sections(record),
+        ),
         JobArtifact.Kind.BACKLOG: (f"{stem}.backlog.json", "application/json", _json(reports.backlog(record))),
         JobArtifact.Kind.GRAPH: (f"{stem}.graph.json", "application/json", _json(reports.graph(record))),
     }

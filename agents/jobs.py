@@ -1,10 +1,14 @@
 """Jobs: submission with idempotency, leases, GraphState updates and results.
 
-Each public function is one transaction that locks the job row it changes.
+Each public function is one transaction that locks the job row it changes. The manifest is
+enforced at both ends (seed 001, R1 and R2): a job whose payload does not match the declared
+inputs is refused (422, nothing written), and a result whose data does not match the declared
+outputs, or breaks the contract an output names, fails the job with the paths of what is wrong.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID, uuid4
@@ -14,11 +18,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agents import artifacts, conditions, escalations, kpis
+from agents import types as typelang
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
-from agents.registry import manifest_document
-from governance.exceptions import Conflict, Forbidden, InvalidInput
+from agents.registry import manifest_document, manifest_types
+from governance import contracts
+from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
 
 
@@ -55,9 +61,20 @@ def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelo
     if envelope.expiresAt is not None and envelope.expiresAt <= timezone.now():
         msg = "expiresAt is in the past"
         raise InvalidInput(msg, errors=[{"loc": ["body", "expiresAt"], "msg": msg, "type": "expired"}])
-    if envelope.parentJobId is not None and not Job.objects.filter(pk=envelope.parentJobId).exists():
-        msg = f"no job {envelope.parentJobId}"
-        raise InvalidInput(msg, errors=[{"loc": ["body", "parentJobId"], "msg": msg, "type": "not_found"}])
+    if envelope.parentJobId is not None:
+        parent_agent = Job.objects.filter(pk=envelope.parentJobId).values_list("agent_id", flat=True).first()
+        if parent_agent is None:
+            msg = f"no job {envelope.parentJobId}"
+            raise InvalidInput(msg, errors=[{"loc": ["body", "parentJobId"], "msg": msg, "type": "not_found"}])
+        if parent_agent != agent.pk:
+            # Linking under another agent's job would put work into its trace and artifacts.
+            raise Forbidden(f"Job {envelope.parentJobId} belongs to another agent; it cannot be a parent here.")
+    violations = manifest_types(manifest_id).check_inputs(envelope.payload)
+    if violations:
+        raise InvalidInput(
+            f"The payload does not match the inputs of {agent.agent_id} {document['version']}.",
+            errors=[v.as_dict(prefix=("body", "payload")) for v in violations],
+        )
     results = _evaluate(document["validation"]["pre_conditions"], _input_context(envelope))
     failed = [r for r in results if not r["passed"]]
     if failed:
@@ -75,19 +92,55 @@ def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelo
     return results
 
 
+@dataclass(frozen=True)
+class Admission:
+    """An envelope the agent's active manifest accepts, and what submitting it would store."""
+
+    agent: Agent
+    manifest_id: int
+    key: str
+    pre_conditions: list[dict[str, Any]]
+
+
+def _submitter(actor: Principal) -> Agent:
+    if actor.agent is None:
+        raise Forbidden("Jobs are submitted by agents, with an agent key.")
+    return actor.agent
+
+
+def admit(envelope: JobEnvelopeIn, *, actor: Principal) -> Admission:
+    """Every check a submission passes (R1, intents, expiry, parent, inputs, pre-conditions),
+    without writing: the one code path of POST /jobs and POST /jobs/validate."""
+    agent = _submitter(actor)
+    manifest_id = agent.active_manifest_id
+    pre_conditions = _check_admissible(agent, manifest_id, envelope)
+    return Admission(agent, manifest_id, envelope.idempotency_key(), pre_conditions)
+
+
+def validate_job(envelope: JobEnvelopeIn, *, actor: Principal) -> dict[str, Any]:
+    """What POST /jobs would decide, without writing: the checks raise as they would there;
+    otherwise the key it would use, and the job it would replay if one holds the key."""
+    admission = admit(envelope, actor=actor)
+    replay = _live_claim(admission.agent, admission.key, timezone.now())
+    return {
+        "valid": True,
+        "idempotencyKey": admission.key,
+        "replayOf": replay.job_id if replay is not None else None,
+        "preConditions": admission.pre_conditions,
+    }
+
+
 def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]:
     """Create the job, or return the one already created under the same idempotency key within
     the result TTL. Returns (job, created)."""
-    if actor.agent is None:
-        raise Forbidden("Jobs are submitted by agents, with an agent key.")
-    agent = actor.agent
+    agent = _submitter(actor)
     key = envelope.idempotency_key()
     now = timezone.now()
     replay = _live_claim(agent, key, now)
     if replay is not None:  # the common replay: no checks to redo, no write
         return replay, False
-    manifest_id = agent.active_manifest_id
-    pre_conditions = _check_admissible(agent, manifest_id, envelope)
+    admission = admit(envelope, actor=actor)
+    manifest_id, pre_conditions = admission.manifest_id, admission.pre_conditions
     job_id = envelope.jobId or uuid4()
     try:
         with transaction.atomic():
@@ -114,6 +167,77 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     except IntegrityError as exc:
         raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc
     return job, True
+
+
+def _output_result(
+    name: str | None, code: str, expression: str, found: list[dict[str, Any]], unchecked: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One output check in the shape of a post-condition result, so the answer, the job,
+    audit.md and backlog.json show it where they show what held after the run."""
+    return {
+        "expression": expression,
+        "error_code": code,
+        "passed": not found,
+        "error": "; ".join(f"{'.'.join(map(str, v['loc'][1:]))}: {v['msg']}" for v in found[:5]) or None,
+        "check": "output",
+        "output": name,
+        "violations": found,
+        **({"unchecked": list(unchecked)} if unchecked else {}),
+    }
+
+
+def _check_outputs(job: Job, output: AgentOutput) -> list[dict[str, Any]]:
+    """R2 on a successful result: each declared output's type, then the contract it names (one
+    ContractCheck linked to the job per checked value). Paths start at `data`."""
+    declared = manifest_types(job.manifest_id)
+    data = output.data
+    if not declared.outputs:
+        return []
+    if not isinstance(data, dict):
+        msg = f"data must be an object of the declared outputs, got {typelang.json_kind(data)}"
+        return [_output_result(None, "OUTPUT_TYPE", "data: object", [{"loc": ["data"], "msg": msg, "type": "type"}])]
+    results = []
+    for spec in declared.outputs:
+        if spec.text or spec.name not in data:  # a contract-only output is still required
+            fields = [(spec.name, spec.type, spec.required)]
+            found = typelang.check_fields(fields, data, schemas=declared.schemas, what="output")
+            expression = f"{spec.name}: {spec.text or 'required'}"
+            violations = [v.as_dict(("data",)) for v in found]
+            results.append(_output_result(spec.name, "OUTPUT_TYPE", expression, violations, spec.unchecked))
+        if spec.contract and spec.name in data:
+            results.append(_contract_result(job, spec, data[spec.name]))
+    return results
+
+
+def _contract_result(job: Job, spec: typelang.Declared, value: Any) -> dict[str, Any]:
+    """Validate one output with the contract validator (the service behind POST
+    /contracts/{name}/validate) and store the check, linked to the job."""
+    expression = f"{spec.name}: contract {spec.contract}"
+    try:
+        contract = contracts.current(spec.contract)
+    except NotFound:  # checked at load; only a catalog emptied since then gets here
+        msg = f"contract {spec.contract!r} is no longer in the catalog"
+        found = [{"loc": ["data", spec.name], "msg": msg, "type": "unknown_contract"}]
+        return _output_result(spec.name, "OUTPUT_CONTRACT", expression, found)
+    submission = contracts.Submission(contract, value, job_id=job.pk, agent=job.agent)
+    (check,) = contracts.check([submission], principal=Principal(agent=job.agent))
+    found = [
+        {"loc": ["data", spec.name, *_path(v["path"])], "msg": v["message"], "type": v["code"]}
+        for v in check.violations
+    ]
+    result = _output_result(spec.name, "OUTPUT_CONTRACT", f"{expression} v{contract.version}", found)
+    result["contractCheckId"] = check.pk
+    return result
+
+
+def _path(path: str) -> list[str | int]:
+    """A contract violation's JSON path (`items[0].id`, `$`) as loc segments."""
+    segments: list[str | int] = []
+    for part in path.replace("[", ".[").split("."):
+        if part in ("", "$"):
+            continue
+        segments.append(int(part[1:-1]) if part.startswith("[") and part[1:-1].isdigit() else part)
+    return segments
 
 
 def _live_claim(agent: Agent, key: str, now) -> Job | None:
@@ -229,12 +353,15 @@ def submit_result(job: Job, output: AgentOutput) -> dict[str, Any]:
     now = timezone.now()
     context = output.evaluation_context(job.payload)
     post = _evaluate(job.manifest.document["validation"]["post_conditions"], context)
+    checked = _check_outputs(job, output) if output.success else []
+    breached = any(not r["passed"] for r in checked)
     job.output = output.model_dump(mode="json")
-    job.post_conditions = post
-    kpis.record_samples(job, output, at=now)
+    job.post_conditions = post + checked
+    # A result that breaks its manifest did not succeed, whatever it says: KPIs count it so.
+    kpis.record_samples(job, output.model_copy(update={"success": False}) if breached else output, at=now)
     escalation = escalations.fire(job, output, context)
-    succeeded = output.success and all(r["passed"] for r in post)
-    retry = not succeeded and escalation is None and output.nextAction != "escalate"
+    succeeded = output.success and all(r["passed"] for r in job.post_conditions)
+    retry = not succeeded and not breached and escalation is None and output.nextAction != "escalate"
     if retry and job.attempts < settings.JOB_LOCK_RETRY:
         delay = backoff_seconds(max(job.attempts, 1), settings.JOB_RETRY_BASE_SECONDS, settings.JOB_LOCK_BACKOFF)
         job.status, job.next_attempt_at = Job.Status.QUEUED, now + timedelta(seconds=delay)
@@ -248,7 +375,7 @@ def submit_result(job: Job, output: AgentOutput) -> dict[str, Any]:
         escalations.child_job_finished(job)
     return {
         "status": job.status,
-        "postConditions": post,
+        "postConditions": job.post_conditions,
         "escalation": escalations.describe(escalation) if escalation else None,
         "nextAttemptAt": job.next_attempt_at if job.status == Job.Status.QUEUED else None,
     }

@@ -6,7 +6,7 @@ from uuid import UUID
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Router, Status
+from ninja import Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents import jobs
@@ -76,6 +76,21 @@ def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn
     if not created:
         response["Idempotent-Replayed"] = "true"
     return Status(201 if created else 200, serialize(job))
+
+
+class JobValidationOut(Schema):
+    valid: bool
+    idempotencyKey: str
+    replayOf: UUID | None = None
+    preConditions: list[dict[str, Any]]
+
+
+@router.post("/validate", response=JobValidationOut)
+def validate_job(request: HttpRequest, data: JobEnvelopeIn) -> dict:
+    """Check a JobEnvelope as `POST /jobs` would (R1, intent, parent, inputs, pre-conditions),
+    writing nothing: 200 `{"valid": true, "idempotencyKey", "replayOf"}` (the job a submission
+    would replay, if any), or the same 403/422 problem `POST /jobs` would answer."""
+    return jobs.validate_job(data, actor=request.auth)
 
 
 class _LazySerialized:

@@ -2,7 +2,12 @@
 
 pydantic plays the part Zod played in the seed: a manifest that loads here is one the platform
 can enforce (tools and their permissions, rate limits, conditions that parse, coherent KPI
-thresholds). Enum values are accepted in any case (`EXECUTOR`, `executor`) and stored lower-case.
+thresholds, input and output types in the Zod subset of agents/types.py). Enum values are
+accepted in any case (`EXECUTOR`, `executor`) and stored lower-case.
+
+Reading a document is bounded (size, nesting, YAML aliases): a manifest is loaded by people
+with keys, and a 450 KB alias fan-out or 10,000 nested brackets must cost a refusal, not
+seconds of CPU or a RecursionError.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, field_validator, model_validator
 
 from agents import conditions
+from agents import types as typelang
 
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
 SEMVER_PATTERN = (
@@ -85,8 +91,52 @@ def _expression(value: Any) -> Any:
     return value
 
 
+def _type_expression(value: Any) -> Any:
+    """Refuse a type that does not parse at load time, with the reason and where."""
+    if isinstance(value, str):
+        try:
+            typelang.parse(value)
+        except typelang.TypeSyntaxError as exc:
+            raise ValueError(f"type does not parse: {exc}") from exc
+    return value
+
+
 Lower = BeforeValidator(_lower)
 Expression = Annotated[str, BeforeValidator(_expression)]
+TypeExpression = Annotated[
+    str, Field(min_length=1, max_length=typelang.MAX_EXPRESSION_LENGTH), BeforeValidator(_type_expression)
+]
+SchemaName = Annotated[str, Field(pattern=typelang.SCHEMA_NAME.pattern, max_length=100)]
+
+
+def _schema_definition(value: Any) -> str | dict[str, str]:
+    """A `schemas:` entry: a type expression, or a mapping of field -> type expression. One
+    validator rather than a pydantic union, so that an error's path is the manifest's own
+    (`schemas.Options.depth`), not the union member's name."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("a schema is a type expression; this one is empty")
+        return _type_expression(value)
+    if not isinstance(value, dict):
+        raise ValueError("a schema is a type expression, or a mapping of field names to type expressions")
+    if len(value) > typelang.MAX_FIELDS:
+        raise ValueError(f"a schema has at most {typelang.MAX_FIELDS} fields")
+    for name, text in value.items():
+        if not isinstance(name, str) or not 1 <= len(name) <= 200:
+            raise ManifestLocError((str(name),), "a field name is text of 1 to 200 characters")
+        if not isinstance(text, str):
+            raise ManifestLocError((name,), "a field's type is a type expression (text)")
+        try:
+            typelang.parse(text)
+        except typelang.TypeSyntaxError as exc:
+            raise ManifestLocError((name,), f"type does not parse: {exc}") from exc
+    return dict(value)
+
+
+SchemaDefinition = Annotated[
+    str | dict[str, str], PlainValidator(_schema_definition, json_schema_input_type=str | dict[str, str])
+]
+ContractName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:\-]+$", max_length=100)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN, max_length=128)]
 
@@ -99,15 +149,25 @@ class _Strict(BaseModel):
 
 class InputSpec(_Strict):
     name: Name
-    type: str = Field(min_length=1, description="Type expression, e.g. z.array(z.string().url())")
+    type: TypeExpression = Field(description="Type expression, e.g. z.array(z.string().url())")
     required: bool = True
     description: str = ""
 
 
 class OutputSpec(_Strict):
+    """An output is required unless its type says `.optional()`. ``contract`` (an extension)
+    names a contract of the catalog (seed 000) the value must honour, checked on every result."""
+
     name: Name
-    type: str = Field(min_length=1)
+    type: TypeExpression | None = None
+    contract: ContractName | None = Field(None, description="Extension: a contract of the catalog")
     description: str = ""
+
+    @model_validator(mode="after")
+    def _type_or_contract(self) -> OutputSpec:
+        if self.type is None and self.contract is None:
+            raise ValueError("an output declares a type, a contract, or both")
+        return self
 
 
 class ToolSpec(_Strict):
@@ -239,6 +299,11 @@ class Manifest(_Strict):
     domain: Annotated[Domain, Lower]
     version: Annotated[str, Field(pattern=SEMVER_PATTERN, max_length=100)]
     owner: Name
+    schemas: dict[SchemaName, SchemaDefinition] = Field(
+        default_factory=dict,
+        max_length=typelang.MAX_SCHEMAS,
+        description="Extension: named types (a Zod expression, or field -> expression) inputs and outputs may use.",
+    )
     inputs: list[InputSpec] = Field(default_factory=list)
     outputs: list[OutputSpec] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -269,6 +334,45 @@ class Manifest(_Strict):
         _unique(self.kpis, "metric_id", "KPI")
         return self
 
+    @model_validator(mode="after")
+    def _types_resolve(self) -> Manifest:
+        """Named schemas without cycles, and no declared type nested too deeply once they are
+        resolved: what the checker walks when a job runs is bounded here, at load."""
+        schemas = self.named_schemas()
+        declared = [("inputs", i, spec.type) for i, spec in enumerate(self.inputs)]
+        declared += [("outputs", i, spec.type) for i, spec in enumerate(self.outputs) if spec.type]
+        for section, index, text in declared:
+            depth = schemas.depth(typelang.parse(text))
+            if depth > typelang.MAX_RESOLVED_DEPTH:
+                limit = typelang.MAX_RESOLVED_DEPTH
+                msg = f"type nested {depth} levels deep once schemas are resolved (at most {limit})"
+                raise ManifestLocError((section, index, "type"), msg)
+        return self
+
+    def named_schemas(self) -> typelang.Schemas:
+        try:
+            return typelang.compile_schemas(
+                {name: typelang.parse_definition(text) for name, text in self.schemas.items()}
+            )
+        except typelang.SchemaError as exc:
+            raise ManifestLocError(exc.loc, str(exc)) from exc
+
+    def type_warnings(self) -> list[dict[str, Any]]:
+        """Schema names the manifest uses but does not define. Seed 001's own example does so
+        (`VLevelOptionsSchema`), so they are accepted and left unchecked; the loader says so."""
+        found = [(("schemas", name), typelang.parse_definition(text)) for name, text in self.schemas.items()]
+        found += [(("inputs", i, "type"), typelang.parse(spec.type)) for i, spec in enumerate(self.inputs)]
+        found += [
+            (("outputs", i, "type"), typelang.parse(spec.type)) for i, spec in enumerate(self.outputs) if spec.type
+        ]
+        warnings = []
+        for loc, parsed in found:
+            for name in typelang.references(parsed):
+                if name not in self.schemas:
+                    msg = f"schema {name!r} is not defined in `schemas:`; values of it are accepted unchecked"
+                    warnings.append({"loc": list(loc), "msg": msg, "type": "undefined_schema"})
+        return warnings
+
     def tool(self, tool_id: str) -> ToolSpec | None:
         return next((tool for tool in self.tools if tool.tool_id == tool_id), None)
 
@@ -277,16 +381,136 @@ class Manifest(_Strict):
         return self.model_dump(mode="json")
 
 
+class ManifestLocError(ValueError):
+    """A refusal that knows where in the manifest it applies (``loc``), raised from a validator
+    of the whole model, whose own location is the root."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        self.loc = loc
+        super().__init__(message)
+
+
 class ManifestSyntaxError(ValueError):
-    """The body is neither JSON nor YAML, or not a mapping."""
+    """The body is neither JSON nor YAML, or not a mapping, or past the reading limits."""
+
+
+MAX_DOCUMENT_BYTES = 256 * 1024
+MAX_DOCUMENT_DEPTH = 32
+MAX_YAML_ALIASES = 100  # anchors and aliases together
+# Values in the document once aliases are expanded: 100 aliases can still fan out 10^10, and
+# pure-Python YAML costs ~35 µs a value, so this also bounds the time a 256 KiB body can take
+# (a shipped manifest has ~150 values).
+MAX_YAML_NODES = 10_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts while it composes: nesting depth, anchors and aliases, and the
+    number of values once aliases are expanded (what the construction and every consumer walking
+    the result pay). The count is a running total, checked at every value, so a limit stops the
+    reading as soon as it is passed, before the construction step where alias bombs cost."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._anchors_and_aliases = 0
+        self._values = 0
+        self._weights: dict[int, int] = {}  # id(node) -> values in its subtree, aliases expanded
+
+    def _count(self, values: int) -> None:
+        self._values += values
+        if self._values > MAX_YAML_NODES:
+            raise ManifestSyntaxError(f"more than {MAX_YAML_NODES} values (YAML aliases expanded)")
+
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        """Flow nesting (`[[[[...`) is refused by the scanner itself: its look-ahead for simple
+        keys grows with the flow level, so waiting for the composer would cost ~1000 levels of
+        quadratic scanning first."""
+        if self.flow_level >= MAX_DOCUMENT_DEPTH:
+            raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+        super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            self._anchors_and_aliases += 1
+            if self._anchors_and_aliases > MAX_YAML_ALIASES:
+                raise ManifestSyntaxError(f"more than {MAX_YAML_ALIASES} YAML anchors and aliases")
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            self._count(self._weights.get(id(node), 1))  # the alias repeats its anchor's whole subtree
+            return node
+        self._count(1)
+        collection = isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent)
+        if collection:
+            self._depth += 1
+            if self._depth > MAX_DOCUMENT_DEPTH:
+                raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+        node = super().compose_node(parent, index)
+        if collection:
+            self._depth -= 1
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        self._weights[id(node)] = 1 + sum(self._weights.get(id(child), 1) for child in children)
+        return node
+
+
+def _check_size(text: str) -> None:
+    if len(text) > MAX_DOCUMENT_BYTES or len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+        raise ManifestSyntaxError(f"a manifest is at most {MAX_DOCUMENT_BYTES // 1024} KiB")
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def check_json_depth(text: str) -> None:
+    """Refuse JSON text nested deeper than MAX_DOCUMENT_DEPTH before decoding it (the decoder
+    would raise RecursionError on deep enough input). Brackets inside strings do not count."""
+    depth = 0
+    for char in re.sub(r"[^\[\]{}]", "", _JSON_STRING.sub("", text)):
+        depth += 1 if char in "[{" else -1
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+
+
+def check_depth(data: Any) -> None:
+    """The same limit on an already decoded document (a caller that passes a mapping)."""
+    todo = [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_DOCUMENT_DEPTH:
+                raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+            children = value.values() if isinstance(value, dict) else value
+            todo.extend((child, depth + 1) for child in children)
+
+
+def read_json(text: str) -> dict[str, Any]:
+    """Parse a JSON document, within the size and depth limits, into a manifest mapping."""
+    _check_size(text)
+    check_json_depth(text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestSyntaxError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except RecursionError as exc:  # not reachable past check_json_depth; never a 500 if it were
+        raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from exc
+    return unwrap(data)
 
 
 def read_text(text: str) -> dict[str, Any]:
-    """Parse a JSON or YAML document (JSON is YAML) into a mapping, unwrapping `Agent:`."""
+    """Parse a JSON or YAML document (JSON is YAML) into a mapping, unwrapping `Agent:`, within
+    the size, depth and alias limits."""
+    _check_size(text)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ManifestSyntaxError(f"not valid YAML or JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from exc
     return unwrap(data)
 
 
@@ -295,6 +519,7 @@ def unwrap(data: Any) -> dict[str, Any]:
         data = data["Agent"]
     if not isinstance(data, dict):
         raise ManifestSyntaxError("a manifest is a mapping of fields (optionally under an `Agent:` root)")
+    check_depth(data)
     return data
 
 

@@ -12,22 +12,52 @@ from typing import Any
 import pydantic
 from django.db import IntegrityError, transaction
 
-from agents.manifest import Manifest, ManifestSyntaxError, content_hash, read_text, unwrap, version_key
+from agents import types as typelang
+from agents.manifest import (
+    Manifest,
+    ManifestLocError,
+    ManifestSyntaxError,
+    content_hash,
+    read_json,
+    read_text,
+    unwrap,
+    version_key,
+)
 from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
 from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from governance.models import Contract
 from governance.principals import Principal
 from governance.services import record
 
 
 def validation_errors(exc: pydantic.ValidationError, prefix: tuple = ("body",)) -> list[dict[str, Any]]:
-    """pydantic errors as problem+json entries, each with the field path a client sent."""
-    return [{"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
+    """pydantic errors as problem+json entries, each with the field path a client sent (a
+    whole-model validator that knows a deeper path says it with ManifestLocError)."""
+    entries = []
+    for err in exc.errors():
+        cause = (err.get("ctx") or {}).get("error")
+        loc = [*err["loc"], *cause.loc] if isinstance(cause, ManifestLocError) else err["loc"]
+        entries.append({"loc": [*prefix, *loc], "msg": err["msg"], "type": err["type"]})
+    return entries
 
 
-def parse_manifest(source: str | dict, *, agent_id: str | None = None) -> Manifest:
-    """A Manifest from YAML/JSON text or an already-decoded mapping; InvalidInput otherwise."""
+def require_manifest_permission(actor: Principal) -> None:
+    """Who may load manifests: operators with agents.change_agent (and the system). Checked
+    before a body is even parsed, so a caller without the right cannot make the server work."""
+    if actor.is_agent or (actor.is_operator and not actor.has_perm("agents.change_agent")):
+        raise Forbidden("Loading manifests needs the agents.change_agent permission.")
+
+
+def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text: bool = False) -> Manifest:
+    """A Manifest from YAML text (JSON text with ``json_text``) or an already-decoded mapping;
+    InvalidInput otherwise, nothing written. Reading is bounded (see agents.manifest)."""
     try:
-        data = read_text(source) if isinstance(source, str) else unwrap(source)
+        if not isinstance(source, str):
+            data = unwrap(source)
+        elif json_text:
+            data = read_json(source)
+        else:
+            data = read_text(source)
     except ManifestSyntaxError as exc:
         raise InvalidInput(str(exc), errors=[{"loc": ["body"], "msg": str(exc), "type": "manifest_syntax"}]) from exc
     try:
@@ -37,7 +67,30 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None) -> Manife
     if agent_id is not None and manifest.id != agent_id:
         msg = f"manifest id {manifest.id!r} does not match the agent {agent_id!r} in the URL"
         raise InvalidInput(msg, errors=[{"loc": ["body", "id"], "msg": msg, "type": "id_mismatch"}])
+    _check_contracts(manifest)
     return manifest
+
+
+def _check_contracts(manifest: Manifest) -> None:
+    """Every contract an output names is in the catalog (seed 000) now: a typo would otherwise
+    surface only when the first result is checked."""
+    named = {spec.contract for spec in manifest.outputs if spec.contract}
+    if not named:
+        return
+    known = set(Contract.objects.filter(name__in=named, is_current=True).values_list("name", flat=True))
+    errors = [
+        {"loc": ["body", "outputs", index, "contract"], "msg": f"no contract {spec.contract!r} in the catalog",
+         "type": "unknown_contract"}
+        for index, spec in enumerate(manifest.outputs)
+        if spec.contract and spec.contract not in known
+    ]  # fmt: skip
+    if errors:
+        raise InvalidInput("The manifest names contracts the catalog does not have.", errors=errors)
+
+
+def manifest_warnings(manifest: Manifest) -> list[dict[str, Any]]:
+    """What loads but is not enforced (undefined schema names), with body paths."""
+    return [{**w, "loc": ["body", *w["loc"]]} for w in manifest.type_warnings()]
 
 
 def _locked_agent(agent_id: str) -> Agent:
@@ -60,8 +113,7 @@ def _same_content(row: AgentManifest, digest: str) -> bool:
 @transaction.atomic
 def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManifest, bool]:
     """Store and activate ``manifest``. Returns (row, created); created is False for a no-op."""
-    if actor.is_agent or (actor.is_operator and not actor.has_perm("agents.change_agent")):
-        raise Forbidden("Loading manifests needs the agents.change_agent permission.")
+    require_manifest_permission(actor)
     agent = _locked_agent(manifest.id)
     document = manifest.document()
     digest = content_hash(document)
@@ -130,6 +182,7 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
 
 
 def load_manifest(source: str | dict, *, actor: Principal, agent_id: str | None = None) -> tuple[AgentManifest, bool]:
+    require_manifest_permission(actor)
     return store_manifest(parse_manifest(source, agent_id=agent_id), actor=actor)
 
 
@@ -138,6 +191,13 @@ def manifest_document(manifest_id: int) -> dict[str, Any]:
     """A manifest's document, read once per process: stored versions never change (a change is
     a new version, a new row), so the cache can never be stale. Treat the result as read-only."""
     return AgentManifest.objects.values_list("document", flat=True).get(pk=manifest_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def manifest_types(manifest_id: int) -> typelang.ManifestTypes:
+    """The declared inputs and outputs of a stored manifest, parsed once per process (stored
+    versions never change, see manifest_document)."""
+    return typelang.from_document(manifest_document(manifest_id))
 
 
 def manifest_for(agent: Agent, version: str | None = None) -> AgentManifest:

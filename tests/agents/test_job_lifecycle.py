@@ -120,8 +120,16 @@ def test_a_result_checks_post_conditions_records_kpis_and_finishes(vlevel_api, j
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "succeeded"
-    assert body["postConditions"] == [
-        {"expression": "scores.length === urls.length", "error_code": "SCORE_MISMATCH", "passed": True, "error": None}
+    assert body["postConditions"][0] == {
+        "expression": "scores.length === urls.length",
+        "error_code": "SCORE_MISMATCH",
+        "passed": True,
+        "error": None,
+    }
+    outputs = body["postConditions"][1:]  # then each declared output's check (R2)
+    assert [(r["output"], r["passed"], r["unchecked"]) for r in outputs] == [
+        ("scores", True, ["VLevelScoreSchema"]),
+        ("recommendations", True, ["RecommendationSchema"]),
     ]
     assert body["escalation"] is None
     samples = dict(KpiSample.objects.values_list("metric_id", "value"))
@@ -131,7 +139,7 @@ def test_a_result_checks_post_conditions_records_kpis_and_finishes(vlevel_api, j
 @pytest.mark.django_db
 def test_a_failed_post_condition_is_recorded_with_its_error_code(vlevel_api, job):
     Job.objects.update(attempts=3)
-    body = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(data={"scores": []})).json()
+    body = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(data={"scores": [], "recommendations": []})).json()
 
     assert body["status"] == "failed"
     assert body["postConditions"][0]["passed"] is False

@@ -79,7 +79,8 @@ def test_results_feed_the_report(vlevel_api):
         from agents.models import Job
 
         Job.objects.filter(pk=job["jobId"]).update(attempts=3)  # no retry: the failure counts now
-        vlevel_api.post(f"/jobs/{job['jobId']}/result", result(success=success, data={"scores": [1]}))
+        data = {"scores": [1], "recommendations": []}
+        vlevel_api.post(f"/jobs/{job['jobId']}/result", result(success=success, data=data))
 
     kpis = by_metric(vlevel_api.get("/agents/agent.seo.vlevel/kpis"))
     assert kpis["task_success_rate"]["current"] == pytest.approx(2 / 3)
