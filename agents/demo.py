@@ -137,15 +137,16 @@ def load(out: TextIO) -> None:
 
 def _work(job: Job, nodes: tuple[str, ...], output: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any]:
     """What a worker does with a job: lease it, report each node, then its result."""
-    job = jobs.claim_lease(job, owner=f"{job.agent.agent_id}/demo-worker")
+    worker = Principal(agent=job.agent)
+    job = jobs.claim_lease(job, actor=worker, owner=f"{job.agent.agent_id}/demo-worker")
     for step, node in enumerate(nodes, start=1):
         update = GraphStateUpdate(
             currentNode=node,
             budget=BudgetUsage(tokensUsed=350 * step, docsRetrieved=step, apiCalls=2 * step),
             errors=[GraphError(**error) for error in errors if error["node"] == node],
         )
-        job = jobs.update_state(job, update)
-    return jobs.submit_result(job, AgentOutput.model_validate(output))
+        job = jobs.update_state(job, update, actor=worker)
+    return jobs.submit_result(job, AgentOutput.model_validate(output), actor=worker)
 
 
 def _run_jobs(agents: dict[str, Agent]) -> None:

@@ -26,6 +26,7 @@ from agents.registry import manifest_document, manifest_types
 from governance import contracts
 from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
+from governance.services import record
 
 
 def _evaluate(specs: list[dict[str, Any]], context: dict[str, Any]) -> list[dict[str, Any]]:
@@ -164,6 +165,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
                 budget=_initial_budget(envelope.constraints.maxTokens),
                 pre_conditions=pre_conditions,
             )
+            record(actor=actor, action="job.submitted", target=job, intent=job.intent, key=key)
     except IntegrityError as exc:
         raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc
     return job, True
@@ -278,7 +280,10 @@ def _initial_budget(max_tokens: int) -> dict[str, int]:
     return {"tokensUsed": 0, "tokensRemaining": max_tokens, "docsRetrieved": 0, "apiCalls": 0}
 
 
-def _locked(job: Job) -> Job:
+def _locked(job: Job, actor: Principal) -> Job:
+    """The job, locked for this change: only the agent that owns it (or the system) drives it."""
+    if actor.user is not None or (actor.agent is not None and actor.agent.pk != job.agent_id):
+        raise Forbidden("Only the agent that owns the job changes it.")
     locked = Job.objects.select_for_update(of=("self",)).select_related("agent", "manifest").get(pk=job.pk)
     if locked.is_finished:
         raise Conflict(f"Job {locked.job_id} is {locked.status}; it takes no more changes.", jobStatus=locked.status)
@@ -286,10 +291,10 @@ def _locked(job: Job) -> Job:
 
 
 @transaction.atomic
-def claim_lease(job: Job, *, owner: str, ttl_seconds: int | None = None) -> Job:
+def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | None = None) -> Job:
     """Take or renew the job's lease. A lease held by someone else is refused until it expires;
     an expired one is taken over (counting a new attempt)."""
-    job = _locked(job)
+    job = _locked(job, actor)
     now = timezone.now()
     if job.next_attempt_at is not None and job.next_attempt_at > now:
         raise Conflict(f"Retry not before {job.next_attempt_at.isoformat()}.", nextAttemptAt=job.next_attempt_at)
@@ -309,12 +314,13 @@ def claim_lease(job: Job, *, owner: str, ttl_seconds: int | None = None) -> Job:
     job.status = Job.Status.RUNNING
     job.started_at = job.started_at or now
     job.save(update_fields=["lease_owner", "lease_expires_at", "attempts", "status", "started_at"])
+    record(actor=actor, action="job.leased", target=job, owner=owner, attempt=job.attempts, renewed=bool(held))
     return job
 
 
 @transaction.atomic
-def update_state(job: Job, update: GraphStateUpdate) -> Job:
-    job = _locked(job)
+def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal) -> Job:
+    job = _locked(job, actor)
     budget = dict(job.budget)
     if update.budget is not None:
         for field, value in update.budget.model_dump(exclude_none=True).items():
@@ -342,14 +348,15 @@ def update_state(job: Job, update: GraphStateUpdate) -> Job:
     if job.status == Job.Status.QUEUED:
         job.status, job.started_at = Job.Status.RUNNING, timezone.now()
     job.save()
+    record(actor=actor, action="job.state_updated", target=job, node=job.current_node)
     return job
 
 
 @transaction.atomic
-def submit_result(job: Job, output: AgentOutput) -> dict[str, Any]:
+def submit_result(job: Job, output: AgentOutput, *, actor: Principal) -> dict[str, Any]:
     """Store the AgentOutput, check post-conditions, record KPIs, fire escalations, then finish
     the job (or schedule its retry). Returns what the agent needs to know."""
-    job = _locked(job)
+    job = _locked(job, actor)
     now = timezone.now()
     context = output.evaluation_context(job.payload)
     post = _evaluate(job.manifest.document["validation"]["post_conditions"], context)
@@ -370,6 +377,7 @@ def submit_result(job: Job, output: AgentOutput) -> dict[str, Any]:
         job.finished_at = now
     job.lease_owner, job.lease_expires_at = "", None
     job.save()
+    record(actor=actor, action="job.result_submitted", target=job, status=job.status, success=output.success)
     if job.is_finished:
         artifacts.generate(job)
         escalations.child_job_finished(job)

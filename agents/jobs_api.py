@@ -135,19 +135,20 @@ def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -
     """Take or renew the job's lease (lockTTL); 409 while another worker holds it."""
     job = _owned_job(request.auth, job_id)
     owner = (data.owner if data else None) or request.auth.api_key.prefix
-    return serialize(jobs.claim_lease(job, owner=owner, ttl_seconds=data.ttlSeconds if data else None))
+    ttl = data.ttlSeconds if data else None
+    return serialize(jobs.claim_lease(job, actor=request.auth, owner=owner, ttl_seconds=ttl))
 
 
 @router.post("/{job_id}/state", response=JobOut)
 def update_state(request: HttpRequest, job_id: UUID, data: GraphStateUpdate) -> dict:
     """GraphState update; 409 when the job is finished or the token budget would go below zero."""
-    return serialize(jobs.update_state(_owned_job(request.auth, job_id), data))
+    return serialize(jobs.update_state(_owned_job(request.auth, job_id), data, actor=request.auth))
 
 
 @router.post("/{job_id}/result", response=JobResultOut)
 def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput) -> dict:
     """AgentOutput: post-conditions and escalation triggers are evaluated."""
-    return jobs.submit_result(_owned_job(request.auth, job_id), data)
+    return jobs.submit_result(_owned_job(request.auth, job_id), data, actor=request.auth)
 
 
 @router.get("/{job_id}/artifacts/{kind}", url_name="job_artifact", response={200: None})

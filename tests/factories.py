@@ -79,9 +79,11 @@ def finish_job(job, output: dict):
     """Lease the job, report one node, and submit ``output`` (an AgentOutput as a dict)."""
     from agents import jobs
     from agents.envelope import AgentOutput, GraphStateUpdate
+    from governance.principals import Principal
 
-    job = jobs.claim_lease(job, owner="test-worker")
-    job = jobs.update_state(job, GraphStateUpdate(currentNode="work"))
-    jobs.submit_result(job, AgentOutput.model_validate(output))
+    worker = Principal(agent=job.agent)
+    job = jobs.claim_lease(job, actor=worker, owner="test-worker")
+    job = jobs.update_state(job, GraphStateUpdate(currentNode="work"), actor=worker)
+    jobs.submit_result(job, AgentOutput.model_validate(output), actor=worker)
     job.refresh_from_db()
     return job

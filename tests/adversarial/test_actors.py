@@ -50,3 +50,36 @@ def test_a_tool_approval_request_names_the_agent(vlevel_api):
     assert vlevel_api.post(url, {"arguments": {"url": "https://shop.example.com/"}}).status_code == 202
     assert audited("tool.approval_requested") == [AGENT]
     assert audited("review.opened") == [AGENT]
+
+
+@pytest.mark.django_db
+def test_each_step_of_a_job_is_recorded_as_its_agent(vlevel_api):
+    from tests.agents.test_job_lifecycle import result
+    from tests.agents.test_jobs import envelope
+
+    job_id = vlevel_api.post("/jobs", envelope()).json()["jobId"]
+    vlevel_api.post(f"/jobs/{job_id}/lease")
+    vlevel_api.post(f"/jobs/{job_id}/state", {"currentNode": "crawl"})
+    vlevel_api.post(f"/jobs/{job_id}/result", result())
+
+    steps = AuditEvent.objects.filter(target_id=job_id).order_by("pk")
+    assert [(e.action, e.actor) for e in steps] == [
+        ("job.submitted", AGENT),
+        ("job.leased", AGENT),
+        ("job.state_updated", AGENT),
+        ("job.result_submitted", AGENT),
+    ]
+
+
+@pytest.mark.django_db
+def test_the_job_service_refuses_another_agent_whatever_the_edge(vlevel_api, other_agent):
+    from agents import jobs
+    from agents.models import Job
+    from governance.exceptions import Forbidden
+    from governance.principals import Principal
+    from tests.agents.test_jobs import envelope
+
+    job = Job.objects.get(pk=vlevel_api.post("/jobs", envelope()).json()["jobId"])
+
+    with pytest.raises(Forbidden):
+        jobs.claim_lease(job, actor=Principal(agent=other_agent), owner="thief")
