@@ -154,6 +154,7 @@ SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)
 SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
 SESSION_IDLE_IGNORED_VIEWS = ["inbox-pending"]
+SESSION_IDLE_RENEW_SECONDS = 60  # a session's expiry is written back at most this often
 
 # Login throttling (django-axes): failures are counted per username *and* address, so a guesser
 # locks out only their own pair, never the real user at their desk. Attempts and lockouts are

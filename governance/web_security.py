@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,13 +47,19 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         return super().authenticate(request, username, password, **kwargs)
 
 
-class IdleSessionMiddleware:
-    """Pushes a signed-in session's expiry ``SESSION_COOKIE_AGE`` forward on each real request.
+RENEWED_AT = "_idle_renewed_at"
 
-    With ``SESSION_SAVE_EVERY_REQUEST`` off, a session is saved (and its server-side expiry
-    renewed) only when it changes; marking it modified here renews it for every request except
-    the background views named in ``SESSION_IDLE_IGNORED_VIEWS``. An expired session is simply
-    gone, so the next page sends the browser to the login page.
+
+class IdleSessionMiddleware:
+    """Pushes a signed-in session's expiry ``SESSION_COOKIE_AGE`` forward as the operator works.
+
+    A session is saved, and its server-side expiry renewed, only when its data changes; this
+    writes the time of the renewal into it, on requests other than the background views named in
+    ``SESSION_IDLE_IGNORED_VIEWS``. Not on every request (``SESSION_SAVE_EVERY_REQUEST`` would):
+    at most once per ``SESSION_IDLE_RENEW_SECONDS`` (a tenth of the lifetime when that is less),
+    so page views cost no write, and a session ends between ``lifetime - resolution`` and
+    ``lifetime`` after the last request. Right after login the login itself counts as the
+    renewal (``last_login``). An expired session is gone: the next page asks to log in again.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -61,8 +68,22 @@ class IdleSessionMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         session = getattr(request, "session", None)
-        match = getattr(request, "resolver_match", None)
-        background = match is not None and match.view_name in settings.SESSION_IDLE_IGNORED_VIEWS
-        if session is not None and not background and not session.is_empty():
-            session.modified = True
+        if session is None or session.is_empty() or self._background(request):
+            return response
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return response
+        now = time.time()
+        renewed_at = session.get(RENEWED_AT) or (user.last_login.timestamp() if user.last_login else 0)
+        if now - renewed_at >= self._resolution():
+            session[RENEWED_AT] = int(now)
         return response
+
+    @staticmethod
+    def _background(request: HttpRequest) -> bool:
+        match = getattr(request, "resolver_match", None)
+        return match is not None and match.view_name in settings.SESSION_IDLE_IGNORED_VIEWS
+
+    @staticmethod
+    def _resolution() -> int:
+        return min(settings.SESSION_IDLE_RENEW_SECONDS, settings.SESSION_COOKIE_AGE // 10)
