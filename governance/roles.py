@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 PRODUCT_APPS = ("governance", "agents", "ai_sessions", "memory")
-ADMIN_EXTRA_APPS = ("django_celery_beat",)
+ADMIN_EXTRA_APPS = ("django_celery_beat", "axes")  # schedules; login lockouts (an Admin unlocks)
 REVIEW_PERMISSIONS = ("decide_reviewitem",)
 ROLES = ("Viewer", "Reviewer", "Admin")
 

@@ -154,6 +154,13 @@ def anonymous_api(client) -> Api:
 
 
 @pytest.fixture(autouse=True)
+def _private_var_dir(settings, tmp_path):
+    """Files the code writes at run time (the demo credentials) go to the test's own folder,
+    never over a developer's `var/`."""
+    settings.VAR_DIR = tmp_path
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """Real hashing is deliberately slow; tests do not need it to be."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -80,11 +80,15 @@ def test_loading_the_demo_twice_creates_no_duplicates():
 
 
 @pytest.mark.django_db
-def test_each_run_prints_one_live_key_per_demo_agent():
-    _load()
-    output = _load()
+def test_the_first_run_makes_one_key_per_demo_agent_and_later_runs_leave_them_alone():
+    first = _load()
+    keys = list(ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS).values_list("pk", "key_hash", "revoked_at"))
+    later = _load()
 
-    for agent_id in DEMO_AGENTS:
-        assert f"Demo agent key for {agent_id}: " in output
-    live = ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS, name="demo", revoked_at__isnull=True)
+    live = ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS, revoked_at__isnull=True)
     assert sorted(live.values_list("agent__agent_id", flat=True)) == DEMO_AGENTS
+    assert "gov_ag_" in first
+    assert (
+        list(ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS).values_list("pk", "key_hash", "revoked_at")) == keys
+    )
+    assert "gov_ag_" not in later

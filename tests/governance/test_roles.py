@@ -38,3 +38,9 @@ def test_an_admin_changes_the_product_and_the_schedules(admin_operator):
     assert admin_operator.has_perm("governance.decide_reviewitem")
     assert admin_operator.has_perm("django_celery_beat.change_periodictask")
     assert not admin_operator.has_perm("auth.change_user")
+
+
+def test_an_admin_unlocks_a_locked_out_login(admin_operator, viewer):
+    assert admin_operator.has_perm("axes.delete_accessattempt")
+    assert admin_operator.has_perm("axes.view_accessattempt")
+    assert not viewer.has_perm("axes.delete_accessattempt")
