@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from sessions import hosted, profiles
 from sessions.models import AISession, Automation, ProviderProfile
 from tests.adversarial.conftest import nothing_written
 from tests.conftest import Api, manifest_text
+from tests.http_servers import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -68,15 +68,8 @@ def model_server() -> Iterator[ModelServer]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serving(Handler) as state.url:
+        yield state
 
 
 def allow_profiles(agent_id: str, *names: str) -> None:

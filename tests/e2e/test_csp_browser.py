@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_inbox_browser import PASSWORD, row_of
+from tests.e2e.test_inbox_browser import log_in, row_of
 from tests.e2e.test_subjects_browser import import_alice
 from tests.factories import UserFactory, load_seed_manifests
 from tests.governance.test_contract_pages import ANSWER, INTENT, RANKING, imported
@@ -39,14 +39,6 @@ def _watch_violations(page: Any) -> list[str]:
     return violations
 
 
-def _log_in(page: Any, username: str) -> None:
-    page.goto("/accounts/login/?next=/inbox/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/inbox/")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_main_pages_admin_and_api_docs_load_without_a_csp_violation(page, vlevel_api):
     load_seed_manifests()
@@ -56,7 +48,7 @@ def test_the_main_pages_admin_and_api_docs_load_without_a_csp_violation(page, vl
     UserFactory(username="root", is_staff=True, is_superuser=True)
     violations = _watch_violations(page)
 
-    _log_in(page, "root")
+    log_in(page, "root")
     for path in PAGES:
         response = page.goto(path)
         assert response.status == 200, path
@@ -76,7 +68,7 @@ def test_htmx_still_swaps_and_posts_under_the_policy(page, vlevel_api):
     UserFactory(username="rita", roles=["Reviewer", "Viewer"])
     violations = _watch_violations(page)
 
-    _log_in(page, "rita")
+    log_in(page, "rita")
     row = row_of(page, item.pk)
     row.get_by_role("button", name="Approve").click()
     expect(row.locator(".outcome")).to_contain_text("Approved by rita at ")

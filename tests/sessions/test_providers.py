@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from sessions.providers.ollama import OllamaProvider
 from sessions.providers.openai import OpenAIProvider
 from sessions.providers.registry import PROVIDER_NAMES, get_provider
 from sessions.providers.scripted import ScriptedProvider
+from tests.http_servers import serving
 
 API_KEY = "sk-test-SECRET-0123456789"
 EPHEMERAL = {"type": "ephemeral"}
@@ -96,13 +96,6 @@ class FakeServer:
         return self.requests[-1]
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that timed out closes the socket under a sleeping handler: expected, not news."""
-
-
 def _handler_for(state: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -130,14 +123,8 @@ def _handler_for(state: FakeServer) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     state = FakeServer(url="")
-    httpd = _QuietServer(("127.0.0.1", 0), _handler_for(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serving(_handler_for(state)) as state.url:
+        yield state
 
 
 @pytest.fixture
@@ -519,19 +506,11 @@ def test_a_loopback_server_is_refused_unless_the_profile_is_internal(server: Fak
 def test_a_redirect_is_not_followed(server: FakeServer, network_provider: Any) -> None:
     provider, make_config, ok = network_provider
     elsewhere = FakeServer(url="")
-    httpd = _QuietServer(("127.0.0.1", 0), _handler_for(elsewhere))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler_for(elsewhere)) as elsewhere.url:
         elsewhere.answer(ok)
-        target = f"http://127.0.0.1:{httpd.server_address[1]}/steal"
-        server.answer({"error": "moved"}, status=307, headers={"location": target})
+        server.answer({"error": "moved"}, status=307, headers={"location": f"{elsewhere.url}/steal"})
 
         response = provider.query(SEED_EXAMPLE, make_config(server.url))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
     assert (response.error_category, response.status_code) == (ErrorCategory.HTTP_STATUS, 307)
     assert not response.network_error
