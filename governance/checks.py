@@ -61,3 +61,18 @@ def ssl_redirect_has_a_proxy(app_configs: object, **kwargs: object) -> list[Warn
             )
         ]
     return []
+
+
+@register("celery")
+def visibility_timeout_outlasts_tasks(app_configs: object, **kwargs: object) -> list[Warning]:
+    """A visibility timeout shorter than the longest task makes Redis hand a running task to a second worker."""
+    if settings.CELERY_VISIBILITY_TIMEOUT <= settings.CELERY_TASK_TIME_LIMIT:
+        return [
+            Warning(
+                f"CELERY_VISIBILITY_TIMEOUT ({settings.CELERY_VISIBILITY_TIMEOUT} s) does not outlast "
+                f"CELERY_TASK_TIME_LIMIT ({settings.CELERY_TASK_TIME_LIMIT} s): long tasks would run twice.",
+                hint="Set CELERY_VISIBILITY_TIMEOUT above the task time limit (README, Configuration).",
+                id="governance.W005",
+            )
+        ]
+    return []

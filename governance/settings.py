@@ -230,7 +230,12 @@ def _broker_url() -> str:
 
 
 CELERY_BROKER_URL = _broker_url()
-CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+# Redis hands an unacknowledged task to another worker after this long. It must outlast the
+# longest task (the hard time limit) or a slow task runs twice, but no more: a task stranded by a
+# dead worker waits this long to be redelivered (the session deadlines cover the meantime).
+CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 600)
+CELERY_VISIBILITY_TIMEOUT = env.integer("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 60)
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     (CELERY_DIR / "queue").mkdir(parents=True, exist_ok=True)
     (CELERY_DIR / "processed").mkdir(parents=True, exist_ok=True)
@@ -248,7 +253,6 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -75,8 +75,25 @@ def test_loading_the_demo_twice_creates_no_duplicates():
     output = _load()
 
     assert _counts() == before
-    assert "Manifest agent.seo.vlevel 1.0.0: unchanged" in output
+    assert "Demo data: not loaded" in output
     assert "Demo jobs" not in output
+
+
+@pytest.mark.django_db
+def test_a_later_load_never_fights_an_operators_manifest_upgrade():
+    from agents.manifest import read_text
+    from agents.registry import load_manifest
+    from governance.principals import SYSTEM
+    from tests.conftest import manifest_text
+
+    _load()
+    upgraded = read_text(manifest_text("agent.rag.indexer"))
+    load_manifest({**upgraded, "version": "9.0.0"}, actor=SYSTEM)
+
+    output = _load()  # `make run` again, after the operator's upgrade
+
+    assert "Demo data: not loaded" in output
+    assert Agent.objects.get(agent_id="agent.rag.indexer").active_manifest.version == "9.0.0"
 
 
 @pytest.mark.django_db

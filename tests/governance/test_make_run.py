@@ -130,3 +130,53 @@ def _run_until_ready(child_env: dict[str, str], port: int, log_path) -> str:
                 os.killpg(make.pid, signal.SIGKILL)
     assert _get(f"http://127.0.0.1:{port}/api/v1/health")[0] == 0
     return log_path.read_text()
+
+
+def _child(serve: psutil.Process, *words: str) -> psutil.Process | None:
+    """The direct child of `serve` whose command line holds every word (the worker's main process,
+    gunicorn's master), or None while there is none."""
+    for child in serve.children():
+        try:
+            if _alive(child) and all(word in child.cmdline() for word in words):
+                return child
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def test_a_crashed_worker_or_web_server_is_started_again_and_the_plane_keeps_serving(tmp_path):
+    port = free_port()
+    child_env = process_env(
+        tmp_path / "var", PORT=str(port), HOST="127.0.0.1", EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
+        DEBUG="1", EMBEDDING_BACKEND="hashing",
+    )  # fmt: skip
+    log_path = tmp_path / "run.log"
+    base = f"http://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        make = subprocess.Popen(
+            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
+            serve = next(p for p in psutil.Process(make.pid).children(recursive=True) if "serve" in p.cmdline())
+
+            for words in (("celery", "worker"), ("gunicorn",)):
+                crashed = _child(serve, *words)
+                crashed.kill()  # kill -9: no chance to clean up
+                replaced = wait_for(lambda w=words, c=crashed: (new := _child(serve, *w)) and new.pid != c.pid, 60)
+                assert replaced, log_path.read_text()[-3000:]
+                assert wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=60)
+
+            assert _alive(serve)
+            output = log_path.read_text()
+            assert "worker exited with code -9; starting it again in 1 s." in output
+            assert "web exited with code -9; starting it again in 1 s." in output
+            health = json.loads(_get(f"{base}/api/v1/health")[1])
+            assert (health["database"], health["broker"]) == ("ok", "ok")
+            os.killpg(make.pid, signal.SIGINT)
+            make.wait(timeout=90)
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+    assert "Embedded PostgreSQL stopped." in log_path.read_text()

@@ -147,10 +147,12 @@ def test_nothing_is_created_when_learnings_already_exist(db):
     assert not VeilleNote.objects.exists()
 
 
-def test_load_demo_loads_the_memory_and_its_pages_show_it(client, admin_operator):
+def test_load_demo_loads_the_memory_and_its_pages_show_it(client, db):
+    from tests.factories import UserFactory
+
     out = StringIO()
-    call_command("load_demo", stdout=out)
-    client.force_login(admin_operator)
+    call_command("load_demo", stdout=out)  # the demo loads only into an empty database
+    client.force_login(UserFactory(username="alice", roles=["Admin"]))
 
     assert "Demo memory: " in out.getvalue()
     authors = set(Learning.objects.values_list("created_by", flat=True))

@@ -14,11 +14,18 @@ from governance.roles import PRODUCT_APPS
 
 
 class Command(BaseCommand):
-    help = "Create demo agents and data; demo accounts and keys only on an empty database. Safe to run again."
+    help = "Load the demo fleet, its data, accounts and keys into an empty database; later runs change nothing."
 
     def handle(self, *args: object, **options: object) -> None:
-        # Decided before the loaders run, since the agents' loader creates the demo agents.
-        first_start = demo_credentials.is_empty_install()
+        # Decided before the loaders run, since the agents' loader creates the demo agents. Once
+        # anything is there, the database is the operators': a demo loaded again would fight their
+        # changes (a manifest they upgraded, a contract they edited), so it is loaded only once.
+        if not demo_credentials.is_empty_install():
+            self.stdout.write(
+                "Demo data: not loaded (the database is not empty; the demo loads only into an empty one).\n"
+            )
+            demo_credentials.remind(self.stdout)
+            return
         # The governance demo audits the demo agents' LLM outputs: it runs after the apps that make them.
         for label in sorted(PRODUCT_APPS, key=lambda label: label == "governance"):
             module_name = f"{apps.get_app_config(label).name}.demo"
@@ -30,7 +37,4 @@ class Command(BaseCommand):
                 continue
             with transaction.atomic():
                 demo.load(self.stdout)
-        if first_start:
-            demo_credentials.create(DEMO_AGENTS, self.stdout)
-        else:
-            demo_credentials.remind(self.stdout)
+        demo_credentials.create(DEMO_AGENTS, self.stdout)

@@ -3,8 +3,10 @@
 ``make run`` calls this. It migrates, loads the demo data (demo accounts and keys only on the
 first start, on an empty database), starts the three processes, prints where to go once the API
 answers healthy (and where the demo credentials file is, never the secrets themselves), and on
-Ctrl-C (or SIGTERM) stops all three and, when this run started it, the embedded PostgreSQL. If
-one process dies the others are stopped too, so nothing is left half-running.
+Ctrl-C (or SIGTERM) stops all three and, when this run started it, the embedded PostgreSQL. A
+process that dies on its own is started again, after a pause that doubles with each quick crash
+(1 s up to a minute) and resets once it has run for a minute; only Ctrl-C or SIGTERM stops the
+plane.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from governance import demo_credentials, embedded_db
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
+FIRST_PAUSE, LONGEST_PAUSE = 1.0, 60.0
+STEADY_AFTER = 60.0  # a child that ran this long before dying starts again after the first pause
 
 
 def _die_with_parent() -> None:
@@ -47,6 +51,9 @@ class Command(BaseCommand):
         started = time.monotonic()
         self.stopping = False
         self.children: dict[str, subprocess.Popen] = {}
+        self.commands: dict[str, list[str]] = {}
+        self.started_at: dict[str, float] = {}
+        self.pauses: dict[str, float] = {}
         signal.signal(signal.SIGINT, self._request_stop)
         signal.signal(signal.SIGTERM, self._request_stop)
         exit_code = 0
@@ -89,11 +96,16 @@ class Command(BaseCommand):
                        "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2")],
             "beat": [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"],
         }  # fmt: skip
-        for name, command in commands.items():
-            # Own session: a terminal Ctrl-C reaches only us, and we stop the children in order.
-            self.children[name] = subprocess.Popen(
-                command, cwd=settings.BASE_DIR, start_new_session=True, preexec_fn=_die_with_parent
-            )
+        self.commands = commands
+        for name in commands:
+            self._start(name)
+
+    def _start(self, name: str) -> None:
+        # Own session: a terminal Ctrl-C reaches only us, and we stop the children in order.
+        self.children[name] = subprocess.Popen(
+            self.commands[name], cwd=settings.BASE_DIR, start_new_session=True, preexec_fn=_die_with_parent
+        )
+        self.started_at[name] = time.monotonic()
 
     def _wait_healthy(self, url: str, timeout: float = 90) -> bool:
         deadline = time.monotonic() + timeout
@@ -111,13 +123,29 @@ class Command(BaseCommand):
         return all(child.poll() is None for child in self.children.values())
 
     def _supervise(self) -> int:
+        """Until Ctrl-C or SIGTERM: start again whatever died, pausing longer after each quick crash."""
+        due: dict[str, float] = {}
         while not self.stopping:
+            now = time.monotonic()
             for name, child in self.children.items():
-                if child.poll() is not None:
-                    self.stderr.write(f"{name} exited with code {child.returncode}; stopping the others.")
-                    return 1
-            time.sleep(0.5)
+                if child.poll() is not None and name not in due:
+                    pause = self._pause_after_exit(name, now)
+                    self.stderr.write(f"{name} exited with code {child.returncode}; starting it again in {pause:g} s.")
+                    due[name] = now + pause
+            for name, when in list(due.items()):
+                if now >= when:
+                    del due[name]
+                    self._start(name)
+                    self.stderr.write(f"{name} started again (pid {self.children[name].pid}).")
+            time.sleep(0.2)
         return 0
+
+    def _pause_after_exit(self, name: str, now: float) -> float:
+        ran = now - self.started_at[name]
+        previous = self.pauses.get(name)
+        pause = FIRST_PAUSE if previous is None or ran >= STEADY_AFTER else min(previous * 2, LONGEST_PAUSE)
+        self.pauses[name] = pause
+        return pause
 
     def _stop_children(self) -> None:
         for child in self.children.values():
