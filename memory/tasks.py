@@ -7,6 +7,7 @@ from dataclasses import asdict
 from celery import shared_task
 
 from memory import indexing, lifecycle, scoring
+from memory.embeddings import DimensionMismatch, EmbeddingError
 
 
 @shared_task(name="memory.compute_reuse_scores", ignore_result=True)
@@ -26,9 +27,12 @@ def evict() -> dict:
     return asdict(lifecycle.evict())
 
 
-@shared_task(name="memory.embed", ignore_result=True, autoretry_for=(ConnectionError,), retry_backoff=True,
-             retry_jitter=True, max_retries=5)  # fmt: skip
+@shared_task(name="memory.embed", ignore_result=True, autoretry_for=(EmbeddingError, ConnectionError),
+             dont_autoretry_for=(DimensionMismatch,), retry_backoff=True, retry_jitter=True, max_retries=5)  # fmt: skip
 def embed(kind: str, object_ids: list[int]) -> int:
+    """Retried when the backend is down or refuses (an Ollama or OpenAI outage): the vectors are
+    computed again only for rows whose text has no current vector, so a redelivery is harmless. A
+    dimension mismatch is a configuration error: retrying would fail the same way."""
     return indexing.embed(kind, object_ids)
 
 
