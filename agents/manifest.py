@@ -292,6 +292,14 @@ def _unique(items: list[Any], attribute: str, what: str) -> None:
         seen.add(value)
 
 
+class Quotas(_Strict):
+    """Extension: how much queued work one agent may pile up (an operator's override of the
+    AGENT_MAX_* settings; absent keys keep the setting)."""
+
+    automations: int | None = Field(None, ge=0, le=100_000)
+    queued_sessions: int | None = Field(None, ge=0, le=100_000)
+
+
 class Manifest(_Strict):
     id: AgentId
     name: Name
@@ -319,6 +327,7 @@ class Manifest(_Strict):
         default_factory=list,
         description="Extension: the operator's provider profiles this agent may host its automations on.",
     )
+    quotas: Quotas = Field(default_factory=Quotas)
 
     @field_validator("version", mode="before")
     @classmethod

@@ -297,6 +297,9 @@ JOB_LOCK_RETRY = env.integer("JOB_LOCK_RETRY", 3)  # lockRetry
 JOB_LOCK_BACKOFF = env.string("JOB_LOCK_BACKOFF", "exponential")  # linear | exponential
 JOB_RETRY_BASE_SECONDS = env.integer("JOB_RETRY_BASE_SECONDS", 30)
 KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)
+# Per-agent quotas on queued work (a manifest's `quotas` overrides them): past them, 429.
+AGENT_MAX_AUTOMATIONS = env.integer("AGENT_MAX_AUTOMATIONS", 50)
+AGENT_MAX_QUEUED_SESSIONS = env.integer("AGENT_MAX_QUEUED_SESSIONS", 20)
 
 # --- Sessions (seed 003's AILimitsConfig and scheduler) -----------------------------------------
 

@@ -16,6 +16,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
+from agents import quotas
 from agents.models import Agent
 from agents.registry import manifest_document
 from governance.exceptions import Forbidden, InvalidInput, NotFound
@@ -107,6 +108,8 @@ def create_automation(
     only) overrides the first scheduled run, which is otherwise one interval from now."""
     now = now or timezone.now()
     _require(actor, agent, "ai_sessions.add_automation")
+    agent = Agent.objects.select_for_update(of=("self",)).get(pk=agent.pk)  # creators count one at a time
+    quotas.check(agent, "automations", Automation.objects.filter(agent=agent), actor=actor)
     problem = schedule_error(trigger, interval_minutes)
     if problem:
         raise _invalid("intervalMinutes", problem, "missing")

@@ -108,3 +108,21 @@ def test_two_workers_racing_for_a_lease_get_one_winner(served, vlevel):
     winner = next(body for status, _, body in results if status == 200)
     assert Job.objects.get().lease_owner == winner["lease"]["owner"]
     assert Job.objects.get().attempts == 1
+
+
+def test_simultaneous_automations_stop_exactly_at_the_agents_quota(served, vlevel):
+    from agents.manifest import read_text
+    from agents.registry import load_manifest
+    from sessions.models import Automation
+    from tests.conftest import manifest_text
+
+    document = read_text(manifest_text("agent.seo.vlevel"))
+    load_manifest({**document, "version": "1.1.0", "quotas": {"automations": 3}}, actor=SYSTEM)
+    _, key = issue_api_key(actor=SYSTEM, name="concurrency", agent=vlevel)
+    body = {"name": "loop", "trigger": "MANUAL", "messages": [{"text": "again"}]}
+
+    results = _all_at_once(12, lambda: _post(f"{served}/api/v1/automations", key, body))
+
+    statuses = sorted(status for status, _, _ in results)
+    assert statuses == [201] * 3 + [429] * 9
+    assert Automation.objects.filter(agent=vlevel).count() == 3
