@@ -1,5 +1,6 @@
 """Sessions and automations routers (/api/v1/sessions, /api/v1/automations)."""
 
+from typing import Literal
 from uuid import UUID
 
 from django.db.models import QuerySet
@@ -88,12 +89,19 @@ def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMes
 
 
 @router.get("/{session_id}/prompt", response=PromptOut)
-def get_prompt(request: HttpRequest, session_id: UUID) -> dict:
+def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai", "anthropic"] | None = None) -> dict:
     """PromptData: level 1 and 2, and the messages the model sees (no NETWORK_ERROR /
-    SESSION_TIMEOUT system messages, no excludeFromPrompt messages)."""
+    SESSION_TIMEOUT system messages, no excludeFromPrompt messages). With `format`, also the
+    provider-ready `system` and `messages` (OpenAI-compatible or Anthropic)."""
     session = _own_session(request.auth, session_id)
     data, messages = prompt.build(session)
-    return {"level1Content": data.level1_content, "level2Content": data.level2_content, "sessionMessages": messages}
+    ready = prompt.provider_ready(data, format) if format else {}
+    return {
+        "level1Content": data.level1_content,
+        "level2Content": data.level2_content,
+        "sessionMessages": messages,
+        **ready,
+    }
 
 
 @router.post("/{session_id}/stop", response=AIStateOut)

@@ -3,10 +3,13 @@ data, and the messages the model may see. Regenerated at every call, never store
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 
 from sessions.machine import SessionType, SystemMessageType
 from sessions.models import AISession, PromptChunk, SessionMessage
+from sessions.providers import anthropic, openai
 from sessions.providers.base import PromptData, PromptMessage
 
 HIDDEN_SYSTEM_TYPES = (SystemMessageType.NETWORK_ERROR.value, SystemMessageType.SESSION_TIMEOUT.value)
@@ -81,6 +84,14 @@ def render(message: SessionMessage) -> PromptMessage:
         if system.get("formattedData"):
             text += "\n" + system["formattedData"]
     return PromptMessage(sender=message.sender, text=text)
+
+
+def provider_ready(data: PromptData, provider: str) -> dict[str, Any]:
+    """The request parts a provider wants, built by the same code the hosted sessions use, so an
+    agent author never re-implements fusion, the closing user turn or the cache breakpoints."""
+    if provider == "anthropic":
+        return {"system": anthropic.system_blocks(data), "messages": anthropic.claude_messages(data)}
+    return {"system": openai.system_text(data), "messages": openai.turn_messages(data)}
 
 
 def build(session: AISession) -> tuple[PromptData, list[SessionMessage]]:

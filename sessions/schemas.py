@@ -61,6 +61,14 @@ class PromptOut(Schema):
     level1Content: str
     level2Content: str
     sessionMessages: list[MessageOut]
+    system: str | list[dict[str, Any]] | None = Field(
+        None, description="With ?format=: the provider's system part (Anthropic: two cached blocks)."
+    )
+    messages: list[dict[str, Any]] | None = Field(
+        None,
+        description="With ?format=: the provider-ready turns, fused, ending on the user side, "
+        "with Anthropic's cache breakpoints; send them as they are.",
+    )
 
 
 class SeedMessageIn(Schema):

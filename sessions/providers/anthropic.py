@@ -11,8 +11,8 @@ The API wants a conversation that starts with a user message and alternates. Fus
 the other providers, see ``openai.merge_turns``) gives alternation; a history that opens with an AI
 message gets a "(conversation start)" user turn in front. Fused turns keep one text block per
 session message, and the last message is always an array so its last block can carry breakpoint 3.
-The processor is expected to call with the history ending on the user side: a trailing AI message
-would be taken by the API as a prefill of the answer.
+A history ending on an AI message gets a "(continue)" user turn (``openai.CONTINUE``): a trailing
+assistant turn would be taken by the API as a prefill of the answer.
 
 Config (built by sessions/hosted.py from an operator's provider profile): ``model`` and ``api_key``
 (required), ``base_url`` (default ``https://api.anthropic.com``), ``internal`` (see http.py),
@@ -54,12 +54,17 @@ def build_request(prompt: PromptData, config: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": config["model"],
         "max_tokens": config.get("max_tokens") or DEFAULT_MAX_TOKENS,
-        "system": [_block(prompt.level1_content, cached=True), _block(prompt.level2_content, cached=True)],
+        "system": system_blocks(prompt),
         "messages": claude_messages(prompt),
     }
     if config.get("temperature") is not None:
         body["temperature"] = config["temperature"]
     return body
+
+
+def system_blocks(prompt: PromptData) -> list[dict[str, Any]]:
+    """Levels 1 and 2, each its own block with its own cache breakpoint."""
+    return [_block(prompt.level1_content, cached=True), _block(prompt.level2_content, cached=True)]
 
 
 def claude_messages(prompt: PromptData) -> list[dict[str, Any]]:

@@ -23,6 +23,10 @@ from sessions.providers.http import count, dig, post_json, provider_error
 Role = Literal["user", "assistant"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TURN_SEPARATOR = "\n\n"
+# A history that ends on the model's own answer (an AUTOMATION continuing after its actions, say)
+# gets this user turn: a request must never end on an assistant turn, which Anthropic would take as
+# the beginning of its answer (a prefill) and other APIs answer unpredictably.
+CONTINUE = "(continue)"
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class Turn:
 
 
 def merge_turns(messages: Sequence[PromptMessage]) -> list[Turn]:
-    """Fuse consecutive same-side messages (USER and SYSTEM are one side, AI the other)."""
+    """Fuse consecutive same-side messages (USER and SYSTEM are one side, AI the other), and end
+    on the user side (see CONTINUE)."""
     turns: list[Turn] = []
     for message in messages:
         role: Role = "assistant" if message.sender == "AI" else "user"
@@ -46,6 +51,8 @@ def merge_turns(messages: Sequence[PromptMessage]) -> list[Turn]:
             turns[-1] = Turn(role, (*turns[-1].texts, message.text))
         else:
             turns.append(Turn(role, (message.text,)))
+    if turns and turns[-1].role == "assistant":
+        turns.append(Turn("user", (CONTINUE,)))
     return turns
 
 
@@ -54,11 +61,15 @@ def system_text(prompt: PromptData) -> str:
     return TURN_SEPARATOR.join(part for part in (prompt.level1_content, prompt.level2_content) if part)
 
 
+def turn_messages(prompt: PromptData) -> list[dict[str, str]]:
+    """The fused user/assistant turns as chat messages."""
+    return [{"role": turn.role, "content": turn.text} for turn in merge_turns(prompt.session_messages)]
+
+
 def chat_messages(prompt: PromptData) -> list[dict[str, str]]:
     """The ``messages`` array of OpenAI-style chat APIs: system first, then the fused turns."""
     system = system_text(prompt)
-    head = [{"role": "system", "content": system}] if system else []
-    return head + [{"role": turn.role, "content": turn.text} for turn in merge_turns(prompt.session_messages)]
+    return ([{"role": "system", "content": system}] if system else []) + turn_messages(prompt)
 
 
 def base_url(config: dict[str, Any], default: str) -> str:
