@@ -310,6 +310,17 @@ SESSION_VALIDATION_APP = env.boolean("SESSION_VALIDATION_APP", False)  # level 1
 SESSION_VALIDATION_DOMAINS = env.listing("SESSION_VALIDATION_DOMAINS", "cart")  # level 2: these domains
 SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)
 SESSION_WEEK_START_DAY = env.string("SESSION_WEEK_START_DAY", "MONDAY")
+# Seconds each active phase may last, over the defaults (CALLING_AI=120, EXECUTING_ACTIONS=600...):
+# past it a hosted model call is sent again and an agent that did not report gives its slot up.
+SESSION_PHASE_DEADLINES = env.string("SESSION_PHASE_DEADLINES", "")
+try:
+    from sessions.machine import parse_phase_deadlines  # pure: no Django
+
+    parse_phase_deadlines(SESSION_PHASE_DEADLINES)
+except ValueError as _exc:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"SESSION_PHASE_DEADLINES: {_exc}") from None
 REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)
 
 # --- Contracts (seed 000) ------------------------------------------------------------------------

@@ -109,6 +109,9 @@ def simulate_actions(session_id: str, *, actor: Principal) -> str:
         return "skipped"
     last = session.messages.filter(sender="AI", ai_message__isnull=False).order_by("-seq").first()
     commands = (last.ai_message or {}).get("actionCommands", []) if last else []
+    # Exactly once: an action already recorded (before a suspension, say) is not simulated again.
+    recorded = set(session.action_results.values_list("command_id", flat=True))
+    commands = [command for command in commands if command["id"] not in recorded]
     results = [
         {
             "commandId": command["id"],

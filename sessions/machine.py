@@ -54,6 +54,7 @@ class Event(StrEnum):
     SYSTEM_ERROR_OCCURRED = "SystemErrorOccurred"
     SESSION_COMPLETED = "SessionCompleted"
     SCHEDULER_HEARTBEAT = "SchedulerHeartbeat"
+    PHASE_DEADLINE_PASSED = "PhaseDeadlinePassed"
 
 
 class Emitter(StrEnum):
@@ -88,6 +89,7 @@ EMITTERS: dict[Event, Emitter] = {
     Event.SYSTEM_ERROR_OCCURRED: Emitter.PLATFORM,
     Event.SESSION_COMPLETED: Emitter.SYSTEM,
     Event.SCHEDULER_HEARTBEAT: Emitter.SYSTEM,
+    Event.PHASE_DEADLINE_PASSED: Emitter.SYSTEM,  # the phase's deadline timer, or the tick as its backstop
 }
 AGENT_EVENTS = frozenset(event for event, emitter in EMITTERS.items() if emitter == Emitter.AGENT)
 
@@ -139,6 +141,34 @@ RESUMABLE_END_REASONS = frozenset({EndReason.SUSPENDED, EndReason.NETWORK_ERROR}
 CLOSURE_DELAY = timedelta(seconds=5)
 NETWORK_RETRY_DELAY = timedelta(seconds=30)
 COMPLETION_CONFIRMATION_DELAY = timedelta(seconds=5)
+# Every active phase has a deadline (SESSION_PHASE_DEADLINES overrides these). CALLING_AI is the
+# seed's 2-minute HTTP timeout; the agent-run phases (delegated queries, actions) get longer.
+DEFAULT_PHASE_DEADLINES: dict[Phase, timedelta] = {
+    Phase.EXECUTING_ENRICHMENTS: timedelta(seconds=60),
+    Phase.CALLING_AI: timedelta(seconds=120),
+    Phase.PARSING_AI_RESPONSE: timedelta(seconds=60),
+    Phase.EXECUTING_DATA_QUERIES: timedelta(seconds=600),
+    Phase.EXECUTING_ACTIONS: timedelta(seconds=600),
+    Phase.RETRYING_AFTER_FORMAT_ERROR: timedelta(seconds=60),
+    Phase.RETRYING_AFTER_ACTION_FAILURE: timedelta(seconds=60),
+}
+
+
+def parse_phase_deadlines(text: str) -> dict[Phase, timedelta]:
+    """``"CALLING_AI=120,EXECUTING_ACTIONS=600"`` (seconds) over the defaults; only active phases
+    have deadlines, and each is a positive whole number of seconds. ValueError says what is wrong."""
+    deadlines = dict(DEFAULT_PHASE_DEADLINES)
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = (piece.strip() for piece in item.partition("="))
+        if not sep or name not in Phase.__members__ or Phase(name) not in ACTIVE_PHASES:
+            phases = ", ".join(sorted(p.value for p in ACTIVE_PHASES))
+            raise ValueError(f"{item!r}: expected PHASE=SECONDS with PHASE one of {phases}")
+        if not value.isdigit() or int(value) <= 0:
+            raise ValueError(f"{item!r}: the deadline must be a positive whole number of seconds")
+        deadlines[Phase(name)] = timedelta(seconds=int(value))
+    return deadlines
 
 
 @dataclass(frozen=True)
@@ -148,6 +178,7 @@ class Limits:
     chat_max_autonomous_roundtrips: int | None = None
     automation_max_autonomous_roundtrips: int | None = 20
     inactivity_timeout: timedelta = timedelta(minutes=30)
+    phase_deadlines: dict[Phase, timedelta] = field(default_factory=lambda: dict(DEFAULT_PHASE_DEADLINES))
 
     def max_roundtrips(self, session_type: SessionType) -> int | None:
         if session_type == SessionType.AUTOMATION:
@@ -170,6 +201,9 @@ class State:
     pending_end_reason: EndReason | None = None
     timer_at: datetime | None = None  # when the phase's own timer fires (retry, closure, confirmation)
     timer_event: Event | None = None  # what the timer emits then
+    deadline_at: datetime | None = None  # when the active phase's work is overdue
+    hosted_calls: bool = False  # the server calls the model (hosted automation)
+    hosted_actions: bool = False  # the server stands in for the agent's actions (scripted demo)
 
 
 @dataclass(frozen=True)
@@ -362,17 +396,20 @@ def data_queries_executed(state: State, event: EventInput, limits: Limits) -> tu
 
 
 def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    if not event.payload.get("allSuccess", True):
+    """Decision: success needs an explicit ``allSuccess`` (the processor derives it from the
+    recorded results: every command SUCCESS or CACHED, and at least one command)."""
+    if not event.payload.get("allSuccess", False):
         return action_failure(state, event, limits)
     effects = [effect("record_results"), effect("post_text")]
     if state.session_type == SessionType.AUTOMATION or event.payload.get("keepControl"):
         return _call_ai(state, event, limits, *effects)
-    return replace(state, phase=Phase.IDLE), effects
+    return replace(state, phase=Phase.IDLE, waiting_context=None), effects
 
 
 def action_failure(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """No limit on action failures: the model must change its strategy (it sees the results)."""
-    return replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE), [effect("record_results"), effect("retry")]
+    new = replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE, waiting_context=None)
+    return new, [effect("record_results"), effect("retry")]
 
 
 def completion_confirmed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -445,6 +482,42 @@ def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, l
     return _close(state, event, EndReason.TIMEOUT, message)
 
 
+# Phases whose work is the agent's (its model call, its delegated queries, its actions): past the
+# deadline the agent is taken for gone. The other active phases are the platform's own chain.
+_AGENT_WORK = {
+    Phase.CALLING_AI: SystemMessageType.NETWORK_ERROR,
+    Phase.EXECUTING_DATA_QUERIES: SystemMessageType.SESSION_TIMEOUT,
+    Phase.EXECUTING_ACTIONS: SystemMessageType.SESSION_TIMEOUT,
+}
+
+
+def deadline_passed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
+    """The active phase is overdue. Hosted work is handed to the worker again (the broker may have
+    lost it); the platform's own steps run again; an agent that did not report in time is taken
+    for gone: a CHAT goes back to IDLE (a chat never closes by itself), an AUTOMATION gives its
+    slot up at once, ended NETWORK_ERROR with its phase kept, so it resumes later (seed section 6)
+    and, in EXECUTING_ACTIONS, asks for the outcome of its actions instead of running them again."""
+    if state.deadline_at is None or event.at < state.deadline_at:
+        return state, []  # re-armed meanwhile, or not due yet: nothing to do
+    fresh = {"deadline_at": event.at + limits.phase_deadlines[state.phase]}
+    if state.phase == Phase.CALLING_AI and state.hosted_calls:
+        return replace(state, **fresh), [effect("call_ai")]
+    if state.phase == Phase.EXECUTING_ACTIONS and state.hosted_actions:
+        return replace(state, **fresh), [effect("execute_actions")]
+    if state.phase not in _AGENT_WORK:
+        return replace(state, **fresh), [effect("resume")]
+    allowed_for = limits.phase_deadlines[state.phase]
+    summary = f"The agent did not report within {int(allowed_for.total_seconds())} s of entering {state.phase.value}."
+    message = effect("system_message", type=_AGENT_WORK[state.phase].value, summary=summary)
+    if _is_chat(state):
+        if state.phase == Phase.CALLING_AI:
+            return replace(state, phase=Phase.IDLE, deadline_at=None), [message]
+        # Decision: the outcome of a chat's actions or queries is unknown; the user asks again.
+        return replace(state, phase=Phase.IDLE, waiting_context=None, deadline_at=None), [message]
+    released = replace(state, is_active=False, end_reason=EndReason.NETWORK_ERROR, deadline_at=None)
+    return released, [message, effect("session_released", requeue=True)]
+
+
 # --- the table -------------------------------------------------------------------------------
 
 _RUNNING = [p for p in Phase if p not in (Phase.COMPLETED, Phase.AWAITING_SESSION_CLOSURE)]
@@ -474,6 +547,7 @@ TABLE: dict[tuple[Phase, Event], Handler] = {
     **{(p, Event.SYSTEM_ERROR_OCCURRED): system_error for p in _RUNNING if p != Phase.IDLE},
     **{(p, Event.SESSION_COMPLETED): session_completed for p in _NOT_TERMINAL},
     **{(p, Event.SCHEDULER_HEARTBEAT): heartbeat for p in _NOT_TERMINAL},
+    **{(p, Event.PHASE_DEADLINE_PASSED): deadline_passed for p in ACTIVE_PHASES},
 }
 
 # Events only an active session accepts (activation itself is the way in).
@@ -498,7 +572,21 @@ def transition(state: State, event: EventInput, limits: Limits | None = None) ->
     closing = state.phase == Phase.AWAITING_SESSION_CLOSURE
     if event.type == Event.SESSION_COMPLETED and not closing and not event.payload.get("endReason"):
         raise TransitionRefused(state.phase, event.type, "only a closing session completes without an end reason")
-    new, effects = handler(state, event, limits or Limits())
-    if event.type == Event.SCHEDULER_HEARTBEAT and new == state:
-        return state, effects  # a watchdog look is not activity
-    return replace(new, last_event_time=event.at), effects
+    limits = limits or Limits()
+    new, effects = handler(state, event, limits)
+    if event.type in _LOOKS and new == state:
+        return state, effects  # a watchdog look, or a deadline not due, is not activity
+    return replace(new, last_event_time=event.at, deadline_at=_deadline(state, new, event, limits)), effects
+
+
+_LOOKS = frozenset({Event.SCHEDULER_HEARTBEAT, Event.PHASE_DEADLINE_PASSED})
+
+
+def _deadline(before: State, after: State, event: EventInput, limits: Limits) -> datetime | None:
+    """Entering an active phase (or resuming in one) arms its deadline; staying keeps it;
+    leaving the active phases, or the slot, clears it."""
+    if not after.is_active or after.phase not in limits.phase_deadlines:
+        return None
+    if after.phase != before.phase or not before.is_active:
+        return event.at + limits.phase_deadlines[after.phase]
+    return after.deadline_at

@@ -46,6 +46,9 @@ class AISession(models.Model):
     pending_end_reason = models.CharField(max_length=20, choices=_choices(EndReason), null=True, blank=True)
     timer_at = models.DateTimeField(null=True, blank=True)
     timer_event = models.CharField(max_length=40, blank=True)
+    phase_deadline_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the active phase's work is overdue (SESSION_PHASE_DEADLINES)"
+    )
     tokens_used = models.JSONField(default=dict, help_text="input / output / cacheWrite / cacheRead token totals")
 
     objects = SessionQuerySet.as_manager()
@@ -63,6 +66,11 @@ class AISession(models.Model):
                 condition=Q(is_active=False, type="AUTOMATION") & ~Q(phase="COMPLETED"),
             ),
             models.Index(fields=["is_active", "phase"], name="session_active_phase", condition=Q(is_active=True)),
+            models.Index(
+                fields=["phase_deadline_at"],
+                name="session_phase_deadline",
+                condition=Q(phase_deadline_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -103,6 +111,26 @@ class SessionMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sender} #{self.seq}"
+
+
+class ActionResult(models.Model):
+    """The outcome of one action command, recorded once: the unique (session, command id) makes a
+    result posted twice, or an action reported again after a resume, a no-op instead of a second
+    record. Command ids come from the AI message (sessions/processor.py: ``<message>-<n>``)."""
+
+    session = models.ForeignKey(AISession, on_delete=models.PROTECT, related_name="action_results")
+    command_id = models.CharField(max_length=100)
+    ai_message = models.ForeignKey(SessionMessage, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10)
+    result = models.JSONField(help_text="The command result as the ACTIONS_EXECUTED system message shows it")
+    recorded_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["session", "recorded_at", "pk"]
+        constraints = [models.UniqueConstraint(fields=["session", "command_id"], name="action_result_once")]
+
+    def __str__(self) -> str:
+        return f"{self.command_id}: {self.status}"
 
 
 class ProviderProfile(models.Model):

@@ -17,9 +17,10 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
+from pydantic import ValidationError
 
 from agents.models import ManifestTool
 from agents.registry import manifest_document
@@ -28,9 +29,10 @@ from governance.exceptions import Conflict, Forbidden, InvalidInput
 from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
 from sessions import enrichments, executor, machine, parsing, validation
-from sessions.commands import DataCommand
+from sessions.commands import DataCommand, system_message
 from sessions.machine import Event, EventInput, Phase, SessionType, SystemMessageType
-from sessions.models import AISession, SessionMessage
+from sessions.models import ActionResult, AISession, SessionMessage
+from sessions.schemas import EVENT_PAYLOADS
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ def limits() -> machine.Limits:
         chat_max_autonomous_roundtrips=settings.SESSION_CHAT_MAX_ROUNDTRIPS,
         automation_max_autonomous_roundtrips=settings.SESSION_AUTOMATION_MAX_ROUNDTRIPS,
         inactivity_timeout=timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES),
+        phase_deadlines=machine.parse_phase_deadlines(settings.SESSION_PHASE_DEADLINES),
     )
 
 
@@ -60,12 +63,31 @@ def to_state(session: AISession) -> machine.State:
         pending_end_reason=machine.EndReason(session.pending_end_reason) if session.pending_end_reason else None,
         timer_at=session.timer_at,
         timer_event=Event(session.timer_event) if session.timer_event else None,
+        deadline_at=session.phase_deadline_at,
+        hosted_calls=_hosted(session),
+        hosted_actions=_simulates_actions(session),
+    )
+
+
+def _hosted(session: AISession) -> bool:
+    """The server calls the model (an automation with a provider profile)."""
+    return bool(session.automation_id and session.automation.provider)
+
+
+def _simulates_actions(session: AISession) -> bool:
+    """A scripted demo automation whose actions the platform simulates (sessions/hosted.py)."""
+    automation = session.automation if session.automation_id else None
+    return bool(
+        automation is not None
+        and automation.provider == "scripted"
+        and automation.provider_config.get("simulate_actions")
     )
 
 
 SAVED_FIELDS = [
     "phase", "total_roundtrips", "last_event_time", "last_user_interaction_time", "waiting_context", "is_active",
     "end_reason", "pending_end_reason", "timer_at", "timer_event", "tokens_used", "last_activity",
+    "phase_deadline_at", "queued_at",
 ]  # fmt: skip
 
 
@@ -80,6 +102,7 @@ def _store_state(session: AISession, state: machine.State) -> None:
     session.pending_end_reason = state.pending_end_reason.value if state.pending_end_reason else None
     session.timer_at = state.timer_at
     session.timer_event = state.timer_event.value if state.timer_event else ""
+    session.phase_deadline_at = state.deadline_at
 
 
 @dataclass
@@ -101,10 +124,12 @@ class _Run:
     _seq: int | None = None
     _ai: SessionMessage | None = None
     _user_commands: list[dict[str, Any]] | None = None
+    _action_message: dict[str, Any] | None = None  # ACTIONS_EXECUTED as recorded (ActionResult rows)
 
     # --- driving ---------------------------------------------------------------------------
 
     def apply(self, event: Event, payload: dict[str, Any]) -> None:
+        armed = self.session.phase_deadline_at
         self.queue.append(EventInput(event, self.now, payload))
         for _ in range(MAX_CHAIN):
             if not self.queue:
@@ -124,6 +149,13 @@ class _Run:
         else:
             raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
         self.session.save(update_fields=SAVED_FIELDS)
+        deadline = self.session.phase_deadline_at
+        if deadline is not None and deadline != armed:
+            # The deadline's own timer; the scheduler tick finds overdue sessions if it is lost.
+            session_id = str(self.session.pk)
+            self.on_commit.append(
+                lambda: enqueue("sessions.phase_deadline", session_id, deadline.isoformat(), eta=deadline)
+            )
 
     def _raise(self, event: Event, **payload: Any) -> None:
         self.queue.append(EventInput(event, self.now, payload))
@@ -225,6 +257,8 @@ class _Run:
             message.save(update_fields=["ai_message"])
             self._raise(Event.PARSE_ERROR_OCCURRED, summary=f"Format error: {exc}. Answer with the AIMessage JSON.")
             return
+        for n, command in enumerate(parsed.get("actionCommands") or [], start=1):
+            command["id"] = action_id(message, n)
         message.ai_message = parsed
         message.save(update_fields=["ai_message"])
         decision = self._resolve_validation(parsed)
@@ -372,6 +406,10 @@ class _Run:
             self.on_commit.append(lambda: enqueue("sessions.simulate_actions", session_id))
 
     def _record_results(self, before: machine.State, event: EventInput, data: dict) -> None:
+        if self._action_message is not None:  # actions: what ActionResult holds, recorded once
+            self._add_system(self._action_message)
+            self._action_message = None
+            return
         results = event.payload.get("results")
         if not results:
             return
@@ -406,6 +444,7 @@ class _Run:
             Phase.CALLING_AI: self._call_ai,
             Phase.PARSING_AI_RESPONSE: self._parse_response,
             Phase.EXECUTING_DATA_QUERIES: self._execute_data_queries,
+            Phase.EXECUTING_ACTIONS: self._ask_action_outcomes,
             Phase.RETRYING_AFTER_FORMAT_ERROR: self._retry,
             Phase.RETRYING_AFTER_ACTION_FAILURE: self._retry,
         }
@@ -414,6 +453,19 @@ class _Run:
             step(before, event, data)
         elif before.phase in (Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE):
             self._catch_up_on_review(before)
+
+    def _ask_action_outcomes(self, before: machine.State, event: EventInput, data: dict) -> None:
+        """Resumed while its actions were running: they may have run, so they are never handed
+        out again. The agent is asked what became of the ones without a recorded result; a
+        scripted demo simulates those (and only those) again."""
+        if _simulates_actions(self.session):
+            self._execute_actions(before, event, data)
+            return
+        last = self._last_ai()
+        commands = (last.ai_message or {}).get("actionCommands") or [] if last else []
+        recorded = set(self.session.action_results.values_list("command_id", flat=True))
+        pending = [command["id"] for command in commands if command["id"] not in recorded]
+        self.session.waiting_context = {"type": "ActionOutcomes", "commandIds": pending}
 
     def _catch_up_on_review(self, before: machine.State) -> None:
         """A reviewer may have decided while the session was suspended: apply it now."""
@@ -427,6 +479,10 @@ class _Run:
             self._raise(Event.COMMUNICATION_RESPONSE_RECEIVED, response=answer if answer is not None else DECLINED)
 
     def _session_released(self, before: machine.State, event: EventInput, data: dict) -> None:
+        if data.get("requeue"):
+            # Its agent did not report in time: back of the queue, and not before the seed's
+            # 30-second network retry delay, so a dead agent does not take its slot straight back.
+            self.session.queued_at = self.now + machine.NETWORK_RETRY_DELAY
         agent_id = self.session.agent_id
         self.on_commit.append(lambda: enqueue("sessions.tick_agent", agent_id))
 
@@ -470,29 +526,88 @@ def apply_event(
         raise InvalidInput(
             f"unknown event {event!r}", errors=[{"loc": ["body", "type"], "msg": f"one of {names}", "type": "enum"}]
         ) from exc
-    with transaction.atomic():
-        session = (
-            AISession.objects.select_for_update(of=("self",)).select_related("agent", "automation").get(pk=session_id)
-        )
-        _check_actor(session, actor, kind)
-        run = _Run(session=session, actor=actor, now=now or timezone.now())
-        if kind == Event.ACTIONS_EXECUTED:
-            payload = _with_action_outcome(run, payload or {})
-        run.apply(kind, payload or {})
-        for callback in run.on_commit:
-            transaction.on_commit(callback)
+    payload = payload or {}
+    try:
+        with transaction.atomic():
+            session = (
+                AISession.objects.select_for_update(of=("self",))
+                .select_related("agent", "automation__profile")
+                .get(pk=session_id)
+            )
+            _check_actor(session, actor, kind)
+            _check_payload(kind, payload)
+            run = _Run(session=session, actor=actor, now=now or timezone.now())
+            reports_actions = kind in (Event.ACTIONS_EXECUTED, Event.ACTION_FAILURE_OCCURRED)
+            if reports_actions and session.phase == Phase.EXECUTING_ACTIONS:
+                payload = _with_action_outcome(run, payload)
+            run.apply(kind, payload)
+            for callback in run.on_commit:
+                transaction.on_commit(callback)
+    except IntegrityError as exc:
+        # The partial unique index: another session of the agent became active first (an
+        # operator's activation, a race with the scheduler). A conflict, never a 500.
+        if "one_active_session_per_agent" not in str(exc):
+            raise
+        raise Conflict(
+            "The agent already has an active session; this one waits for the slot.",
+            phase=session.phase, event=kind.value,
+        ) from exc  # fmt: skip
     return Outcome(session=session, next=next_action(session))
 
 
+def _check_payload(kind: Event, payload: Any) -> None:
+    """Every event's payload against its schema (sessions/schemas.py): 422 with the path."""
+    try:
+        EVENT_PAYLOADS[kind.value].model_validate(payload)
+    except ValidationError as exc:
+        errors = [
+            {"loc": ["body", "payload", *error["loc"]], "msg": error["msg"], "type": error["type"]}
+            for error in exc.errors(include_url=False, include_input=False)
+        ]
+        raise InvalidInput(f"invalid {kind.value} payload", errors=errors) from None
+
+
+def action_id(message: SessionMessage, n: int) -> str:
+    """The stable id of the AI message's n-th action: the same on every parse of that message,
+    distinct from every other action of every session (the message id is a UUID)."""
+    return f"act-{message.pk.hex}-{n}"
+
+
 def _with_action_outcome(run: _Run, payload: dict[str, Any]) -> dict[str, Any]:
-    """allSuccess from the reported results; keepControl from the AI message, not the agent."""
-    results = payload.get("results") or []
+    """Record the reported action results once each (ActionResult: unique session + command id;
+    the first recorded result of an id stands), then judge the outcome from what is recorded:
+    success only when there is at least one action and every one is SUCCESS or CACHED. An agent's
+    ``allSuccess: false`` can make it a failure; its ``true`` never overrides a FAILED result.
+    keepControl comes from the AI message, not the agent."""
     last = run._last_ai()
-    keep = bool((last.ai_message or {}).get("keepControl")) if last else False
-    all_success = payload.get("allSuccess")
-    if all_success is None:
-        all_success = all(r.get("status") in ("SUCCESS", "CACHED") for r in results if isinstance(r, dict))
-    return {**payload, "allSuccess": bool(all_success), "keepControl": keep}
+    ai = (last.ai_message or {}) if last else {}
+    commands = ai.get("actionCommands") or []
+    reported = executor.record_agent_results(
+        commands, payload.get("results") or [], kind=SystemMessageType.ACTIONS_EXECUTED
+    )
+    expected = {command["id"] for command in commands}
+    ActionResult.objects.bulk_create(
+        [
+            ActionResult(
+                session=run.session,
+                command_id=result["commandId"],
+                ai_message=last,
+                status=result["status"],
+                result=result,
+                recorded_at=run.now,
+            )
+            for result in reported["commandResults"]
+            if result.get("commandId") in expected
+        ],
+        ignore_conflicts=True,
+    )
+    recorded = {row.command_id: row.result for row in run.session.action_results.filter(command_id__in=expected)}
+    ordered = [recorded[command["id"]] for command in commands if command["id"] in recorded]
+    rejected = [r for r in reported["commandResults"] if r.get("commandId") not in expected]
+    run._action_message = system_message(SystemMessageType.ACTIONS_EXECUTED, ordered + rejected)
+    success = bool(ordered) and all(r["status"] in ("SUCCESS", "CACHED") for r in ordered)
+    success = success and payload.get("allSuccess") is not False
+    return {**payload, "allSuccess": success, "keepControl": bool(ai.get("keepControl"))}
 
 
 def next_action(session: AISession) -> dict[str, Any]:
@@ -504,6 +619,9 @@ def next_action(session: AISession) -> dict[str, Any]:
         if session.automation_id and session.automation.provider:
             return {"action": "wait", "reason": "the server calls the model (hosted session)"}
         return {"action": "call_ai", "prompt": f"/api/v1/sessions/{session.pk}/prompt"}
+    if phase == Phase.EXECUTING_ACTIONS and (session.waiting_context or {}).get("type") == "ActionOutcomes":
+        # Resumed mid-execution: report what became of these; never run them again.
+        return {"action": "report_action_outcomes", "commandIds": session.waiting_context["commandIds"]}
     if phase == Phase.EXECUTING_ACTIONS:
         ai = session.messages.filter(sender="AI", ai_message__isnull=False).order_by("-seq").first()
         return {"action": "execute_actions", "commands": (ai.ai_message or {}).get("actionCommands", []) if ai else []}

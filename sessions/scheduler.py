@@ -40,6 +40,11 @@ RESUMABLE = (
 )
 
 
+def _resumable(now: datetime) -> Q:
+    """RESUMABLE, and due: a session whose agent missed a deadline is queued a little ahead."""
+    return RESUMABLE & (Q(queued_at__isnull=True) | Q(queued_at__lte=now))
+
+
 def _locked_agent(agent_id: int, *, wait: bool = True) -> Agent | None:
     query = Agent.objects.select_for_update(skip_locked=not wait, of=("self",)).filter(pk=agent_id)
     return query.first()
@@ -209,7 +214,7 @@ def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession |
         agent = _locked_agent(agent_id, wait=wait)
         if agent is None or AISession.objects.filter(agent=agent, is_active=True).exists():
             return None
-        waiting = AISession.objects.filter(RESUMABLE, agent=agent).order_by(Coalesce("queued_at", "created_at"))
+        waiting = AISession.objects.filter(_resumable(now), agent=agent).order_by(Coalesce("queued_at", "created_at"))
         candidate = waiting.first()
         if candidate is None:
             automation = (
@@ -252,6 +257,33 @@ def _due_timers(now: datetime) -> int:
     return fired
 
 
+def fire_deadline(session_id: str, at: str, *, now: datetime | None = None) -> bool:
+    """The active phase's deadline, if it is still the one armed and it has passed; the machine
+    decides what an overdue phase means (sessions.machine.deadline_passed)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        session = AISession.objects.select_for_update(skip_locked=True).filter(pk=session_id, is_active=True).first()
+        if session is None or session.phase_deadline_at is None:
+            return False
+        if session.phase_deadline_at.isoformat() != at or session.phase_deadline_at > now:
+            return False
+        try:
+            apply_event(session.pk, Event.PHASE_DEADLINE_PASSED, {}, actor=SYSTEM, now=now)
+        except Conflict:
+            return False
+    return True
+
+
+def _overdue(now: datetime) -> int:
+    """The backstop for deadline timers the broker lost: one indexed query for every active
+    session past its phase's deadline, whatever the size of the fleet."""
+    fired = 0
+    overdue = AISession.objects.filter(is_active=True, phase_deadline_at__lte=now)
+    for session_id, at in overdue.values_list("pk", "phase_deadline_at"):
+        fired += fire_deadline(str(session_id), at.isoformat(), now=now)
+    return fired
+
+
 def _watchdog(now: datetime) -> int:
     """Sessions idle past the timeout get a heartbeat; the machine decides whether to close."""
     cutoff = now - timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES)
@@ -290,7 +322,7 @@ def _expire_reviews(now: datetime) -> int:
 def _agents_with_work(now: datetime) -> list[int]:
     """Agents whose slot is free and that have a queued/orphaned session or a due automation."""
     busy = AISession.objects.filter(agent=OuterRef("pk"), is_active=True)
-    waiting = AISession.objects.filter(RESUMABLE, agent=OuterRef("pk"))
+    waiting = AISession.objects.filter(_resumable(now), agent=OuterRef("pk"))
     due = Automation.objects.filter(
         agent=OuterRef("pk"), enabled=True, trigger=Automation.Trigger.SCHEDULED, next_run_at__lte=now
     )
@@ -300,7 +332,12 @@ def _agents_with_work(now: datetime) -> list[int]:
 def tick(now: datetime | None = None) -> dict[str, int]:
     """One pass of the scheduler; safe to run concurrently with itself."""
     now = now or timezone.now()
-    counts = {"timers": _due_timers(now), "timeouts": _watchdog(now), "expired_reviews": _expire_reviews(now)}
+    counts = {
+        "timers": _due_timers(now),
+        "deadlines": _overdue(now),
+        "timeouts": _watchdog(now),
+        "expired_reviews": _expire_reviews(now),
+    }
     started = 0
     for agent_id in _agents_with_work(now):
         started += fill_slot(agent_id, now=now, wait=False) is not None

@@ -5,7 +5,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 
 class SessionIn(Schema):
@@ -156,3 +156,102 @@ class ProviderProfileOut(Schema):
 class ExecuteOut(Schema):
     status: Literal["active", "queued"]
     sessionId: UUID
+
+
+# --- event payloads (POST /sessions/{id}/events): one schema per AIEvent --------------------------
+# Checked by sessions/processor.apply_event for every caller; a wrong type is a 422 whose `loc`
+# starts ["body", "payload", ...]. Unknown keys are kept (agents may add their own metadata).
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class EmptyPayload(_Payload):
+    pass
+
+
+class TokensIn(_Payload):
+    input: int = Field(0, ge=0)
+    output: int = Field(0, ge=0)
+    cacheWrite: int = Field(0, ge=0)
+    cacheRead: int = Field(0, ge=0)
+
+
+class UserMessagePayload(_Payload):
+    text: str | None = None
+    segments: list[dict[str, Any]] | None = None
+
+
+class AIResponsePayload(_Payload):
+    content: str
+    tokens: TokensIn | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ResultIn(_Payload):
+    commandId: str
+    status: str
+    summary: str | None = None
+    error: str | None = None
+    data: Any = None
+    simulated: bool | None = None
+
+
+class ResultsPayload(_Payload):
+    results: list[ResultIn] = Field(default_factory=list)
+
+
+class ActionsPayload(ResultsPayload):
+    allSuccess: bool | None = Field(None, description="Can only lower the outcome: a FAILED result is never a success")
+
+
+class ValidationPayload(_Payload):
+    approved: bool
+
+
+class CommunicationPayload(_Payload):
+    response: Any = Field(..., description="The reviewer's answer (any JSON)")
+
+
+class SummaryPayload(_Payload):
+    summary: str | None = None
+
+
+class SessionCompletedPayload(_Payload):
+    endReason: str | None = None
+
+
+class ParsedPayload(_Payload):
+    aiMessageId: str | None = None
+    completed: bool = False
+    validationRequired: bool = False
+    validationContext: dict[str, Any] | None = None
+    communicationModule: dict[str, Any] | None = None
+    dataCommands: list[dict[str, Any]] | None = None
+    actionCommands: list[dict[str, Any]] | None = None
+
+
+EVENT_PAYLOADS: dict[str, type[_Payload]] = {
+    "SessionActivationRequested": EmptyPayload,
+    "UserMessageSent": UserMessagePayload,
+    "EnrichmentsExecuted": EmptyPayload,
+    "AIResponseReceived": AIResponsePayload,
+    "AIResponseParsed": ParsedPayload,
+    "ValidationReceived": ValidationPayload,
+    "CommunicationResponseReceived": CommunicationPayload,
+    "DataQueriesExecuted": ResultsPayload,
+    "ActionsExecuted": ActionsPayload,
+    "CompletionConfirmed": EmptyPayload,
+    "CompletionRejected": EmptyPayload,
+    "NetworkErrorOccurred": SummaryPayload,
+    "ParseErrorOccurred": SummaryPayload,
+    "ActionFailureOccurred": ResultsPayload,
+    "NetworkRetryScheduled": EmptyPayload,
+    "RetryScheduled": EmptyPayload,
+    "NetworkAvailable": EmptyPayload,
+    "SystemErrorOccurred": SummaryPayload,
+    "SessionCompleted": SessionCompletedPayload,
+    "SchedulerHeartbeat": EmptyPayload,
+    "PhaseDeadlinePassed": EmptyPayload,
+}

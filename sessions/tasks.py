@@ -32,6 +32,12 @@ def fire_timer(session_id: str, event: str, at: str) -> bool:
     return scheduler.fire_timer(session_id, event, at)
 
 
+@shared_task(name="sessions.phase_deadline", ignore_result=True)
+def phase_deadline(session_id: str, at: str) -> bool:
+    """An active phase's deadline (armed when the phase began); the tick is the backstop."""
+    return scheduler.fire_deadline(session_id, at)
+
+
 @shared_task(
     name="sessions.call_provider",
     ignore_result=True,

@@ -75,6 +75,7 @@ PAYLOADS: dict[Event, dict[str, Any]] = {
     Event.SYSTEM_ERROR_OCCURRED: {"summary": "provider misconfigured"},
     Event.SESSION_COMPLETED: {"endReason": EndReason.CANCELLED.value},
     Event.SCHEDULER_HEARTBEAT: {},
+    Event.PHASE_DEADLINE_PASSED: {},
 }
 
 
@@ -88,6 +89,8 @@ def make_state(phase: Phase, session_type: SessionType, *, active: bool = True, 
         "last_event_time": T0,
         "last_user_interaction_time": T0 - timedelta(minutes=1) if session_type == SessionType.CHAT else None,
     }
+    if phase in ACTIVE_PHASES:
+        values["deadline_at"] = T0  # due at T0 + STEP, when the test's events happen
     if phase is Phase.WAITING_VALIDATION:
         values["waiting_context"] = {"type": "Validation", "validationContext": VALIDATION_CONTEXT}
     elif phase is Phase.WAITING_COMMUNICATION_RESPONSE:
@@ -226,6 +229,18 @@ class Row:
 C, A = SessionType.CHAT, SessionType.AUTOMATION
 FORMAT_ERROR, NETWORK_ERROR = SystemMessageType.FORMAT_ERROR, SystemMessageType.NETWORK_ERROR
 ACTIONS_EXECUTED = SystemMessageType.ACTIONS_EXECUTED
+SESSION_TIMEOUT = SystemMessageType.SESSION_TIMEOUT
+PLATFORM_WORK = (
+    Phase.EXECUTING_ENRICHMENTS,
+    Phase.PARSING_AI_RESPONSE,
+    Phase.RETRYING_AFTER_FORMAT_ERROR,
+    Phase.RETRYING_AFTER_ACTION_FAILURE,
+)
+AGENT_WORK = (
+    (Phase.CALLING_AI, SystemMessageType.NETWORK_ERROR),
+    (Phase.EXECUTING_DATA_QUERIES, SESSION_TIMEOUT),
+    (Phase.EXECUTING_ACTIONS, SESSION_TIMEOUT),
+)
 P, E = Phase, Event
 
 ROWS: list[tuple[str, Row]] = [
@@ -604,6 +619,26 @@ ROWS: list[tuple[str, Row]] = [
         (f"{t}-quiet-heartbeat-in-{p}", Row(p, E.SCHEDULER_HEARTBEAT, t, {}, p, ()))
         for p in NON_TERMINAL
         for t in TYPES
+    ],
+    # Past the phase's deadline: the platform's own steps run again; the agent's work times out.
+    *[
+        (f"{t}-deadline-reruns-{p}", Row(p, E.PHASE_DEADLINE_PASSED, t, {}, p, ("resume",)))
+        for p in PLATFORM_WORK
+        for t in TYPES
+    ],
+    *[
+        (
+            f"chat-deadline-in-{p}-returns-to-idle",
+            Row(p, E.PHASE_DEADLINE_PASSED, C, {}, P.IDLE, ("system_message",), (m,)),
+        )
+        for p, m in AGENT_WORK
+    ],
+    *[
+        (
+            f"automation-deadline-in-{p}-releases-the-slot",
+            Row(p, E.PHASE_DEADLINE_PASSED, A, {}, p, ("system_message", "session_released"), (m,)),
+        )
+        for p, m in AGENT_WORK
     ],
 ]
 

@@ -113,6 +113,7 @@ def test_the_watchdog_closes_an_idle_automation_through_awaiting_closure(vlevel_
 
 @pytest.mark.django_db
 def test_the_watchdog_never_times_out_active_work(vlevel_api, automation, settings):
+    settings.SESSION_PHASE_DEADLINES = "CALLING_AI=86400"  # the phase's own deadline is another test's
     run(vlevel_api, automation)  # rests in CALLING_AI
     later = timezone.now() + timedelta(hours=10)
     assert scheduler.tick(now=later)["timeouts"] == 0
