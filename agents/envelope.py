@@ -93,6 +93,20 @@ class JobEnvelopeIn(_Strict):
             {"intent": self.intent.value, "scope": self.scope.model_dump(mode="json"), "payload": self.payload}
         )
 
+    def content_hash(self) -> str:
+        """What a caller's idempotency key stands for: the work asked (intent, scope, payload and
+        constraints), not the ids or times a retrying client may regenerate."""
+        return content_hash(
+            self.intent.value,
+            self.scope.model_dump(mode="json"),
+            self.payload,
+            self.constraints.model_dump(mode="json"),
+        )
+
+
+def content_hash(intent: str, scope: dict[str, Any], payload: dict[str, Any], constraints: dict[str, Any]) -> str:
+    return stable_hash({"intent": intent, "scope": scope, "payload": payload, "constraints": constraints})
+
 
 def stable_hash(content: dict[str, Any]) -> str:
     """SHA-256 of canonical JSON (keys sorted at every depth): the same content in another key
@@ -114,6 +128,7 @@ class BudgetUsage(_Strict):
     tokensUsed: NonNegativeInt | None = None
     docsRetrieved: NonNegativeInt | None = None
     apiCalls: NonNegativeInt | None = None
+    costUsed: float | None = Field(None, ge=0, description="dollars spent so far, against constraints.budget")
 
 
 class GraphStateUpdate(_Strict):

@@ -52,7 +52,18 @@ def fire(job: Job, output: AgentOutput, context: dict[str, Any]) -> Escalation |
         fired.append("nextAction == 'escalate'")
     if not fired:
         return None
-    human = bool(config["human_required"] or output.human_required)
+    return _open(job, fired, human=bool(config["human_required"] or output.human_required))
+
+
+def open_for(job: Job, trigger: str) -> Escalation:
+    """A job the platform ended itself (its lease lost for good, its timeout past): escalated as
+    its manifest says (target agent, or the reviewer inbox when `human_required`), with what
+    happened as the trigger."""
+    return _open(job, [trigger], human=bool(job.manifest.document["escalation"]["human_required"]))
+
+
+def _open(job: Job, fired: list[str], *, human: bool) -> Escalation:
+    config = job.manifest.document["escalation"]
     escalation = Escalation.objects.create(
         job=job,
         triggers=fired,

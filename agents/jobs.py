@@ -15,17 +15,19 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import DateTimeField, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from agents import artifacts, conditions, escalations, kpis
 from agents import types as typelang
-from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
+from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, content_hash
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
 from agents.registry import manifest_document, manifest_types
 from governance import contracts
 from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
-from governance.principals import Principal
+from governance.principals import SYSTEM, Principal
 from governance.services import record
 
 
@@ -121,8 +123,8 @@ def admit(envelope: JobEnvelopeIn, *, actor: Principal) -> Admission:
 def validate_job(envelope: JobEnvelopeIn, *, actor: Principal) -> dict[str, Any]:
     """What POST /jobs would decide, without writing: the checks raise as they would there;
     otherwise the key it would use, and the job it would replay if one holds the key."""
+    replay = _replay(_submitter(actor), envelope.idempotency_key(), envelope, timezone.now())  # 409 first, as there
     admission = admit(envelope, actor=actor)
-    replay = _live_claim(admission.agent, admission.key, timezone.now())
     return {
         "valid": True,
         "idempotencyKey": admission.key,
@@ -137,7 +139,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     agent = _submitter(actor)
     key = envelope.idempotency_key()
     now = timezone.now()
-    replay = _live_claim(agent, key, now)
+    replay = _replay(agent, key, envelope, now)
     if replay is not None:  # the common replay: no checks to redo, no write
         return replay, False
     admission = admit(envelope, actor=actor)
@@ -147,7 +149,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
         with transaction.atomic():
             if not _claim(agent, key, job_id, now):
                 # Held by a submission that committed first: replay it.
-                return _live_claim(agent, key, now), False
+                return _replay(agent, key, envelope, now), False
             job = Job.objects.create(
                 job_id=job_id,
                 trace_id=envelope.traceId or uuid4(),
@@ -242,6 +244,25 @@ def _path(path: str) -> list[str | int]:
     return segments
 
 
+def _replay(agent: Agent, key: str, envelope: JobEnvelopeIn, now) -> Job | None:
+    """The job a live claim on ``key`` holds, to replay. A key the caller chose stands for one
+    piece of work: the same key with other content (intent, scope, payload, constraints) is a
+    409 IDEMPOTENCY_KEY_REUSED, not a replay of unrelated work. A key the server computed from
+    the content cannot collide so."""
+    job = _live_claim(agent, key, now)
+    if job is not None and envelope.idempotencyKey is not None:
+        held = content_hash(job.intent, job.scope, job.payload, job.constraints)
+        if held != envelope.content_hash():
+            raise Conflict(
+                f"Idempotency key {key!r} was used for other content by job {job.job_id} "
+                f"within the result TTL; use another key for other work.",
+                code="IDEMPOTENCY_KEY_REUSED",
+                idempotencyKey=key,
+                jobId=str(job.job_id),
+            )
+    return job
+
+
 def _live_claim(agent: Agent, key: str, now) -> Job | None:
     claim = (
         IdempotencyKey.objects.filter(agent=agent, key=key, expires_at__gt=now)
@@ -280,14 +301,65 @@ def _initial_budget(max_tokens: int) -> dict[str, int]:
     return {"tokensUsed": 0, "tokensRemaining": max_tokens, "docsRetrieved": 0, "apiCalls": 0}
 
 
-def _locked(job: Job, actor: Principal) -> Job:
-    """The job, locked for this change: only the agent that owns it (or the system) drives it."""
+def timeout_at(job: Job):
+    """When ``constraints.timeout`` (ms, counted from the first start) runs out; None before a start."""
+    timeout = job.constraints.get("timeout")
+    if job.started_at is None or not timeout:
+        return None
+    return job.started_at + timedelta(milliseconds=timeout)
+
+
+def _locked(job: Job, actor: Principal, *, writer: str | None = None) -> Job:
+    """The job, locked for this change: only the agent that owns it (or the system) drives it,
+    and only while it is live: not finished, not past ``expiresAt``, not past its timeout (the
+    sweeper records those ends; until it runs, writes are already refused). With ``writer``
+    (state and result), only the worker holding the current lease writes; a job never leased
+    (no attempt yet) takes writes from its agent without one."""
     if actor.user is not None or (actor.agent is not None and actor.agent.pk != job.agent_id):
         raise Forbidden("Only the agent that owns the job changes it.")
     locked = Job.objects.select_for_update(of=("self",)).select_related("agent", "manifest").get(pk=job.pk)
     if locked.is_finished:
         raise Conflict(f"Job {locked.job_id} is {locked.status}; it takes no more changes.", jobStatus=locked.status)
+    now = timezone.now()
+    if locked.expires_at is not None and locked.expires_at <= now:
+        raise Conflict(
+            f"Job {locked.job_id} expired at {locked.expires_at.isoformat()}; it takes no more changes.",
+            jobStatus=Job.Status.EXPIRED,
+            expiresAt=locked.expires_at,
+        )
+    deadline = timeout_at(locked)
+    if deadline is not None and deadline <= now:
+        raise Conflict(
+            f"Job {locked.job_id} ran past its timeout of {locked.constraints['timeout']} ms "
+            f"({deadline.isoformat()}); it takes no more changes.",
+            jobStatus=Job.Status.FAILED,
+            timeoutAt=deadline,
+        )
+    if writer is not None:
+        _check_writer(locked, writer, now)
     return locked
+
+
+def _check_writer(job: Job, writer: str, now) -> None:
+    if job.lease_owner and job.lease_owner != writer:
+        raise Conflict(
+            f"The job is leased by {job.lease_owner}, not {writer}: only the current lease owner writes.",
+            leaseOwner=job.lease_owner,
+            leaseExpiresAt=job.lease_expires_at,
+        )
+    if job.lease_owner and (job.lease_expires_at is None or job.lease_expires_at <= now):
+        raise Conflict(
+            f"The lease of {writer} expired at {job.lease_expires_at.isoformat() if job.lease_expires_at else '-'}; "
+            "take the lease again before writing.",
+            leaseOwner=job.lease_owner,
+            leaseExpiresAt=job.lease_expires_at,
+        )
+    if not job.lease_owner and job.attempts > 0:
+        raise Conflict(
+            f"Job {job.job_id} has no live lease (attempt {job.attempts} ended); take the lease before writing.",
+            attempts=job.attempts,
+            nextAttemptAt=job.next_attempt_at,
+        )
 
 
 @transaction.atomic
@@ -319,8 +391,11 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
 
 
 @transaction.atomic
-def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal) -> Job:
-    job = _locked(job, actor)
+def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal, writer: str | None = None) -> Job:
+    """``writer``: the worker writing (the API passes X-Lease-Owner or the key prefix); an
+    in-process caller that leaves it out writes as the lease holder of the ``job`` it passes
+    (the one claim_lease returned it)."""
+    job = _locked(job, actor, writer=job.lease_owner if writer is None else writer)
     budget = dict(job.budget)
     if update.budget is not None:
         for field, value in update.budget.model_dump(exclude_none=True).items():
@@ -335,6 +410,20 @@ def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal) -> Job
                 tokensRemaining=remaining,
             )
         budget["tokensRemaining"] = remaining
+        max_docs = job.constraints.get("maxDocs")
+        if max_docs is not None and budget.get("docsRetrieved", 0) > max_docs:
+            raise Conflict(
+                f"Document budget exceeded: {budget['docsRetrieved']} retrieved of {max_docs}.",
+                docsRetrieved=budget["docsRetrieved"],
+                maxDocs=max_docs,
+            )
+        limit = job.constraints.get("budget")
+        if limit is not None and budget.get("costUsed", 0) > limit:
+            raise Conflict(
+                f"Cost budget exceeded: ${budget['costUsed']} spent of ${limit}.",
+                costUsed=budget["costUsed"],
+                budget=limit,
+            )
     visited = [*job.visited_nodes, *update.visitedNodes]
     if update.currentNode is not None and update.currentNode != job.current_node:
         job.current_node = update.currentNode
@@ -353,10 +442,11 @@ def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal) -> Job
 
 
 @transaction.atomic
-def submit_result(job: Job, output: AgentOutput, *, actor: Principal) -> dict[str, Any]:
+def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: str | None = None) -> dict[str, Any]:
     """Store the AgentOutput, check post-conditions, record KPIs, fire escalations, then finish
-    the job (or schedule its retry). Returns what the agent needs to know."""
-    job = _locked(job, actor)
+    the job (or schedule its retry). Returns what the agent needs to know. ``writer`` as for
+    update_state."""
+    job = _locked(job, actor, writer=job.lease_owner if writer is None else writer)
     now = timezone.now()
     context = output.evaluation_context(job.payload)
     post = _evaluate(job.manifest.document["validation"]["post_conditions"], context)
@@ -387,3 +477,101 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal) -> dict[st
         "escalation": escalations.describe(escalation) if escalation else None,
         "nextAttemptAt": job.next_attempt_at if job.status == Job.Status.QUEUED else None,
     }
+
+
+# --- The sweeper: every job ends ------------------------------------------------------------
+
+SWEEP_BATCH = 500
+_JOB = Job._meta.db_table
+_TIMEOUT_AT = RawSQL(
+    f"{_JOB}.started_at + ({_JOB}.constraints->>'timeout')::bigint * interval '1 millisecond'",
+    [],
+    output_field=DateTimeField(),
+)
+
+
+def _due(now) -> Q:
+    """Live jobs the sweeper has something to do with (rechecked on the locked row)."""
+    return Q(status__in=[Job.Status.QUEUED, Job.Status.RUNNING]) & (
+        Q(expires_at__lte=now) | Q(timeout_at__lte=now) | Q(status=Job.Status.RUNNING, lease_expires_at__lte=now)
+    )
+
+
+def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, int]:
+    """Beat task body (``agents.sweep_jobs``): end or re-queue the jobs nobody will finish.
+
+    * past ``expiresAt``: expired (artifacts, no escalation: the submitter's deadline passed);
+    * past ``constraints.timeout`` since the first start: failed (no retry: the clock does not
+      restart), with artifacts, an escalation per the manifest and a failed KPI sample;
+    * a lease expired: re-queued with backoff while attempts remain (``JOB_LOCK_RETRY``),
+      otherwise failed like a timeout.
+
+    Each job is decided in its own transaction on its row lock, taken with SKIP LOCKED: two
+    sweepers share the work, a job a worker is writing right now waits for the next run, and a
+    job already handled no longer qualifies (so running it twice changes nothing)."""
+    now = now or timezone.now()
+    counts = {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0}
+    candidates = list(
+        Job.objects.annotate(timeout_at=_TIMEOUT_AT).filter(_due(now)).order_by().values_list("pk", flat=True)[:batch]
+    )
+    for pk in candidates:
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(of=("self",), skip_locked=True)
+                .select_related("agent", "manifest")
+                .filter(pk=pk)
+                .first()
+            )
+            outcome = _sweep_one(job, now) if job is not None else None
+        if outcome is not None:
+            counts[outcome] += 1
+    return counts
+
+
+def _sweep_one(job: Job, now) -> str | None:
+    if job.is_finished:
+        return None
+    if job.expires_at is not None and job.expires_at <= now:
+        _end(job, Job.Status.EXPIRED, f"expired at {job.expires_at.isoformat()}", now)
+        return "expired"
+    deadline = timeout_at(job)
+    if deadline is not None and deadline <= now:
+        _end(job, Job.Status.FAILED, f"timeout of {job.constraints['timeout']} ms exceeded", now)
+        return "timed_out"
+    if job.status != Job.Status.RUNNING or job.lease_expires_at is None or job.lease_expires_at > now:
+        return None
+    retry = job.attempts < settings.JOB_LOCK_RETRY
+    record(
+        actor=SYSTEM,
+        action="job.lease_expired",
+        target=job,
+        owner=job.lease_owner,
+        attempt=job.attempts,
+        requeued=retry,
+    )
+    if not retry:
+        _end(job, Job.Status.FAILED, f"lease expired after {job.attempts} attempts", now)
+        return "failed"
+    delay = backoff_seconds(max(job.attempts, 1), settings.JOB_RETRY_BASE_SECONDS, settings.JOB_LOCK_BACKOFF)
+    job.status, job.next_attempt_at = Job.Status.QUEUED, now + timedelta(seconds=delay)
+    job.lease_owner, job.lease_expires_at = "", None
+    job.save(update_fields=["status", "next_attempt_at", "lease_owner", "lease_expires_at"])
+    return "requeued"
+
+
+def _end(job: Job, status: str, reason: str, now) -> None:
+    """Finish a job the platform ends: the reason among its errors, then (when failed) a KPI
+    sample of a failed run and an escalation per the manifest, then its artifacts."""
+    job.status, job.finished_at = status, now
+    job.lease_owner, job.lease_expires_at = "", None
+    job.errors = [
+        *job.errors,
+        {"node": job.current_node, "message": reason, "timestamp": now.isoformat(), "recoverable": False},
+    ]
+    job.save()
+    record(actor=SYSTEM, action=f"job.{status}", target=job, reason=reason, attempts=job.attempts)
+    if status == Job.Status.FAILED:
+        kpis.record_samples(job, AgentOutput(success=False), at=now)
+        escalations.open_for(job, reason)
+    artifacts.generate(job)
+    escalations.child_job_finished(job)

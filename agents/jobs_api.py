@@ -6,7 +6,7 @@ from uuid import UUID
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Router, Schema, Status
+from ninja import Header, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from agents import jobs
@@ -50,7 +50,7 @@ def serialize(job: Job) -> dict[str, Any]:
             {**vars(a), "url": reverse("api:job_artifact", kwargs={"job_id": job.job_id, "kind": a.kind})}
             for a in job.artifact_files.all()
         ],
-        "escalations": [] if job.output is None else [
+        "escalations": [] if job.output is None and not job.is_finished else [
             describe(e) for e in job.escalations.select_related("target_agent")
         ],
     }  # fmt: skip
@@ -139,16 +139,36 @@ def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -
     return serialize(jobs.claim_lease(job, actor=request.auth, owner=owner, ttl_seconds=ttl))
 
 
+LEASE_OWNER = Header(
+    None,
+    alias="X-Lease-Owner",
+    max_length=200,
+    description="The writing worker, as it named itself in POST /lease (`owner`); defaults to the key's prefix.",
+)
+
+
+def _writer(request: HttpRequest, lease_owner: str | None) -> str:
+    return lease_owner or request.auth.api_key.prefix
+
+
 @router.post("/{job_id}/state", response=JobOut)
-def update_state(request: HttpRequest, job_id: UUID, data: GraphStateUpdate) -> dict:
-    """GraphState update; 409 when the job is finished or the token budget would go below zero."""
-    return serialize(jobs.update_state(_owned_job(request.auth, job_id), data, actor=request.auth))
+def update_state(
+    request: HttpRequest, job_id: UUID, data: GraphStateUpdate, lease_owner: str | None = LEASE_OWNER
+) -> dict:
+    """GraphState update. 409 when the job is finished, expired or past its timeout, when the
+    caller is not the current lease owner (`X-Lease-Owner`, or the key's prefix) or its lease
+    expired, and when a usage total passes its constraint (`maxTokens`, `maxDocs`, `budget` in
+    dollars against `costUsed`)."""
+    job = _owned_job(request.auth, job_id)
+    return serialize(jobs.update_state(job, data, actor=request.auth, writer=_writer(request, lease_owner)))
 
 
 @router.post("/{job_id}/result", response=JobResultOut)
-def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput) -> dict:
-    """AgentOutput: post-conditions and escalation triggers are evaluated."""
-    return jobs.submit_result(_owned_job(request.auth, job_id), data, actor=request.auth)
+def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_owner: str | None = LEASE_OWNER) -> dict:
+    """AgentOutput: post-conditions and escalation triggers are evaluated. 409 as for state
+    updates: only the current lease owner (or, before any lease, the owner agent) submits."""
+    job = _owned_job(request.auth, job_id)
+    return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
 
 
 @router.get("/{job_id}/artifacts/{kind}", url_name="job_artifact", response={200: None})

@@ -65,6 +65,9 @@ class ToolCallOut(Schema):
     remaining: int
     called_at: datetime
     grantId: int | None = Field(None, description="The reviewer's approval this call used, for approval-gated tools.")
+    dryRun: bool = Field(
+        False, description="The call names a `dryRun` job: recorded, never to be made (and never sent to a reviewer)."
+    )
 
 
 class LeaseIn(Schema):

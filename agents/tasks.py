@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from agents import escalations
+from agents import escalations, jobs
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
 def escalation_timeouts() -> dict[str, int]:
     """Re-escalate escalations not handled in time; expire those already re-escalated."""
     return escalations.process_overdue()
+
+
+@shared_task(name="agents.sweep_jobs", ignore_result=True, acks_late=True)
+def sweep_jobs() -> dict[str, int]:
+    """Jobs always end: re-queue or fail those whose lease expired, expire those past expiresAt,
+    fail those past constraints.timeout. Idempotent; concurrent runs share the work."""
+    return jobs.sweep()

@@ -79,7 +79,10 @@ def record_call(
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [agent.pk, tool_id])
     now = timezone.now()
     grant = None
-    if tool.requires_approval:
+    # A dryRun job produces no effects: its calls are recorded as dry, and a dry call of an
+    # approval-gated tool asks no reviewer (there is nothing to approve).
+    dry = job is not None and bool(job.constraints.get("dryRun"))
+    if tool.requires_approval and not dry:
         grant = _approved_grant(agent, tool, arguments or {}, job=job, actor=actor, now=now)
         if isinstance(grant, PendingApproval):
             return grant
@@ -97,7 +100,9 @@ def record_call(
             tool_id=tool_id,
             rate_limit=tool.rate_limit,
         )
-    call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now)
+    call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
+    if dry:
+        record(actor=actor, action="tool.dry_call", target=call, tool_id=tool_id, job=str(job.pk))
     if grant is not None:
         grant.status, grant.used_at, grant.tool_call = ToolGrant.Status.USED, now, call
         grant.save(update_fields=["status", "used_at", "tool_call"])
@@ -111,6 +116,7 @@ def record_call(
         "remaining": tool.rate_limit - len(recent) - 1,
         "called_at": now,
         "grantId": grant.pk if grant is not None else None,
+        "dryRun": dry,
     }
 
 

@@ -27,6 +27,7 @@ class ToolCall(models.Model):
     tool_id = models.CharField(max_length=200)
     job = models.ForeignKey("agents.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="tool_calls")
     called_at = models.DateTimeField()
+    dry_run = models.BooleanField(default=False, help_text="Named a dryRun job: recorded, not to be made")
 
     class Meta:
         ordering = ["-called_at"]

@@ -155,11 +155,14 @@ def test_other_content_makes_another_job(vlevel_api):
 @pytest.mark.django_db
 def test_a_caller_supplied_key_wins(vlevel_api):
     first = vlevel_api.post("/jobs", envelope(idempotencyKey="nightly-2026-11-21")).json()
-    again = vlevel_api.post("/jobs", envelope(idempotencyKey="nightly-2026-11-21", payload={"urls": URLS[:1]}))
+    again = vlevel_api.post("/jobs", envelope(idempotencyKey="nightly-2026-11-21"))
+    reused = vlevel_api.post("/jobs", envelope(idempotencyKey="nightly-2026-11-21", payload={"urls": URLS[:1]}))
 
     assert first["idempotencyKey"] == "nightly-2026-11-21"
     assert again.status_code == 200
     assert again.json()["jobId"] == first["jobId"]
+    assert reused.status_code == 409  # the key stands for other work (tests/agents/test_job_liveness.py)
+    assert reused.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
 
 
 @pytest.mark.django_db

@@ -78,6 +78,7 @@ def test_results_feed_the_report(vlevel_api):
         job = vlevel_api.post("/jobs", envelope(payload={"urls": [f"https://e.com/{n}"]})).json()
         from agents.models import Job
 
+        vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
         Job.objects.filter(pk=job["jobId"]).update(attempts=3)  # no retry: the failure counts now
         data = {"scores": [1], "recommendations": []}
         vlevel_api.post(f"/jobs/{job['jobId']}/result", result(success=success, data=data))
