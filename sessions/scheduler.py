@@ -20,6 +20,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agents import quotas
 from agents.models import Agent
 from governance import reviews
 from governance.exceptions import Conflict, Forbidden
@@ -92,6 +93,13 @@ def _require_manifest(agent: Agent) -> None:
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest.", agent=agent.agent_id)
 
 
+def _check_queue_quota(agent: Agent, actor: Principal) -> None:
+    """One more waiting AUTOMATION run (queued, suspended or orphaned) must fit the agent's quota;
+    the agent row is locked so simultaneous requests count one after the other."""
+    locked = _locked_agent(agent.pk)
+    quotas.check(locked, "queued_sessions", AISession.objects.filter(RESUMABLE, agent=locked), actor=actor)
+
+
 @transaction.atomic
 def start_chat(
     agent: Agent, *, actor: Principal, name: str, require_validation: bool, now: datetime | None = None
@@ -148,6 +156,7 @@ def queue_automation_session(
     """An AUTOMATION session the agent drives itself: queued, started when its turn comes."""
     now = now or timezone.now()
     _require_manifest(agent)
+    _check_queue_quota(agent, actor)
     session = AISession.objects.create(
         agent=agent, name=name, type=SessionType.AUTOMATION.value, require_validation=require_validation,
         queued_at=now, trigger=Automation.Trigger.MANUAL.value,
@@ -165,6 +174,7 @@ def execute_automation(
     """MANUAL trigger: a new run joins the agent's queue; it starts now only if it is first."""
     now = now or timezone.now()
     _require_manifest(automation.agent)
+    _check_queue_quota(automation.agent, actor)
     session = _new_run(automation, Automation.Trigger.MANUAL.value, now)
     record(actor=actor, action="automation.executed", target=session, automation=automation.pk)
     fill_slot(automation.agent_id, now=now)

@@ -47,3 +47,21 @@ def test_a_quota_in_a_manifest_must_be_a_sane_number(admin_api):
 
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"][:3] == ["body", "quotas", "automations"]
+
+
+@pytest.mark.django_db
+def test_queued_automation_sessions_past_the_quota_are_429(vlevel_api, settings):
+    settings.AGENT_MAX_QUEUED_SESSIONS = 2
+    chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "holds the slot"})
+    assert chat.status_code == 201
+    for _ in range(2):
+        assert vlevel_api.post("/sessions", {"type": "AUTOMATION", "name": "later"}).status_code == 201
+
+    with nothing_written():
+        refused = vlevel_api.post("/sessions", {"type": "AUTOMATION", "name": "one too many"})
+
+    assert refused.status_code == 429
+    assert refused.json()["quota"] == "queued_sessions"
+    automation = vlevel_api.post("/automations", AUTOMATION).json()
+    assert vlevel_api.post(f"/automations/{automation['id']}/execute").status_code == 429
+    assert AISession.objects.filter(type="AUTOMATION").count() == 2
