@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint format clean bench
+.PHONY: install run test lint format clean bench fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ run: install
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Schemathesis over the whole OpenAPI document (agent key and operator key), FUZZ_EXAMPLES per
+# operation and key; prints how many requests were sent and how many answered 5xx.
+FUZZ_EXAMPLES ?= 1000
+fuzz: install
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/api_fuzz -q -s -p no:logging $(PYTEST_ARGS)
 
 bench: install
 	$(PY) -m pip install -q -r bench/requirements.txt

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Header, Router, Schema, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents import jobs
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
@@ -17,6 +17,7 @@ from agents.schemas import JobOut, JobResultOut, LeaseIn
 from governance.access import get_for, require_owner_agent
 from governance.exceptions import NotFound
 from governance.principals import Principal
+from governance.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["jobs"])
 
@@ -110,7 +111,7 @@ class _LazySerialized:
 
 
 @router.get("", response=list[JobOut])
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def list_jobs(
     request: HttpRequest, status: Job.Status | None = None, intent: str | None = None, agent: str | None = None
 ) -> _LazySerialized:

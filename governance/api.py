@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -13,13 +14,82 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from governance import exceptions, health
 from governance.auth import any_key
 from governance.principals import Principal
-from governance.problems import problem_response
+from governance.problems import PROBLEM_CONTENT_TYPE, problem_response
 from governance.services import record_refusal, refused_key
 
 logger = logging.getLogger(__name__)
 security_log = logging.getLogger("governance.security")
 
-api = NinjaAPI(
+DATABASE_RETRY_AFTER = 30  # seconds: a restart or a failover, not a lasting outage
+
+PROBLEM_SCHEMA = {
+    "type": "object",
+    "description": "RFC 9457 problem details; a 422 lists every failing field in `errors`.",
+    "required": ["type", "title", "status", "detail", "errors"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg", "type"],
+                "properties": {
+                    "loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                    "msg": {"type": "string"},
+                    "type": {"type": "string"},
+                },
+            },
+        },
+    },
+    "additionalProperties": True,
+}
+COMMON_PROBLEMS = {
+    400: "Bad request (malformed HTTP).",
+    403: "The key may not do this.",
+    404: "No such object, or not visible to this key.",
+    409: "Refused state transition or conflicting write.",
+    422: "Invalid path, query or body; `errors` names each field.",
+    429: "Rate limited; see Retry-After.",
+    503: "A dependency (the database) is unavailable; see Retry-After.",
+}
+BODY_PROBLEMS = {413: "Body over the size limit.", 415: "Body of a media type the operation does not take."}
+
+
+def _with_problem_responses(schema: dict) -> dict:
+    """Every operation declares the problems it can answer, all as application/problem+json: the
+    common ones here, once, rather than in each operation's `response=`."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    reference = {"$ref": "#/components/schemas/Problem"}
+    for methods in schema.get("paths", {}).values():
+        for operation in methods.values():
+            responses = operation["responses"] = {str(k): v for k, v in operation.get("responses", {}).items()}
+            for status, response in responses.items():
+                content = response.get("content") or {}
+                if int(status) >= 400 and "application/json" in content:
+                    response["content"] = {PROBLEM_CONTENT_TYPE: content.pop("application/json")}
+            declared = {**COMMON_PROBLEMS, **(BODY_PROBLEMS if "requestBody" in operation else {})}
+            if operation.get("security"):
+                declared[401] = "No valid API key."
+            for status, description in sorted(declared.items()):
+                responses.setdefault(
+                    str(status),
+                    {
+                        "description": description,
+                        "content": {PROBLEM_CONTENT_TYPE: {"schema": reference}},
+                    },
+                )
+    return schema
+
+
+class GovernanceAPI(NinjaAPI):
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> dict:
+        return _with_problem_responses(super().get_openapi_schema(*args, **kwargs))
+
+
+api = GovernanceAPI(
     title="Agent governance control plane",
     version="1",
     description=(
@@ -127,6 +197,24 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return problem_response(413, detail="Request body exceeds the size limit.")
 
 
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def _database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    logger.error("[api] database unavailable: %s %s: %s", request.method, request.path, exc)
+    return problem_response(
+        503,
+        detail="The database is unavailable; retry later.",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+    )
+
+
+@api.exception_handler(RecursionError)
+def _too_deep(request: HttpRequest, exc: RecursionError) -> HttpResponse:
+    # Only input nests without bound (YAML front matter, JSON in a text field, ...).
+    msg = "the document is nested too deeply"
+    return problem_response(422, detail=msg, errors=[{"loc": ["body"], "msg": msg, "type": "nesting_depth"}])
+
+
 @api.exception_handler(Exception)
 def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     # Never a traceback in an answer; the log has it.
@@ -148,11 +236,34 @@ class HealthOut(Schema):
     heartbeat: HeartbeatOut
 
 
-@api.get("/health", auth=None, response={200: HealthOut, 503: HealthOut}, tags=["health"])
-def get_health(request: HttpRequest) -> Status:
-    """Database, pgvector and broker, each really exercised; plus when the heartbeat task last ran."""
+class HealthProblemOut(Schema):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]]
+    database: str
+    vector: str
+    broker: str
+    heartbeat: HeartbeatOut
+
+
+@api.get("/health", auth=None, response={200: HealthOut, 503: HealthProblemOut}, tags=["health"])
+def get_health(request: HttpRequest) -> Status | HttpResponse:
+    """Database, pgvector and broker, each really exercised; plus when the heartbeat task last ran.
+    503 (problem+json, with Retry-After) when the database or pgvector fails, with the same report."""
     report = health.report()
-    return Status(200 if report["status"] == "ok" else 503, report)
+    if report["status"] == "ok":
+        return Status(200, report)
+    components = {name: report[name] for name in ("database", "vector", "broker", "heartbeat")}
+    failing = [name for name in ("database", "vector") if report[name] != "ok"]
+    return problem_response(
+        503,
+        detail=f"Unavailable: {', '.join(failing)}.",
+        errors=[{"loc": [name], "msg": report[name], "type": "dependency"} for name in failing],
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+        **components,
+    )
 
 
 def _mount_routers() -> None:

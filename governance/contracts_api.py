@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.http import HttpRequest
 from ninja import Body, Field, Query, Router, Schema
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.models import Job
 from governance import contract_spec, contracts
@@ -18,6 +18,7 @@ from governance.auth import operator_key
 from governance.exceptions import Forbidden, InvalidInput
 from governance.models import Contract, ContractCheck
 from governance.principals import Principal
+from governance.validation import BoundedLimitOffsetPagination
 from sessions.models import AISession
 
 router = Router(tags=["contracts"])
@@ -152,7 +153,7 @@ def _report(check: ContractCheck) -> dict[str, Any]:
 
 
 @router.get("", response=list[ContractSummary])
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def list_contracts(request: HttpRequest, section: str | None = None, q: str | None = None) -> Any:
     """The current version of every contract, by section then name."""
     agent_or_perm(request.auth, "governance.view_contract")

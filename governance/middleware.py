@@ -7,7 +7,10 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from governance import validation
 from governance.problems import PROBLEM_CONTENT_TYPE, problem_response
+
+API_PREFIX = "/api/v1/"
 
 
 class RequestSizeLimitMiddleware:
@@ -52,3 +55,49 @@ class ApiProblemMiddleware:
             headers = {name: response[name] for name in ("Allow", "Retry-After") if response.has_header(name)}
             return problem_response(response.status_code, headers=headers)
         return response
+
+
+class ApiInputGuardMiddleware:
+    """Refuse, before any view, what no operation can store (governance/validation.py): NUL
+    characters in the path, the query or a body, non-finite numbers in a JSON body, query bounds
+    past PostgreSQL's bigint (422 naming each field), and a body of a media type the operation does
+    not declare (415)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path_info.startswith(API_PREFIX):
+            return self.get_response(request)
+        errors = validation.path_errors(request) + validation.query_errors(request)
+        if errors:
+            return problem_response(422, detail="The request is invalid; see errors.", errors=errors)
+        refused = self._body_refusal(request)
+        return refused or self.get_response(request)
+
+    @staticmethod
+    def _body_refusal(request: HttpRequest) -> HttpResponse | None:
+        if request.method not in {"POST", "PUT", "PATCH"}:
+            return None
+        accepted = validation.accepted_media_types(request.method, request.path_info[len(API_PREFIX) :])
+        body = request.body
+        if accepted is None or not body:
+            return None
+        kind = validation.media_type(request)
+        if kind not in accepted:
+            listed = ", ".join(sorted(accepted))
+            return problem_response(
+                415,
+                detail=f"This operation takes a body of type {listed}, not {kind or 'an untyped body'}.",
+                errors=[{"loc": ["header", "Content-Type"], "msg": f"expected {listed}", "type": "media_type"}],
+            )
+        if validation.is_json(kind):
+            decoded = validation.decode_json(body)
+            errors = decoded[1] if decoded else []
+        elif b"\x00" in body:
+            errors = [validation.error(["body"], "must not contain the NUL character", "string_nul")]
+        else:
+            errors = []
+        if errors:
+            return problem_response(422, detail="The request is invalid; see errors.", errors=errors)
+        return None

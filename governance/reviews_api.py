@@ -5,19 +5,20 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Router
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from governance import reviews
 from governance.auth import operator_key
 from governance.exceptions import Forbidden
 from governance.models import ReviewDecision, ReviewItem
 from governance.schemas import DecisionIn, DecisionOut, ReviewItemOut
+from governance.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["reviews"], auth=operator_key)
 
 
 @router.get("", response=list[ReviewItemOut])
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet[ReviewItem]:
     if not request.auth.has_perm("governance.view_reviewitem"):
         raise Forbidden("Your account may not view review items.")

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "governance.middleware.ApiProblemMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "governance.middleware.RequestSizeLimitMiddleware",
+    "governance.middleware.ApiInputGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

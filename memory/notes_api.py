@@ -122,7 +122,7 @@ def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     return Status(201 if created else 200, note)
 
 
-@router.post("/clarifications", response={201: ClarificationsCreatedOut, 503: dict})
+@router.post("/clarifications", response={201: ClarificationsCreatedOut})
 def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status | HttpResponse:
     """Store the PO's four answers for a story, byte for byte, as its next version (agents;
     operators with `memory.add_clarification`). 503 when the database refused the write."""
@@ -157,7 +157,18 @@ def list_clarifications(
     return {"items": items, "count": count}
 
 
-@router.get("/clarifications/{story}/markdown", response={200: str})
+@router.get(
+    "/clarifications/{story}/markdown",
+    response={200: None},
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The version as the seed's Markdown file.",
+                "content": {"text/markdown": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
 def export_clarifications(request: HttpRequest, story: str, version: int | None = None) -> HttpResponse:
     """One version (the newest by default) as the seed's Markdown file; 404 when there is none."""
     agent_or_perm(request.auth, "memory.view_clarification")

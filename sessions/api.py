@@ -6,12 +6,13 @@ from uuid import UUID
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Router, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents.models import Agent
 from governance.access import get_agent_for, get_for, require_owner_agent
 from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
+from governance.validation import BoundedLimitOffsetPagination, check_seed_messages
 from sessions import automations as automation_actions
 from sessions import profiles, prompt, scheduler
 from sessions.models import AISession, Automation, ProviderProfile, SessionMessage
@@ -81,7 +82,7 @@ def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
 
 
 @router.get("/{session_id}/messages", response=list[MessageOut])
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMessage]:
     """Messages in order (withdrawn fallbacks are not listed)."""
     session = _visible_session(request.auth, session_id)
@@ -129,6 +130,7 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
     """An automation from a SEED session (given, or made from `messages`) with a schedule, hosted
     on `providerProfile` when given (sessions/automations.py holds the rules)."""
     agent = _automation_agent(request.auth, data.agentId)
+    check_seed_messages([m.dict() for m in data.messages] if data.messages else None)
     automation = automation_actions.create_automation(
         agent,
         actor=request.auth,
