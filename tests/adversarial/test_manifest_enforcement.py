@@ -332,9 +332,9 @@ def test_an_alias_bomb_from_an_operator_without_the_permission_is_403(viewer_api
         pytest.param("[" * 10_000 + "]" * 10_000, YAML, "nested deeper than 32 levels", id="YAML brackets"),
         pytest.param("a:\n" + "".join(f"{' ' * n} b:\n" for n in range(1, 60)), YAML, "nested deeper",
                      id="YAML indentation"),
-        pytest.param("[" * 10_000 + "]" * 10_000, "application/json", "nested deeper than 32 levels",
-                     id="JSON brackets"),
-        pytest.param('{"a":' * 5_000 + "1" + "}" * 5_000, "application/json", "nested deeper", id="JSON objects"),
+        # Deep JSON is refused by the API's input guard before the manifest's own limit is reached.
+        pytest.param("[" * 10_000 + "]" * 10_000, "application/json", "nested", id="JSON brackets"),
+        pytest.param('{"a":' * 5_000 + "1" + "}" * 5_000, "application/json", "nested", id="JSON objects"),
         pytest.param(json.dumps({"id": "agent.seo.vlevel", "pad": "x" * 300_000}), "application/json",
                      "at most 256 KiB", id="JSON size"),
     ],
