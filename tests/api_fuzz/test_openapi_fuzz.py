@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
 from governance.wsgi import application
 from tests.conftest import _key, load
 
-MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
+MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
