@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from agents import kpis, registry, tools
 from agents.manifest import MAX_DOCUMENT_BYTES
@@ -17,6 +17,7 @@ from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolApprovalPendingO
 from agents.services import register_agent
 from governance.access import get_agent_for
 from governance.exceptions import InvalidInput
+from governance.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["agents"])
 
@@ -43,7 +44,7 @@ def _manifest_response(manifest, status: int, warnings: list[dict] | None = None
 
 
 @router.get("", response=list[AgentOut])
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffsetPagination)
 def list_agents(request: HttpRequest) -> QuerySet[Agent]:
     """The agents the caller may see: an agent key sees only its own agent."""
     return Agent.objects.visible_to(request.auth).select_related("active_manifest")
