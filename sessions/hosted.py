@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from governance.exceptions import Conflict
 from governance.principals import Principal
 from sessions import prompt
 from sessions.machine import Event, Phase
@@ -91,9 +92,19 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
             "cacheWrite": response.cache_write_tokens,
             "cacheRead": response.cache_read_tokens,
         }
-        apply_event(
-            session.pk, Event.AI_RESPONSE_RECEIVED, {"content": response.content, "tokens": tokens}, actor=actor
-        )
+        try:
+            apply_event(
+                session.pk, Event.AI_RESPONSE_RECEIVED, {"content": response.content, "tokens": tokens}, actor=actor
+            )
+        except Conflict:
+            raise  # the session moved on meanwhile: the task drops the answer
+        except Exception as exc:
+            # An answer the platform cannot store (a NUL byte PostgreSQL refuses, say) must end the
+            # turn, not leave the session in CALLING_AI for ever.
+            logger.exception("[hosted] the answer of session %s could not be recorded", session.pk)
+            summary = f"AI provider error: {ErrorCategory.INVALID_RESPONSE} ({type(exc).__name__})"
+            apply_event(session.pk, Event.SYSTEM_ERROR_OCCURRED, {"summary": summary}, actor=actor)
+            return Event.SYSTEM_ERROR_OCCURRED.value
         return "answered"
     kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
     apply_event(session.pk, kind, {"summary": response.public_summary}, actor=actor)

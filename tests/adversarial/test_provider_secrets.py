@@ -307,3 +307,20 @@ def test_the_provider_key_reaches_the_provider_and_nothing_else(
     assert secret not in logged
     assert secret not in every_row()
     assert secret not in json.dumps(messages(vlevel_api, session_id))
+
+
+@pytest.mark.django_db
+def test_an_answer_the_platform_cannot_store_ends_the_turn_instead_of_hanging(vlevel_api, model_server):
+    local_profile(model_server.url)
+    allow_profiles("agent.seo.vlevel", PROFILE)
+    session_id = hosted_run(vlevel_api)
+    answer = {"choices": [{"message": {"role": "assistant", "content": "nul \u0000 byte"}}], "usage": {}}
+    model_server.status, model_server.body = 200, answer
+
+    outcome = hosted.call_provider(session_id, actor=SYSTEM)
+
+    session = AISession.objects.get(pk=session_id)
+    assert outcome == "SystemErrorOccurred"
+    assert session.phase != "CALLING_AI"
+    summaries = [m.system_message["summary"] for m in session.messages.exclude(system_message=None)]
+    assert any("invalid_response" in summary for summary in summaries)
