@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from kombu import pools as kombu_pools
 
 from governance.celery import app
 from governance.principals import SYSTEM
@@ -50,6 +51,10 @@ def worker(tmp_path):
         log.close()
         app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
         app.pool.force_close_all()
+        # A closed pool refuses every later send of this process: start new ones.
+        app._pool = None
+        app.amqp._producer_pool = None
+        kombu_pools.reset()
 
 
 def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel):
@@ -79,3 +84,30 @@ def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel):
     kinds = [(m.sender, m.system_type) for m in session.messages.order_by("seq")]
     assert kinds == [("USER", ""), ("AI", ""), ("SYSTEM", "DATA_ADDED"), ("AI", "")]
     assert session.tokens_used["output"] > 0
+
+
+def test_a_hosted_call_the_broker_lost_is_sent_again_past_its_deadline(request, vlevel):
+    """The call_provider message goes where no worker reads (the broker "lost" it); the session
+    rests in CALLING_AI. The tick past the phase's deadline sends the call again, and a real worker
+    carries the session to COMPLETED."""
+    profiles.create_profile(actor=SYSTEM, name="lossy-script", provider="scripted", options={"responses": SCRIPT})
+    created = automations.create_automation(
+        vlevel, actor=SYSTEM, name="Lossy", messages=[{"text": "Check jobs."}], trigger="SCHEDULED",
+        interval_minutes=60, profile_name="lossy-script",
+    )  # fmt: skip
+    Automation.objects.update(next_run_at=timezone.now() - timedelta(seconds=1))
+    assert scheduler.tick()["started"] == 1  # before any worker: the call goes to this run's idle queue
+    session = AISession.objects.get(automation_id=created.pk)
+    assert (session.phase, session.is_active) == ("CALLING_AI", True)
+    worker = request.getfixturevalue("worker")
+
+    assert scheduler.tick(now=session.phase_deadline_at - timedelta(seconds=1))["deadlines"] == 0
+    assert scheduler.tick(now=session.phase_deadline_at + timedelta(seconds=1))["deadlines"] == 1
+
+    def finished():
+        current = AISession.objects.get(pk=session.pk)
+        return current if current.phase == "COMPLETED" else None
+
+    done = wait_for(finished, timeout=90)
+    assert done is not None, worker.read_text()[-5000:]
+    assert (done.end_reason, done.total_roundtrips) == ("COMPLETED", 2)
