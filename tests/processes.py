@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -60,3 +62,39 @@ def wait_for(condition: Callable[[], object], timeout: float, interval: float = 
             return result
         time.sleep(interval)
     return None
+
+
+@contextmanager
+def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str) -> Iterator[Path]:
+    """A real Celery worker on the test database, with this process sending to its queue; yields
+    the worker's log file. On exit the worker stops and this process's broker pools start afresh:
+    a pool closed here would otherwise refuse every later send of the test run."""
+    from kombu import pools as kombu_pools
+
+    from governance.celery import app
+
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), **extra_env)
+    saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
+    app.conf.task_default_queue = child_env["CELERY_QUEUE"]
+    app.conf.broker_url = child_env["CELERY_BROKER_URL"]
+    if child_env["CELERY_BROKER_URL"].startswith("filesystem"):
+        folder = str(tmp_path / "var" / "celery" / "queue")
+        app.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder}
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+            cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            if wait_ready:
+                assert wait_for(lambda: "ready" in log_path.read_text(), timeout=60)
+            yield log_path
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
+            app.pool.force_close_all()
+            app._pool = None
+            app.amqp._producer_pool = None
+            kombu_pools.reset()

@@ -12,16 +12,13 @@ is then at most the deadline plus one tick period (tests/sessions/test_phase_dea
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from datetime import timedelta
 
 import pytest
-from kombu import pools as kombu_pools
 
-from governance.celery import app
 from sessions.models import AISession, Automation
-from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
+from tests.processes import celery_worker, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -34,31 +31,8 @@ ACTION = {"type": "mcp__supabase__execute_sql", "params": {"query": "select 1"}}
 def worker(tmp_path, settings):
     """A real worker on the test database, with the same short deadlines as this process."""
     settings.SESSION_PHASE_DEADLINES = DEADLINES
-    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), SESSION_PHASE_DEADLINES=DEADLINES)
-    saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
-    app.conf.task_default_queue = child_env["CELERY_QUEUE"]
-    app.conf.broker_url = child_env["CELERY_BROKER_URL"]
-    if child_env["CELERY_BROKER_URL"].startswith("filesystem"):
-        folder = str(tmp_path / "var" / "celery" / "queue")
-        app.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder}
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115  (closed below)
-    process = subprocess.Popen(
-        [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        assert wait_for(lambda: "ready" in (tmp_path / "worker.log").read_text(), timeout=60)
-        yield tmp_path / "worker.log"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
-        app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
-        app.pool.force_close_all()
-        # A closed pool refuses every later send of this process: start new ones.
-        app._pool = None
-        app.amqp._producer_pool = None
-        kombu_pools.reset()
+    with celery_worker(tmp_path, wait_ready=True, SESSION_PHASE_DEADLINES=DEADLINES) as log:
+        yield log
 
 
 def released(session_id) -> AISession | None:

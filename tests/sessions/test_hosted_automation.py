@@ -7,18 +7,15 @@ actor), like the demo loader does; no API caller can name one."""
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from kombu import pools as kombu_pools
 
-from governance.celery import app
 from governance.principals import SYSTEM
 from sessions import automations, profiles, scheduler
 from sessions.models import AISession, Automation
-from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
+from tests.processes import celery_worker, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -31,30 +28,8 @@ SCRIPT = [
 @pytest.fixture
 def worker(tmp_path):
     """A real Celery worker on the test database; this process sends to the same queue."""
-    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
-    saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
-    app.conf.task_default_queue = child_env["CELERY_QUEUE"]
-    app.conf.broker_url = child_env["CELERY_BROKER_URL"]
-    if child_env["CELERY_BROKER_URL"].startswith("filesystem"):
-        folder = str(tmp_path / "var" / "celery" / "queue")
-        app.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder}
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115  (closed below)
-    process = subprocess.Popen(
-        [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        yield tmp_path / "worker.log"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
-        app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
-        app.pool.force_close_all()
-        # A closed pool refuses every later send of this process: start new ones.
-        app._pool = None
-        app.amqp._producer_pool = None
-        kombu_pools.reset()
+    with celery_worker(tmp_path) as log:
+        yield log
 
 
 def test_a_scheduled_hosted_automation_runs_to_completed(worker, vlevel):
