@@ -123,3 +123,12 @@ def test_every_read_by_an_agent_is_recorded(vlevel_api, alice):
 def test_a_viewer_cannot_restrict_a_subject(viewer_api, alice):
     with nothing_written():
         assert viewer_api.put("/memory/subjects/alice/agents", {"agents": []}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_who_may_reach_a_subject_is_for_operators_to_read(vlevel, vlevel_api, outsider_api, viewer_api, alice):
+    alice.allowed_agents.add(vlevel)
+
+    assert vlevel_api.get("/memory/subjects/alice/agents").status_code == 403  # even an allowed agent
+    assert outsider_api.get("/memory/subjects/alice/agents").status_code == 403
+    assert viewer_api.get("/memory/subjects/alice/agents").json() == {"agents": ["agent.seo.vlevel"]}

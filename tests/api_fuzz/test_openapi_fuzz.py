@@ -91,5 +91,6 @@ def test_no_server_error_and_as_documented(case, bearer):
     SENT[response.status_code] += 1
     if response.status_code >= 500:
         SENT[("5xx", f"{case.method} {case.path} {response.status_code} {response.text[:120]!r}")] += 1
+    assert response.status_code < 500, f"{case.method} {case.formatted_path}: {response.status_code}"
     _problem_json_on_errors(response, case)
     case.validate_response(response, checks=CHECKS)
