@@ -12,6 +12,9 @@ import signal
 import stat
 import subprocess
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import psutil
 import pytest
@@ -38,6 +41,21 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+@contextmanager
+def make_run(child_env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen]:
+    """`make run` in its own session, its output in ``log_path``; killed if the test leaves it running."""
+    with open(log_path, "w") as log:
+        make = subprocess.Popen(
+            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield make
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+
+
 def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
     port = free_port()
     pgdata = tmp_path / "pgdata"
@@ -51,31 +69,23 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
 
-    with open(log_path, "w") as log:
-        make = subprocess.Popen(
-            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            healthy = wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=180)
-            assert healthy, log_path.read_text()[-4000:]
-            health = json.loads(_get(f"{base}/api/v1/health")[1])
-            assert health["database"] == health["vector"] == "ok"
-            assert health["broker"] == "ok"
-            assert _get(f"{base}/admin/login/")[0] == 200
-            assert _get(f"{base}/api/v1/docs")[0] == 200
-            assert _get(f"{base}/static/css/app.css")[0] == 200
-            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=30)
+    with make_run(child_env, log_path) as make:
+        healthy = wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=180)
+        assert healthy, log_path.read_text()[-4000:]
+        health = json.loads(_get(f"{base}/api/v1/health")[1])
+        assert health["database"] == health["vector"] == "ok"
+        assert health["broker"] == "ok"
+        assert _get(f"{base}/admin/login/")[0] == 200
+        assert _get(f"{base}/api/v1/docs")[0] == 200
+        assert _get(f"{base}/static/css/app.css")[0] == 200
+        assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=30)
 
-            processes = psutil.Process(make.pid).children(recursive=True)
-            postmaster = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
-            assert len(processes) >= 4  # serve, web, worker, beat (and their own children)
+        processes = psutil.Process(make.pid).children(recursive=True)
+        postmaster = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+        assert len(processes) >= 4  # serve, web, worker, beat (and their own children)
 
-            os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-            make.wait(timeout=90)
-        finally:
-            if make.poll() is None:
-                os.killpg(make.pid, signal.SIGKILL)
+        os.killpg(make.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        make.wait(timeout=90)
 
     output = log_path.read_text()
     assert "Demo account: reviewer / " in output
@@ -115,19 +125,11 @@ def test_a_second_make_run_prints_where_the_credentials_are_not_what_they_are(tm
 
 def _run_until_ready(child_env: dict[str, str], port: int, log_path) -> str:
     """One `make run` until it says it is ready, then Ctrl-C; returns what it printed."""
-    with open(log_path, "w") as log:
-        make = subprocess.Popen(
-            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            ready = wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180)
-            assert ready, log_path.read_text()[-4000:]
-            os.killpg(make.pid, signal.SIGINT)
-            make.wait(timeout=90)
-        finally:
-            if make.poll() is None:
-                os.killpg(make.pid, signal.SIGKILL)
+    with make_run(child_env, log_path) as make:
+        ready = wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180)
+        assert ready, log_path.read_text()[-4000:]
+        os.killpg(make.pid, signal.SIGINT)
+        make.wait(timeout=90)
     assert _get(f"http://127.0.0.1:{port}/api/v1/health")[0] == 0
     return log_path.read_text()
 
@@ -152,31 +154,23 @@ def test_a_crashed_worker_or_web_server_is_started_again_and_the_plane_keeps_ser
     )  # fmt: skip
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
-    with open(log_path, "w") as log:
-        make = subprocess.Popen(
-            ["make", "run"], cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        try:
-            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
-            serve = next(p for p in psutil.Process(make.pid).children(recursive=True) if "serve" in p.cmdline())
+    with make_run(child_env, log_path) as make:
+        assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
+        serve = next(p for p in psutil.Process(make.pid).children(recursive=True) if "serve" in p.cmdline())
 
-            for words in (("celery", "worker"), ("gunicorn",)):
-                crashed = _child(serve, *words)
-                crashed.kill()  # kill -9: no chance to clean up
-                replaced = wait_for(lambda w=words, c=crashed: (new := _child(serve, *w)) and new.pid != c.pid, 60)
-                assert replaced, log_path.read_text()[-3000:]
-                assert wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=60)
+        for words in (("celery", "worker"), ("gunicorn",)):
+            crashed = _child(serve, *words)
+            crashed.kill()  # kill -9: no chance to clean up
+            replaced = wait_for(lambda w=words, c=crashed: (new := _child(serve, *w)) and new.pid != c.pid, 60)
+            assert replaced, log_path.read_text()[-3000:]
+            assert wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=60)
 
-            assert _alive(serve)
-            output = log_path.read_text()
-            assert "worker exited with code -9; starting it again in 1 s." in output
-            assert "web exited with code -9; starting it again in 1 s." in output
-            health = json.loads(_get(f"{base}/api/v1/health")[1])
-            assert (health["database"], health["broker"]) == ("ok", "ok")
-            os.killpg(make.pid, signal.SIGINT)
-            make.wait(timeout=90)
-        finally:
-            if make.poll() is None:
-                os.killpg(make.pid, signal.SIGKILL)
+        assert _alive(serve)
+        output = log_path.read_text()
+        assert "worker exited with code -9; starting it again in 1 s." in output
+        assert "web exited with code -9; starting it again in 1 s." in output
+        health = json.loads(_get(f"{base}/api/v1/health")[1])
+        assert (health["database"], health["broker"]) == ("ok", "ok")
+        os.killpg(make.pid, signal.SIGINT)
+        make.wait(timeout=90)
     assert "Embedded PostgreSQL stopped." in log_path.read_text()
