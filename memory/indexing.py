@@ -7,14 +7,12 @@ A row's text is hashed; only new or changed texts are embedded again.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterable
 
 from django.db import transaction
 
+from governance import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
-
-logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
 
@@ -42,15 +40,7 @@ def schedule_embedding(kind: str, object_ids: Iterable[int]) -> None:
     if kind not in MODELS:
         raise ValueError(f"unknown embedding kind {kind!r}")
 
-    def send() -> None:
-        from governance.celery import app
-
-        try:
-            app.send_task("memory.embed", args=[kind, ids])
-        except Exception as exc:  # the broker is down: `embed_missing` (beat) catches up
-            logger.warning("[memory] could not enqueue embeddings: %s", exc.__class__.__name__)
-
-    transaction.on_commit(send)
+    dispatch.after_commit("memory.embed", kind, ids)
 
 
 def embed(kind: str, object_ids: list[int], *, backend=None) -> int:

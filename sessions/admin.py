@@ -18,7 +18,7 @@ from governance.principals import Principal
 from governance.services import record
 from sessions import automations as automation_actions
 from sessions import profiles
-from sessions.models import AISession, Automation, PromptChunk, ProviderProfile, SessionMessage
+from sessions.models import AISession, Automation, PromptChunk, ProviderCall, ProviderProfile, SessionMessage
 
 MESSAGE_PREVIEW_CHARS = 120
 
@@ -70,6 +70,15 @@ class MessageInline(ReadOnly, admin.TabularInline):
         return preview(obj)
 
 
+class ProviderCallInline(ReadOnly, admin.TabularInline):
+    """The hosted model calls of the session: what was asked of the provider, and how often."""
+
+    model = ProviderCall
+    extra = 0
+    fields = readonly_fields = ["turn", "profile", "status", "attempts", "started_at", "finished_at", "tokens", "error"]
+    ordering = ["turn"]
+
+
 @admin.register(AISession)
 class AISessionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = [
@@ -86,7 +95,7 @@ class AISessionAdmin(ReadOnly, admin.ModelAdmin):
     list_select_related = ["agent"]
     search_fields = ["name", "agent__agent_id", "session_id"]
     date_hierarchy = "created_at"
-    inlines = [MessageInline]
+    inlines = [MessageInline, ProviderCallInline]
 
 
 @admin.register(SessionMessage)

@@ -19,12 +19,12 @@ from django.utils import timezone
 from agents import quotas
 from agents.models import Agent
 from agents.registry import manifest_document
+from governance import dispatch
 from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
 from governance.services import record
 from sessions import scheduler
 from sessions.models import AISession, Automation, ProviderProfile
-from sessions.processor import enqueue
 from sessions.profiles import is_system
 
 SCHEDULE_NEEDS_INTERVAL = "A SCHEDULED automation needs an interval."
@@ -146,7 +146,7 @@ def create_automation(
         profile=profile.name if profile else None,
     )
     agent_pk = agent.pk
-    transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent_pk))
+    dispatch.after_commit("sessions.tick_agent", agent_pk)
     return automation
 
 
@@ -183,5 +183,5 @@ def change_automation(automation_id: int, *, actor: Principal, **changes: Any) -
         fields={field: str(getattr(value, "name", value)) for field, value in changes.items()},
     )
     agent_pk = automation.agent_id
-    transaction.on_commit(lambda: enqueue("sessions.tick_agent", agent_pk))
+    dispatch.after_commit("sessions.tick_agent", agent_pk)
     return automation

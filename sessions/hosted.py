@@ -10,13 +10,18 @@ secret, goes to the server log.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
+
+from django.db import DatabaseError, transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from governance.exceptions import Conflict
 from governance.principals import Principal
 from sessions import prompt
 from sessions.machine import Event, Phase
-from sessions.models import AISession, ProviderProfile
+from sessions.models import AISession, ProviderCall, ProviderProfile
 from sessions.processor import apply_event
 from sessions.providers.base import AIResponse, ErrorCategory, PromptData
 from sessions.providers.options import option_errors
@@ -24,6 +29,11 @@ from sessions.providers.registry import get_provider
 
 logger = logging.getLogger(__name__)
 
+# The hosted call's hard time limit (sessions.tasks.call_provider). A call started longer ago than
+# this has surely lost its worker: only then is it made again. The provider's own timeout (two
+# minutes, at most MAX_TIMEOUT_SECONDS) ends every call before the soft limit.
+CALL_TIME_LIMIT = 240
+CALL_LEASE = timedelta(seconds=CALL_TIME_LIMIT)
 SIMULATED_SUMMARY = "SIMULATED by the scripted demo provider, nothing was run: {type}"
 
 
@@ -70,45 +80,116 @@ def _still_allowed(session: AISession, profile: ProviderProfile) -> bool:
 
 
 def call_provider(session_id: str, *, actor: Principal) -> str:
-    """Query the automation's provider (outside any transaction: it may take two minutes), then
-    report the answer as the agent would: AIResponseReceived, NetworkErrorOccurred (retried
-    every 30 s in AUTOMATION) or SystemErrorOccurred (the session ends with ERROR)."""
-    session = AISession.objects.select_related("automation__profile", "agent__active_manifest").get(pk=session_id)
-    if not session.is_active or session.phase != Phase.CALLING_AI or not session.automation_id:
-        return "skipped"
-    profile = session.automation.profile
-    if profile is None:
-        return "skipped"
-    data, _ = prompt.build(session)
-    response = (
-        query(profile, data)
-        if _still_allowed(session, profile)
-        else _unusable(profile, f"the active manifest of {session.agent.agent_id} no longer lists this profile")
-    )
-    if response.success:
-        tokens = {
-            "input": response.input_tokens,
-            "output": response.output_tokens,
-            "cacheWrite": response.cache_write_tokens,
-            "cacheRead": response.cache_read_tokens,
-        }
+    """Ask the automation's model for the session's turn and report the answer as the agent
+    would: AIResponseReceived, NetworkErrorOccurred (retried in AUTOMATION, after the provider's
+    Retry-After when it gave one) or SystemErrorOccurred (the session ends with ERROR).
+
+    Exactly once per turn (ProviderCall): the call is claimed first, made outside any transaction
+    (it may take two minutes), and its answer stored before it is applied."""
+    claim = _claim(session_id)
+    if isinstance(claim, str):
+        return claim
+    session, call = claim
+    if call.status != ProviderCall.Status.ANSWERED:
+        response = _ask(session, session.automation.profile)
+        if not response.success:
+            kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
+            payload: dict[str, Any] = {"summary": response.public_summary}
+            if response.network_error and response.retry_after is not None:
+                payload["retryAfter"] = response.retry_after
+            _finish(call, status=ProviderCall.Status.FAILED, error=response.public_summary)
+            apply_event(session.pk, kind, payload, actor=actor)
+            return kind.value
         try:
-            apply_event(
-                session.pk, Event.AI_RESPONSE_RECEIVED, {"content": response.content, "tokens": tokens}, actor=actor
+            stored = _finish(
+                call, status=ProviderCall.Status.ANSWERED, content=response.content, tokens=_tokens(response)
             )
-        except Conflict:
-            raise  # the session moved on meanwhile: the task drops the answer
-        except Exception as exc:
-            # An answer the platform cannot store (a NUL byte PostgreSQL refuses, say) must end the
-            # turn, not leave the session in CALLING_AI for ever.
-            logger.exception("[hosted] the answer of session %s could not be recorded", session.pk)
-            summary = f"AI provider error: {ErrorCategory.INVALID_RESPONSE} ({type(exc).__name__})"
-            apply_event(session.pk, Event.SYSTEM_ERROR_OCCURRED, {"summary": summary}, actor=actor)
-            return Event.SYSTEM_ERROR_OCCURRED.value
-        return "answered"
-    kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
-    apply_event(session.pk, kind, {"summary": response.public_summary}, actor=actor)
-    return kind.value
+        except DatabaseError as exc:
+            return _unstorable(session, call, exc, actor=actor)
+        if not stored:
+            return "superseded"  # its worker was taken for gone and the call made again
+        call.refresh_from_db(fields=["content", "tokens"])
+    try:
+        apply_event(
+            session.pk, Event.AI_RESPONSE_RECEIVED, {"content": call.content, "tokens": call.tokens}, actor=actor
+        )
+    except Conflict:
+        raise  # the session moved on meanwhile: the task drops the answer
+    except Exception as exc:
+        return _unstorable(session, call, exc, actor=actor)
+    return "answered"
+
+
+def _claim(session_id: str) -> tuple[AISession, ProviderCall] | str:
+    """The session's current turn, claimed for this task: a new attempt, or the answer a dead
+    worker already stored. "skipped" when there is nothing to call (the session moved on, or it
+    is not hosted); "in flight" when another task is calling for this turn right now."""
+    now = timezone.now()
+    with transaction.atomic():
+        session = (
+            AISession.objects.select_for_update(of=("self",))
+            .select_related("automation__profile", "agent__active_manifest")
+            .filter(pk=session_id)
+            .first()
+        )
+        if session is None or not session.is_active or session.phase != Phase.CALLING_AI:
+            return "skipped"
+        if not session.automation_id or session.automation.profile is None:
+            return "skipped"
+        turn = session.messages.aggregate(last=Max("seq"))["last"] or 0
+        call, created = ProviderCall.objects.get_or_create(
+            session=session, turn=turn, defaults={"profile": session.automation.profile, "started_at": now}
+        )
+        if not created and call.status == ProviderCall.Status.ANSWERED:
+            return session, call
+        if not created and call.status == ProviderCall.Status.CALLING and now - call.started_at < CALL_LEASE:
+            logger.info("[hosted] call already in flight: session=%s turn=%s", session.pk, turn)
+            return "in flight"
+        call.status, call.attempts, call.started_at, call.finished_at = (
+            ProviderCall.Status.CALLING,
+            call.attempts + 1,
+            now,
+            None,
+        )
+        call.profile = session.automation.profile
+        call.save(update_fields=["status", "attempts", "started_at", "finished_at", "profile"])
+    return session, call
+
+
+def _ask(session: AISession, profile: ProviderProfile) -> AIResponse:
+    data, _ = prompt.build(session)
+    if not _still_allowed(session, profile):
+        why = f"the active manifest of {session.agent.agent_id} no longer lists this profile"
+        return _unusable(profile, why)
+    return query(profile, data)
+
+
+def _finish(call: ProviderCall, **fields: Any) -> bool:
+    """Record the attempt's end, unless another task has made the call again meanwhile."""
+    with transaction.atomic():  # a refused value (a NUL byte) rolls back this write alone
+        updated = ProviderCall.objects.filter(pk=call.pk, attempts=call.attempts).update(
+            finished_at=timezone.now(), **fields
+        )
+    return updated == 1
+
+
+def _tokens(response: AIResponse) -> dict[str, int]:
+    return {
+        "input": response.input_tokens,
+        "output": response.output_tokens,
+        "cacheWrite": response.cache_write_tokens,
+        "cacheRead": response.cache_read_tokens,
+    }
+
+
+def _unstorable(session: AISession, call: ProviderCall, exc: Exception, *, actor: Principal) -> str:
+    """An answer the platform cannot store (a NUL byte PostgreSQL refuses, say) ends the turn
+    instead of leaving the session in CALLING_AI for ever."""
+    logger.error("[hosted] the answer of session %s could not be recorded: %r", session.pk, exc)
+    summary = f"AI provider error: {ErrorCategory.INVALID_RESPONSE} ({type(exc).__name__})"
+    ProviderCall.objects.filter(pk=call.pk).update(status=ProviderCall.Status.FAILED, content="", error=summary)
+    apply_event(session.pk, Event.SYSTEM_ERROR_OCCURRED, {"summary": summary}, actor=actor)
+    return Event.SYSTEM_ERROR_OCCURRED.value
 
 
 def simulate_actions(session_id: str, *, actor: Principal) -> str:

@@ -140,6 +140,7 @@ _NEVER_TIMED_OUT = ACTIVE_PHASES | {Phase.WAITING_NETWORK_RETRY, Phase.AWAITING_
 RESUMABLE_END_REASONS = frozenset({EndReason.SUSPENDED, EndReason.NETWORK_ERROR})
 CLOSURE_DELAY = timedelta(seconds=5)
 NETWORK_RETRY_DELAY = timedelta(seconds=30)
+MAX_NETWORK_RETRY_DELAY = timedelta(hours=1)
 COMPLETION_CONFIRMATION_DELAY = timedelta(seconds=5)
 # Every active phase has a deadline (SESSION_PHASE_DEADLINES overrides these). CALLING_AI is the
 # seed's 2-minute HTTP timeout; the agent-run phases (delegated queries, actions) get longer.
@@ -422,14 +423,24 @@ def completion_rejected(state: State, event: EventInput, limits: Limits) -> tupl
 
 def network_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     summary = event.payload.get("summary") or "The AI provider could not be reached."
-    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
     if _is_chat(state):
         # The session stays active; the user tries again by sending a message.
+        message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
         return replace(state, phase=Phase.IDLE), [message]
-    new = replace(
-        state, phase=Phase.WAITING_NETWORK_RETRY, **_timer(event.at + NETWORK_RETRY_DELAY, Event.NETWORK_AVAILABLE)
-    )
+    delay = network_retry_delay(event.payload.get("retryAfter"))
+    if delay != NETWORK_RETRY_DELAY:
+        summary = f"{summary} The provider asked to wait: next attempt in {int(delay.total_seconds())} s."
+    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+    new = replace(state, phase=Phase.WAITING_NETWORK_RETRY, **_timer(event.at + delay, Event.NETWORK_AVAILABLE))
     return new, [message, effect("schedule")]
+
+
+def network_retry_delay(retry_after: Any) -> timedelta:
+    """The seed's 30 s between attempts, or longer when the provider said so (Retry-After), capped
+    at MAX_NETWORK_RETRY_DELAY so a wild header cannot park the session for days."""
+    if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after <= 0:
+        return NETWORK_RETRY_DELAY
+    return min(MAX_NETWORK_RETRY_DELAY, max(NETWORK_RETRY_DELAY, timedelta(seconds=retry_after)))
 
 
 def network_retry_scheduled(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:

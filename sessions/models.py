@@ -133,6 +133,44 @@ class ActionResult(models.Model):
         return f"{self.command_id}: {self.status}"
 
 
+class ProviderCall(models.Model):
+    """One hosted model call: the turn it answers, how many times the provider was asked, and the
+    answer, stored before it is applied to the session.
+
+    It is what makes a hosted call exactly-once. A worker that dies between storing the answer
+    and applying it leaves the answer here; the task delivered again applies it without asking
+    the model a second time. A second task for the same turn while a call is under way (the
+    phase deadline re-queues the call, the broker delivers again) finds the attempt in flight
+    and leaves it alone. Only a call whose worker is surely gone (started longer ago than the
+    task's hard time limit) is made again. Written by sessions/hosted.py only.
+    """
+
+    class Status(models.TextChoices):
+        CALLING = "calling"
+        ANSWERED = "answered"
+        FAILED = "failed"
+
+    session = models.ForeignKey(AISession, on_delete=models.PROTECT, related_name="provider_calls")
+    turn = models.PositiveIntegerField(help_text="The seq of the session's last message when the call began")
+    profile = models.ForeignKey(
+        "ProviderProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="calls"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CALLING)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times the provider was asked")
+    started_at = models.DateTimeField(help_text="When the latest attempt began")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    content = models.TextField(blank=True, help_text="The model's answer, kept until the session has it")
+    tokens = models.JSONField(default=dict, blank=True)
+    error = models.CharField(max_length=200, blank=True, help_text="The failure as the agent saw it")
+
+    class Meta:
+        ordering = ["session", "turn"]
+        constraints = [models.UniqueConstraint(fields=["session", "turn"], name="provider_call_once_per_turn")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} turn {self.turn}: {self.status} ({self.attempts} attempts)"
+
+
 class ProviderProfile(models.Model):
     """How the server reaches one model for hosted automations, set up by an operator.
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from agents.models import ManifestTool
 from agents.registry import manifest_document
-from governance import reviews
+from governance import dispatch, reviews
 from governance.exceptions import Conflict, Forbidden, InvalidInput
 from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
@@ -119,7 +119,6 @@ class _Run:
     actor: Principal
     now: datetime
     queue: deque[EventInput] = field(default_factory=deque)
-    on_commit: list[Any] = field(default_factory=list)
     # What this chain already knows, so each event costs as few statements as it can.
     _seq: int | None = None
     _ai: SessionMessage | None = None
@@ -153,9 +152,7 @@ class _Run:
         if deadline is not None and deadline != armed:
             # The deadline's own timer; the scheduler tick finds overdue sessions if it is lost.
             session_id = str(self.session.pk)
-            self.on_commit.append(
-                lambda: enqueue("sessions.phase_deadline", session_id, deadline.isoformat(), eta=deadline)
-            )
+            dispatch.after_commit("sessions.phase_deadline", session_id, deadline.isoformat(), eta=deadline)
 
     def _raise(self, event: Event, **payload: Any) -> None:
         self.queue.append(EventInput(event, self.now, payload))
@@ -232,7 +229,7 @@ class _Run:
     def _call_ai(self, before: machine.State, event: EventInput, data: dict) -> None:
         if self.session.automation_id and self.session.automation.provider:
             session_id = self.session.pk
-            self.on_commit.append(lambda: enqueue("sessions.call_provider", str(session_id)))
+            dispatch.after_commit("sessions.call_provider", str(session_id))
 
     def _store_ai_response(self, before: machine.State, event: EventInput, data: dict) -> None:
         content = event.payload.get("content")
@@ -403,7 +400,7 @@ class _Run:
             and automation.provider_config.get("simulate_actions")
         ):
             session_id = str(self.session.pk)
-            self.on_commit.append(lambda: enqueue("sessions.simulate_actions", session_id))
+            dispatch.after_commit("sessions.simulate_actions", session_id)
 
     def _record_results(self, before: machine.State, event: EventInput, data: dict) -> None:
         if self._action_message is not None:  # actions: what ActionResult holds, recorded once
@@ -435,7 +432,7 @@ class _Run:
 
     def _schedule(self, before: machine.State, event: EventInput, data: dict) -> None:
         session_id, at, fires = str(self.session.pk), self.session.timer_at, self.session.timer_event
-        self.on_commit.append(lambda: enqueue("sessions.fire_timer", session_id, fires, at.isoformat(), eta=at))
+        dispatch.after_commit("sessions.fire_timer", session_id, fires, at.isoformat(), eta=at)
 
     def _resume(self, before: machine.State, event: EventInput, data: dict) -> None:
         """Pick up transparently where the session stopped (no system message: seed section 6)."""
@@ -484,18 +481,7 @@ class _Run:
             # 30-second network retry delay, so a dead agent does not take its slot straight back.
             self.session.queued_at = self.now + machine.NETWORK_RETRY_DELAY
         agent_id = self.session.agent_id
-        self.on_commit.append(lambda: enqueue("sessions.tick_agent", agent_id))
-
-
-def enqueue(task_name: str, *args: Any, eta: datetime | None = None) -> None:
-    """Hand work to Celery after commit. A broker outage only delays it: the scheduler tick
-    picks up due timers and free slots on its own."""
-    from governance.celery import app
-
-    try:
-        app.send_task(task_name, args=list(args), eta=eta)
-    except Exception as exc:  # the broker is down; the tick is the backstop
-        logger.warning("[processor] could not enqueue %s: %s", task_name, exc.__class__.__name__)
+        dispatch.after_commit("sessions.tick_agent", agent_id)
 
 
 def _check_actor(session: AISession, actor: Principal, event: Event) -> None:
@@ -541,8 +527,6 @@ def apply_event(
             if reports_actions and session.phase == Phase.EXECUTING_ACTIONS:
                 payload = _with_action_outcome(run, payload)
             run.apply(kind, payload)
-            for callback in run.on_commit:
-                transaction.on_commit(callback)
     except IntegrityError as exc:
         # The partial unique index: another session of the agent became active first (an
         # operator's activation, a race with the scheduler). A conflict, never a 500.

@@ -18,6 +18,7 @@ from governance.exceptions import Forbidden, InvalidInput, NotFound
 from governance.principals import Principal
 from governance.services import record
 from sessions.models import ProviderProfile
+from sessions.providers.options import option_errors
 
 CHANGEABLE = ("provider", "model", "base_url", "secret_name", "internal", "options", "enabled")
 # Model fields as the API names them, for the ``loc`` of each error.
@@ -45,10 +46,21 @@ def _validated(profile: ProviderProfile, *, actor: Principal) -> None:
         profile.full_clean()
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
+            if field == "options":  # located at the option itself
+                problems = option_errors(profile.provider, profile.options)
+                errors.extend(
+                    {"loc": _option_loc(key), "msg": message, "type": "value_error"} for key, message in problems
+                )
+                continue
             loc = ["body"] if field == "__all__" else ["body", API_NAMES.get(field, field)]
             errors.extend({"loc": loc, "msg": message, "type": "value_error"} for message in messages)
     if errors:
         raise InvalidInput("The provider profile is not valid.", errors=errors)
+
+
+def _option_loc(key: str) -> list[str]:
+    """Where a wrong option is: at its key, or at ``options`` itself when it is not an object."""
+    return ["body", "options", key] if key else ["body", "options"]
 
 
 def _audit_fields(profile: ProviderProfile) -> dict[str, Any]:

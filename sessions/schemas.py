@@ -218,6 +218,15 @@ class SummaryPayload(_Payload):
     summary: str | None = None
 
 
+class NetworkErrorPayload(SummaryPayload):
+    retryAfter: int | None = Field(
+        None,
+        ge=0,
+        description="Seconds the provider asked to wait (its Retry-After): an AUTOMATION waits at least "
+        "this long, and at most an hour, before it calls again",
+    )
+
+
 class SessionCompletedPayload(_Payload):
     endReason: str | None = None
 
@@ -244,7 +253,7 @@ EVENT_PAYLOADS: dict[str, type[_Payload]] = {
     "ActionsExecuted": ActionsPayload,
     "CompletionConfirmed": EmptyPayload,
     "CompletionRejected": EmptyPayload,
-    "NetworkErrorOccurred": SummaryPayload,
+    "NetworkErrorOccurred": NetworkErrorPayload,
     "ParseErrorOccurred": SummaryPayload,
     "ActionFailureOccurred": ResultsPayload,
     "NetworkRetryScheduled": EmptyPayload,

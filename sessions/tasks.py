@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.db import OperationalError
 
 from governance.exceptions import Conflict
 from governance.principals import SYSTEM
@@ -41,12 +42,19 @@ def phase_deadline(session_id: str, at: str) -> bool:
 @shared_task(
     name="sessions.call_provider",
     ignore_result=True,
-    soft_time_limit=200,
-    time_limit=240,
+    soft_time_limit=hosted.CALL_TIME_LIMIT - 40,
+    time_limit=hosted.CALL_TIME_LIMIT,
     acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
 )
 def call_provider(session_id: str) -> str:
-    """A hosted session's turn to call the model. A session that moved on meanwhile is left alone."""
+    """A hosted session's turn to call the model, exactly once per turn (sessions.hosted). A
+    database outage is retried with backoff; a transient provider failure goes through the
+    session's network retry (durable, in the database), a permanent one ends the session. A
+    session that moved on meanwhile is left alone."""
     try:
         return hosted.call_provider(session_id, actor=SYSTEM)
     except Conflict as exc:

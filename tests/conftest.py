@@ -231,3 +231,6 @@ def served(transactional_db, tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+from tests.hosted import model_server  # noqa: E402,F401  (the fake model, for every hosted test)

@@ -54,6 +54,7 @@ class AIResponse:
     status_code: int | None = None
     error_detail: str | None = None  # server log only: never into messages or API answers
     network_error: bool = False
+    retry_after: int | None = None  # seconds the provider asked to wait (HTTP Retry-After on 429/503)
     input_tokens: int = 0  # uncached input tokens
     output_tokens: int = 0
     cache_write_tokens: int = 0

@@ -7,7 +7,8 @@ decoded JSON object, or an ``AIResponse(success=False)`` whose ``network_error``
 processor does next:
 
 * True  - transient, worth retrying (AUTOMATION waits and retries): nothing listening, DNS
-  failure, timeout, dropped connection, HTTP 5xx, 408 and 429.
+  failure, timeout, dropped connection, HTTP 5xx, 408 and 429. Its ``retry_after`` carries the
+  provider's Retry-After, when it sent one, so the session waits at least that long.
 * False - the provider refused or answered nonsense (bad key, unknown model, malformed request,
   a redirect, a body that is not a JSON object), or the guard refused the destination: retrying
   would fail the same way, so the session ends.
@@ -25,7 +26,10 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 from collections.abc import Iterable
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from sessions.providers import outbound
@@ -72,6 +76,7 @@ def post_json(
         status, reason = response.status, response.reason
         data = response.read(MAX_BODY_BYTES)
         location = response.getheader("location")
+        retry_after = retry_after_seconds(response.getheader("retry-after"))
     except TimeoutError as error:
         return _failure(ErrorCategory.TIMEOUT, f"{url} timed out after {timeout:g} s: {_describe(error)}", True, hidden)
     except (OSError, http.client.HTTPException) as error:
@@ -83,8 +88,9 @@ def post_json(
         return _failure(ErrorCategory.HTTP_STATUS, detail, False, hidden, status)
     if not 200 <= status < 300:
         detail = f"HTTP {status} from {url}: {_error_detail(data, hidden) or reason}"
+        transient = status >= 500 or status in TRANSIENT_STATUSES
         return _failure(
-            ErrorCategory.HTTP_STATUS, detail, status >= 500 or status in TRANSIENT_STATUSES, hidden, status
+            ErrorCategory.HTTP_STATUS, detail, transient, hidden, status, retry_after if transient else None
         )
     return _decode(url, data, hidden)
 
@@ -163,11 +169,38 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> int | None:
+    """An HTTP Retry-After header (RFC 9110: whole seconds, or an HTTP date) as whole seconds from
+    now; None when absent or unreadable, 0 for a date already past."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0, math.ceil((when - (now or datetime.now(UTC))).total_seconds()))
+
+
 def _failure(
-    category: ErrorCategory, message: str, network_error: bool, hidden: list[str], status: int | None = None
+    category: ErrorCategory,
+    message: str,
+    network_error: bool,
+    hidden: list[str],
+    status: int | None = None,
+    retry_after: int | None = None,
 ) -> AIResponse:
     detail = scrub(message, hidden)
     logger.warning("AI provider call failed (%s, network_error=%s): %s", category.value, network_error, detail)
     return AIResponse(
-        success=False, error_category=category, status_code=status, error_detail=detail, network_error=network_error
+        success=False,
+        error_category=category,
+        status_code=status,
+        error_detail=detail,
+        network_error=network_error,
+        retry_after=retry_after,
     )

@@ -20,6 +20,8 @@ DEFAULT_BASE_URLS = {
 }
 # Keys that would route around the profile's own base_url / secret_name / internal columns.
 FORBIDDEN_KEYS = frozenset({"base_url", "api_key", "api_key_env", "url", "internal"})
+# Every call must end before the hosted call task's soft time limit (sessions/hosted.py).
+MAX_TIMEOUT_SECONDS = 180
 NETWORK_OPTIONS = frozenset({"temperature", "max_tokens", "timeout"})
 ALLOWED_OPTIONS = {
     "openai": NETWORK_OPTIONS,
@@ -57,8 +59,9 @@ def option_errors(provider: str, options: Any) -> list[tuple[str, str]]:
             known = ", ".join(sorted(allowed)) or "none"
             errors.append((key, f"{key!r} is not an option of {provider} (known: {known})"))
     timeout = options.get("timeout")
-    if "timeout" in options and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        errors.append(("timeout", "timeout is a positive number of seconds"))
+    valid = not isinstance(timeout, bool) and isinstance(timeout, int | float) and 0 < timeout <= MAX_TIMEOUT_SECONDS
+    if "timeout" in options and not valid:
+        errors.append(("timeout", f"timeout is a number of seconds, above 0 and at most {MAX_TIMEOUT_SECONDS}"))
     return errors
 
 

@@ -11,100 +11,22 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.db import connection
 
-from agents.manifest import read_text
-from agents.registry import load_manifest
 from governance.principals import SYSTEM, Principal
 from sessions import hosted, profiles
 from sessions.models import AISession, Automation, ProviderProfile
 from tests.adversarial.conftest import nothing_written
-from tests.conftest import Api, manifest_text
-from tests.http_servers import serving
+from tests.conftest import Api
+from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile
 
 pytestmark = pytest.mark.django_db
 
-PROFILE = "local-llm"
 INTERNAL_SECRET = "INTERNAL-ONLY-9f2c1b: db.internal:5432 admin password hunter2"
-
-
-@dataclass
-class ModelServer:
-    """What the fake provider received, and how it answers: ``status`` with ``body``; a body of
-    None echoes the Authorization header back, as careless providers (and proxies) do."""
-
-    url: str = ""
-    status: int = 200
-    body: Any = None
-    received: list[dict[str, str]] = field(default_factory=list)
-
-
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    state = ModelServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", 0)))
-            headers = {key.lower(): value for key, value in self.headers.items()}
-            state.received.append(headers)
-            body = state.body
-            if body is None:
-                body = {"error": {"message": f"invalid credentials: {headers.get('authorization')}"}}
-            reply = json.dumps(body).encode()
-            self.send_response(state.status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    with serving(Handler) as state.url:
-        yield state
-
-
-def allow_profiles(agent_id: str, *names: str) -> None:
-    """A new manifest version of the seed agent that lists ``names`` in provider_profiles."""
-    document = read_text(manifest_text(agent_id))
-    document.update(version="1.5.0", provider_profiles=list(names))
-    load_manifest(document, actor=SYSTEM)
-
-
-def hosted_run(agent_api: Api, profile: str = PROFILE) -> str:
-    """The agent creates a MANUAL automation on ``profile`` and runs it: the session is left in
-    CALLING_AI, the server's turn to call the model."""
-    created = agent_api.post(
-        "/automations",
-        {"name": "nightly", "trigger": "MANUAL", "messages": [{"text": "audit"}], "providerProfile": profile},
-    )
-    assert created.status_code == 201, created.content
-    assert created.json()["provider"] == "openai"
-    started = agent_api.post(f"/automations/{created.json()['id']}/execute")
-    assert started.status_code == 202, started.content
-    session_id = started.json()["sessionId"]
-    assert AISession.objects.get(pk=session_id).phase == "CALLING_AI"
-    return session_id
-
-
-def local_profile(url: str, *, secret_name: str = "") -> ProviderProfile:
-    return profiles.create_profile(
-        actor=SYSTEM,
-        name=PROFILE,
-        provider="openai",
-        model="gpt-test",
-        base_url=f"{url}/v1",
-        secret_name=secret_name,
-        internal=True,
-    )
 
 
 # --- what an agent may not send -------------------------------------------------------------------

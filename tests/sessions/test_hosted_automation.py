@@ -7,6 +7,7 @@ actor), like the demo loader does; no API caller can name one."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,8 @@ from django.utils import timezone
 
 from governance.principals import SYSTEM
 from sessions import automations, profiles, scheduler
-from sessions.models import AISession, Automation
+from sessions.models import AISession, Automation, ProviderCall
+from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
 from tests.processes import celery_worker, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
@@ -86,3 +88,32 @@ def test_a_hosted_call_the_broker_lost_is_sent_again_past_its_deadline(request, 
     done = wait_for(finished, timeout=90)
     assert done is not None, worker.read_text()[-5000:]
     assert (done.end_reason, done.total_roundtrips) == ("COMPLETED", 2)
+
+
+def test_a_slow_model_past_the_phase_deadline_is_called_once(tmp_path, settings, vlevel_api, model_server):
+    """The model takes 4 s, the CALLING_AI deadline is 1 s: every deadline re-queues the call (the
+    broker may have lost it), and a real worker picks each one up while the first call is still
+    under way. The model is asked once; the session gets its one answer."""
+    deadlines = "CALLING_AI=1"
+    settings.SESSION_PHASE_DEADLINES = deadlines
+    local_profile(model_server.url)
+    allow_profiles("agent.seo.vlevel", PROFILE)
+    model_server.body = openai_answer(json.dumps({"preText": "Done.", "completed": True}))
+    model_server.delay = 4.0
+
+    with celery_worker(tmp_path, wait_ready=True, SESSION_PHASE_DEADLINES=deadlines) as log:
+        session_id = hosted_run(vlevel_api)
+
+        def answered():
+            session = AISession.objects.get(pk=session_id)
+            return session if session.phase not in ("CALLING_AI", "IDLE") else None
+
+        session = wait_for(answered, timeout=60, interval=0.1)
+        assert session is not None, log.read_text()[-5000:]
+        time.sleep(2)  # deadline tasks still queued find nothing to do
+        calls = log.read_text().count("call already in flight")
+
+    assert len(model_server.received) == 1
+    assert calls >= 2, "the deadline re-queued the call while it was under way"
+    assert session.messages.filter(sender="AI").count() == 1
+    assert ProviderCall.objects.get(session_id=session_id).attempts == 1

@@ -71,7 +71,7 @@ def test_options_cannot_carry_a_url_a_key_or_anything_unknown(admin_api, key):
     response = admin_api.post("/automations/provider-profiles", {**PROFILE_BODY, "options": {key: "x"}})
 
     assert response.status_code == 422
-    assert [error["loc"] for error in response.json()["errors"]] == [["body", "options"]]
+    assert [error["loc"] for error in response.json()["errors"]] == [["body", "options", key]]
     assert key in response.json()["errors"][0]["msg"]
 
 
