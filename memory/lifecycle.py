@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -84,32 +84,35 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
         target = scope.promotion_target(scope.Scope(learning.scope), learning.score)
         if target is None:
             continue
-        with transaction.atomic():
-            proposal = PromotionProposal.objects.create(
-                learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
-            )
-            report.proposed += 1
-            if mode == "auto":
-                outcome = _apply(proposal, actor=SYSTEM)
-                report.applied += outcome == PromotionProposal.Status.APPLIED
-                report.refused += outcome == PromotionProposal.Status.REFUSED
-            else:
-                proposal.review_item = reviews.open_item(
-                    actor=SYSTEM,
-                    kind=REVIEW_KIND,
-                    title=f"Promote a {learning.scope} learning of {learning.story} to {target.value}",
-                    payload={
-                        "proposal": proposal.pk,
-                        "learning": learning.pk,
-                        "from": learning.scope,
-                        "to": target.value,
-                        "reuse_score": str(learning.score),
-                        "text": learning.text[:2000],
-                        "tags": learning.tags,
-                        "domain": learning.domain,
-                    },
+        try:
+            with transaction.atomic():
+                proposal = PromotionProposal.objects.create(
+                    learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
                 )
-                proposal.save(update_fields=["review_item"])
+                report.proposed += 1
+                if mode == "auto":
+                    outcome = _apply(proposal, actor=SYSTEM)
+                    report.applied += outcome == PromotionProposal.Status.APPLIED
+                    report.refused += outcome == PromotionProposal.Status.REFUSED
+                else:
+                    proposal.review_item = reviews.open_item(
+                        actor=SYSTEM,
+                        kind=REVIEW_KIND,
+                        title=f"Promote a {learning.scope} learning of {learning.story} to {target.value}",
+                        payload={
+                            "proposal": proposal.pk,
+                            "learning": learning.pk,
+                            "from": learning.scope,
+                            "to": target.value,
+                            "reuse_score": str(learning.score),
+                            "text": learning.text[:2000],
+                            "tags": learning.tags,
+                            "domain": learning.domain,
+                        },
+                    )
+                    proposal.save(update_fields=["review_item"])
+        except IntegrityError:
+            continue  # a concurrent run (a task delivered twice) proposed this step first
     return report
 
 

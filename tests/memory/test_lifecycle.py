@@ -3,12 +3,14 @@ to ARCHIVED in one transaction; nothing deleted (seed 004 section 2.4)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import date, timedelta
 from decimal import Decimal
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from governance import reviews
@@ -82,6 +84,37 @@ def test_review_mode_sends_proposals_to_the_inbox_and_a_reviewer_applies_them(re
     proposal.refresh_from_db()
     assert (item.scope, proposal.status, proposal.decided_by) == ("domain", "applied", "user:rita")
     assert AuditEvent.objects.filter(action="learning.promoted", actor="user:rita").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_promotion_runs_at_once_open_one_proposal_per_learning():
+    """A promote task delivered twice runs beside itself: each learning still gets one proposal
+    and one inbox item, and neither run fails."""
+    items = [learning(story=f"PD-{n}") for n in range(20)]
+    for item in items:
+        scored(item, "0.4")
+    reports, failures = [], []
+    start = threading.Barrier(2)
+
+    def run() -> None:
+        start.wait()
+        try:
+            reports.append(lifecycle.propose_promotions(mode="review"))
+        except Exception as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert failures == []
+    assert sum(report.proposed for report in reports) == 20
+    assert PromotionProposal.objects.count() == 20
+    assert ReviewItem.objects.filter(kind="learning_promotion").count() == 20
 
 
 @pytest.mark.django_db

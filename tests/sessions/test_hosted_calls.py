@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from django.db import close_old_connections
+from django.db import connection
 from django.utils import timezone
 
 from governance.principals import SYSTEM
@@ -127,7 +127,7 @@ def test_simultaneous_tasks_for_one_turn_call_the_model_once(session_id, model_s
         try:
             outcomes.append(hosted.call_provider(session_id, actor=SYSTEM))
         finally:
-            close_old_connections()
+            connection.close()
 
     threads = [threading.Thread(target=task) for _ in range(4)]
     for thread in threads:
