@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -64,37 +66,105 @@ def wait_for(condition: Callable[[], object], timeout: float, interval: float = 
     return None
 
 
-@contextmanager
-def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str) -> Iterator[Path]:
-    """A real Celery worker on the test database, with this process sending to its queue; yields
-    the worker's log file. On exit the worker stops and this process's broker pools start afresh:
-    a pool closed here would otherwise refuse every later send of the test run."""
+@dataclass
+class Worker:
+    """A running Celery worker started by `celery_worker_process`."""
+
+    process: subprocess.Popen
+    log: Path
+    queue: str
+    broker_url: str
+    own_group: bool
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool children at once, as a crash or an OOM kill would: no
+        warm shutdown, no message acknowledged or given back. Needs ``own_group=True``."""
+        assert self.own_group, "start the worker with own_group=True to kill its process group"
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """Warm shutdown (SIGTERM), then, in its own group, SIGKILL whatever is left of it (pool
+        children of a main process that died first)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        if self.own_group:
+            with suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _fresh_broker_pools() -> None:
+    """Forget this process's broker connections, so the next send uses the current broker_url."""
     from kombu import pools as kombu_pools
 
     from governance.celery import app
 
-    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), **extra_env)
+    app.pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+    kombu_pools.reset()
+
+
+@contextmanager
+def sending_to(queue: str, broker_url: str, transport_options: dict | None = None) -> Iterator[None]:
+    """This process sends its tasks to ``queue`` on ``broker_url`` for the block (tasks can wait
+    there before any worker runs); on exit the previous queue and broker come back and the broker
+    pools start afresh: a pool closed here would otherwise refuse every later send of the run."""
+    from governance.celery import app
+
     saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
-    app.conf.task_default_queue = child_env["CELERY_QUEUE"]
-    app.conf.broker_url = child_env["CELERY_BROKER_URL"]
+    app.conf.task_default_queue, app.conf.broker_url = queue, broker_url
+    if transport_options is not None:
+        app.conf.broker_transport_options = transport_options
+    if broker_url != saved[1]:
+        _fresh_broker_pools()  # pools made for the previous broker would still send there
+    try:
+        yield
+    finally:
+        app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
+        _fresh_broker_pools()
+
+
+@contextmanager
+def celery_worker_process(
+    tmp_path: Path, *, wait_ready: bool = False, own_group: bool = False, log_name: str = "worker.log",
+    **extra_env: str,
+) -> Iterator[Worker]:  # fmt: skip
+    """A real Celery worker (concurrency 2) on the test database, with this process sending to its
+    queue; yields the `Worker`. ``own_group=True`` starts it in a session of its own, so
+    `Worker.kill` can SIGKILL the main process and its pool children together.
+    ``CELERY_QUEUE=...`` in ``extra_env`` starts it on an existing queue (a restart),
+    ``CELERY_BROKER_URL=...`` on another broker. On exit the worker stops (whatever is left of
+    its process group too) and this process sends where it did before."""
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), **extra_env)
+    options = None
     if child_env["CELERY_BROKER_URL"].startswith("filesystem"):
         folder = str(tmp_path / "var" / "celery" / "queue")
-        app.conf.broker_transport_options = {"data_folder_in": folder, "data_folder_out": folder}
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "w") as log:
+        options = {"data_folder_in": folder, "data_folder_out": folder}
+    log_path = tmp_path / log_name
+    with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"], options), open(log_path, "w") as log:
         process = subprocess.Popen(
             [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-            cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=own_group,
         )  # fmt: skip
+        worker = Worker(process, log_path, child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"], own_group)
         try:
             if wait_ready:
                 assert wait_for(lambda: "ready" in log_path.read_text(), timeout=60)
-            yield log_path
+            yield worker
         finally:
-            process.terminate()
-            process.wait(timeout=30)
-            app.conf.task_default_queue, app.conf.broker_url, app.conf.broker_transport_options = saved
-            app.pool.force_close_all()
-            app._pool = None
-            app.amqp._producer_pool = None
-            kombu_pools.reset()
+            worker.stop()
+
+
+@contextmanager
+def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str) -> Iterator[Path]:
+    """A real Celery worker on the test database, with this process sending to its queue; yields
+    the worker's log file (`celery_worker_process` for more control)."""
+    with celery_worker_process(tmp_path, wait_ready=wait_ready, **extra_env) as worker:
+        yield worker.log
