@@ -17,6 +17,7 @@ from django.utils import timezone
 logger = logging.getLogger(__name__)
 
 _HOST = socket.gethostname()
+WORKER_LOST = "worker lost: the task was delivered again"
 
 
 def _json_safe(value: Any) -> Any:
@@ -32,8 +33,14 @@ def _json_safe(value: Any) -> Any:
 def _started(task_id: str, task: Any, **_: Any) -> None:
     from governance.models import TaskRun
 
+    now = timezone.now()
     try:
-        TaskRun.objects.create(task_name=task.name, task_id=task_id, started_at=timezone.now(), worker=_HOST)
+        # A run of this task id still open is one whose worker died (acks_late delivered the task
+        # again): it ended in failure, and this run must not close it as its own success.
+        TaskRun.objects.filter(task_id=task_id, task_name=task.name, finished_at__isnull=True).update(
+            status=TaskRun.Status.FAILURE, finished_at=now, error=WORKER_LOST
+        )
+        TaskRun.objects.create(task_name=task.name, task_id=task_id, started_at=now, worker=_HOST)
     except DatabaseError:
         logger.exception("[taskruns] could not record start: task=%s id=%s", task.name, task_id)
 

@@ -267,6 +267,7 @@ def _authors() -> dict[str, Principal]:
 
 def _inject(learnings: list[tuple[Learning, Planned]]) -> None:
     stories = _stories()
+    scoring.hold_inputs()
     LearningInjection.objects.bulk_create(
         LearningInjection(
             learning=learning, story=story, domain=stories[story][0].name, project=stories[story][1], at=at
@@ -310,6 +311,7 @@ def load(out: TextIO) -> None:
     ]  # fmt: skip
     to_global, to_domain = COHORTS["global"], COHORTS["global"] + COHORTS["domain"]
     cohorts = (created[:to_global], created[to_global:to_domain], created[to_domain : sum(COHORTS.values())])
+    scoring.hold_inputs()
     GateResult.objects.bulk_create(_gate_results(rng, [plan for _, plan in created if plan.injections], now))
 
     # Round 1: a first cohort earned two promotions (one step per run), applied at once.

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from governance.access import agent_or_perm
 from governance.principals import Principal
-from memory import notes, search
+from memory import notes, scoring, search
 from memory.models import Learning, LearningInjection, VeilleNote
 
 logger = logging.getLogger(__name__)
@@ -77,6 +77,8 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
         })  # fmt: skip
         tags = " ".join(item.tags)
         section.lines.append(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}".rstrip())
+    if section.items:
+        scoring.hold_inputs()
     LearningInjection.objects.bulk_create(
         LearningInjection(learning_id=i["id"], story=story, domain=domain, project=project, at=now, served_to=served_to)
         for i in section.items

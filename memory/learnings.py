@@ -13,6 +13,7 @@ from django.utils import timezone
 from governance.access import agent_or_perm
 from governance.principals import Principal
 from governance.services import record
+from memory import scoring
 from memory.indexing import schedule_embedding
 from memory.models import GateResult, Learning
 from memory.tags import canonical_tags, compute_tags_hash
@@ -39,6 +40,7 @@ def create_learning(
 def record_gate_result(*, actor: Principal, story: str, gate: int, verdict: str) -> GateResult:
     """A gate's verdict; a gate-8 GO is what makes a story count in the reuse score."""
     agent_or_perm(actor, "memory.add_gateresult")
+    scoring.hold_inputs()
     result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now())
     record(actor=actor, action="gate_result.recorded", target=result, story=story, gate=gate, verdict=verdict)
     return result

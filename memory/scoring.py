@@ -10,6 +10,12 @@ score as 0.0 (Écart 9).
 An incremental run recomputes only the keys touched since the previous run (new injections, and
 keys injected into stories that have since received a gate-8 GO), so its cost follows what
 changed; `full=True` recomputes every key. Both write the same numbers.
+
+"Since the previous run" is an id watermark, and ids are handed out before commit: an injection
+whose transaction commits after a run that already saw a higher id would be skipped by every
+later incremental run. So the writers of injections and gate results hold a shared lock until
+they commit (``hold_inputs``), and a run reads its watermark under the exclusive one: no write is
+in flight below the watermark. Writers wait only for that one read, never for the run.
 """
 
 from __future__ import annotations
@@ -99,6 +105,31 @@ def statements(*, incremental: bool) -> list[str]:
     return [_WORK_MEM, drop, _TOUCHED, _ANALYZE_TOUCHED, _UPSERT.format(join_keys=join)]
 
 
+# The advisory lock keys: one scoring run at a time; score inputs (injections, gate results).
+_RUN_LOCK = "memory.compute_reuse_scores"
+_INPUTS_LOCK = "memory.score_inputs"
+
+
+def hold_inputs() -> None:
+    """Call in the transaction that writes injections or gate results, before writing: a scoring
+    run then never reads its watermark while this write is in flight."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", [_INPUTS_LOCK])
+
+
+def _watermarks() -> tuple[int, int]:
+    """The highest injection and gate-result ids, read while no input write is in flight (the
+    exclusive lock waits for them to commit, and is released at once)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [_INPUTS_LOCK])
+        try:
+            last_injection = LearningInjection.objects.aggregate(top=Max("id"))["top"] or 0
+            last_gate = GateResult.objects.aggregate(top=Max("id"))["top"] or 0
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_INPUTS_LOCK])
+    return last_injection, last_gate
+
+
 @dataclass(frozen=True)
 class ScoringOutcome:
     mode: str
@@ -111,10 +142,9 @@ def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
     started = timezone.now()
     # One run at a time: a transaction-level advisory lock, released at commit.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('memory.compute_reuse_scores'))")
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_RUN_LOCK])
     previous = ScoringRun.objects.first()
-    last_injection = LearningInjection.objects.aggregate(top=Max("id"))["top"] or 0
-    last_gate = GateResult.objects.aggregate(top=Max("id"))["top"] or 0
+    last_injection, last_gate = _watermarks()
     incremental = not full and previous is not None
     params = {
         "last_injection": previous.last_injection_id if incremental else 0,

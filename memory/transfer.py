@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from governance.principals import Principal
 from governance.services import record
+from memory import scoring
 from memory.indexing import schedule_embedding
 from memory.models import Learning, LearningInjection
 from memory.tags import canonical_tags, compute_tags_hash
@@ -476,6 +477,7 @@ def _flush_injections(pending: list[tuple[int, dict[str, Any]]], report: ImportR
         seen.add(identity)
         pk, story, domain, project, at = identity
         new.append(LearningInjection(learning_id=pk, story=story, domain=domain, project=project, at=at))
+    scoring.hold_inputs()
     LearningInjection.objects.bulk_create(new)
     report.created += len(new)
 

@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from celery.signals import after_task_publish
+from django.db.models import F
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
 
@@ -54,13 +55,16 @@ from governance import env
 from governance.celery import app
 from governance.models import AuditEvent, ReviewItem, TaskRun
 from governance.principals import SYSTEM, Principal
+from governance.taskruns import WORKER_LOST
 from memory import scoring, transfer
 from memory.lifecycle import REVIEW_KIND
 from memory.models import Embedding, GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.scope import PROMOTE_TO_DOMAIN
+from sessions import hosted, scheduler
 from sessions.automations import create_automation
-from sessions.models import AISession, Automation
+from sessions.models import AISession, Automation, ProviderCall
 from tests.factories import seed_manifest_text, submit_job
+from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
 from tests.http_servers import serving
 from tests.processes import celery_worker_process, sending_to, wait_for
 
@@ -173,7 +177,10 @@ def drop_queue(name: str) -> None:
 
 
 def finished_task_ids() -> set[str]:
-    return set(TaskRun.objects.exclude(finished_at=None).values_list("task_id", flat=True))
+    """Task ids with a run that finished (a run its worker died in is closed as failed when the
+    task is delivered again: that is not finishing)."""
+    finished = TaskRun.objects.exclude(finished_at=None).exclude(error=WORKER_LOST)
+    return set(finished.values_list("task_id", flat=True))
 
 
 def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_nothing(
@@ -263,7 +270,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
     lost["embed"] = sum(current.get(pk) != hashlib.sha256(text.encode()).hexdigest() for pk, text in texts.items())
     calls = embedder.snapshot()
     again = [pk for pk in stored_then if calls[texts[pk]] > calls_then[texts[pk]]]
-    # Every run of a task id is closed with the result of the run that finished (governance.taskruns).
+    # One successful run per task id: the run its worker died in is recorded as lost (taskruns).
     written = dict(TaskRun.objects.filter(task_name="memory.embed", status="success").values_list("task_id", "result"))
     per_learning = Counter(vectors.values_list("object_id", flat=True))
     doubled["embed"] = len(again) + sum(n - 1 for n in per_learning.values())
@@ -305,7 +312,9 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
 
     attempts = Counter(TaskRun.objects.values_list("task_id", flat=True))
     ran_twice = sorted(published.get(task_id, task_id) for task_id, n in attempts.items() if n > 1)
-    failed = list(TaskRun.objects.filter(status="failure").values_list("task_name", "error"))
+    failed = list(TaskRun.objects.filter(status="failure").exclude(error=WORKER_LOST).values_list("task_name", "error"))
+    # The runs the kill cut short are on record as such, one per task that was in flight.
+    cut_short = sorted(TaskRun.objects.filter(status="failure", error=WORKER_LOST).values_list("task_name", flat=True))
     with capsys.disabled():
         print(
             f"\n[crash] queued {len(published)} tasks; killed with {len(in_flight)} in flight (done {done}); "
@@ -317,5 +326,69 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
             f"[crash] lost {dict(lost)}; doubled {dict(doubled)}; failed tasks: {failed}"
         )
     assert everything_ran, (never_ran, log)
+    assert cut_short == sorted(in_flight)
+    assert failed == []
     assert sum(lost.values()) == 0, dict(lost)
     assert sum(doubled.values()) == 0, dict(doubled)
+
+
+def test_a_worker_killed_during_a_model_call_gets_the_turn_answered_once(tmp_path, capsys, vlevel_api, model_server):
+    """The worker dies while the model is thinking. The task delivered again finds the call in
+    flight and leaves it (that worker could be alive, as far as anyone can tell); once the task's
+    hard time limit has passed, the phase deadline makes the call again. The model is asked a
+    second time (the first answer died with the worker: paid for, never received), and the turn
+    is answered once."""
+    if not env.redis_answers():
+        pytest.skip("no Redis: the filesystem broker deletes a message as it hands it out, so nothing is redelivered")
+    local_profile(model_server.url)
+    allow_profiles("agent.seo.vlevel", PROFILE)
+    model_server.body = openai_answer(json.dumps({"preText": "Checked.", "completed": True}))
+    model_server.delay = 3.0
+    queue = f"test-crash-{uuid.uuid4().hex[:8]}"
+    worker_env = {
+        "CELERY_QUEUE": queue,
+        "CELERY_BROKER_URL": BROKER,
+        "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+    }
+
+    def answered() -> AISession | None:
+        session = AISession.objects.get(pk=session_id)
+        return session if session.phase != "CALLING_AI" else None
+
+    try:
+        with sending_to(queue, BROKER):
+            with celery_worker_process(tmp_path, own_group=True, log_name="hosted-1.log", **worker_env) as worker:
+                session_id = hosted_run(vlevel_api)
+                assert wait_for(lambda: model_server.received, timeout=30, interval=0.02), worker.log.read_text()
+                worker.kill()
+                killed_at = time.monotonic()
+            call = ProviderCall.objects.get(session_id=session_id)
+            assert (call.status, call.attempts) == ("calling", 1)
+
+            time.sleep(max(0.0, killed_at + VISIBILITY_TIMEOUT + 1 - time.monotonic()))
+            with celery_worker_process(tmp_path, own_group=True, log_name="hosted-2.log", **worker_env) as worker:
+                redelivered = wait_for(lambda: "call already in flight" in worker.log.read_text(), timeout=30)
+                assert redelivered, worker.log.read_text()[-4000:]
+                asked_after_restart = len(model_server.received)
+                # Time passes beyond the task's hard limit (moved in the database, not waited for).
+                ProviderCall.objects.filter(pk=call.pk).update(started_at=F("started_at") - hosted.CALL_LEASE)
+                deadline = AISession.objects.get(pk=session_id).phase_deadline_at
+                assert scheduler.tick(now=deadline + timedelta(seconds=1))["deadlines"] == 1
+                session = wait_for(answered, timeout=60, interval=0.1)
+                assert session is not None, worker.log.read_text()[-4000:]
+    finally:
+        drop_queue(queue)
+
+    call.refresh_from_db()
+    with capsys.disabled():
+        print(
+            f"\n[crash] hosted call: killed with 1 call in flight; the redelivered task asked the model "
+            f"{asked_after_restart - 1} more time(s), the deadline past the lease once; {len(model_server.received)} "
+            f"calls in all; AI messages "
+            f"{session.messages.filter(sender='AI').count()}; attempts {call.attempts}"
+        )
+    assert asked_after_restart == 1  # the redelivered task did not call over a call in flight
+    assert len(model_server.received) == 2
+    assert session.messages.filter(sender="AI").count() == 1
+    assert (call.status, call.attempts) == ("answered", 2)
+    assert session.tokens_used["output"] == 7  # the one answer received, counted once

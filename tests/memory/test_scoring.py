@@ -4,12 +4,16 @@ tags_hash), incremental runs equal to full ones."""
 from __future__ import annotations
 
 import random
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
+from governance.principals import SYSTEM
+from memory.learnings import record_gate_result
 from memory.models import GateResult, Learning, LearningInjection, ReuseScore, ScoringRun
 from memory.scoring import compute_reuse_score, compute_reuse_scores
 from memory.tags import compute_tags_hash
@@ -136,3 +140,53 @@ def test_a_late_go_rescores_the_stories_injected_before_it():
 
     assert outcome.keys_updated == 1
     assert score(item).reuse_score == Decimal("1.0")
+
+
+def scores() -> dict[tuple, Decimal]:
+    return {(s.story, s.gate, s.tags_hash): s.reuse_score for s in ReuseScore.objects.all()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_committing_after_a_higher_id_is_not_missed_by_incremental_runs():
+    """Ids are handed out before commit. Gate result A gets its id, then B (a higher id) commits
+    first: a run that starts meanwhile waits for A instead of taking B's id as its watermark, and
+    A's GO counts without a full run."""
+    early, late = learning("PD-1"), learning("PD-2", tags=("#db",))
+    inject(early, "PD-70", "a", T0)
+    inject(late, "PD-71", "a", T0)
+    compute_reuse_scores()
+    a_written, release_a, run_done = threading.Event(), threading.Event(), threading.Event()
+
+    def writer_a() -> None:
+        try:
+            with transaction.atomic():
+                record_gate_result(actor=SYSTEM, story="PD-70", gate=8, verdict="GO")
+                a_written.set()
+                release_a.wait(timeout=30)
+        finally:
+            connection.close()
+
+    def scoring_run() -> None:
+        try:
+            compute_reuse_scores()
+        finally:
+            run_done.set()
+            connection.close()
+
+    a = threading.Thread(target=writer_a)
+    a.start()
+    assert a_written.wait(timeout=10)
+    record_gate_result(actor=SYSTEM, story="PD-71", gate=8, verdict="GO")  # B: a higher id, committed
+    run = threading.Thread(target=scoring_run)
+    run.start()
+    waited = not run_done.wait(timeout=1)
+    release_a.set()
+    a.join(timeout=30)
+    run.join(timeout=30)
+    compute_reuse_scores()  # the next incremental run
+
+    assert waited, "the run read its watermark while a gate result was being written"
+    incremental = scores()
+    compute_reuse_scores(full=True)
+    assert incremental == scores()
+    assert score(early).nb_stories_gate8_go == 1
