@@ -43,26 +43,28 @@ def _manifest_response(manifest, status: int, warnings: list[dict] | None = None
     return response
 
 
-@router.get("", response=list[AgentOut])
+@router.get("", operation_id="list_agents", response=list[AgentOut])
 @paginate(BoundedLimitOffsetPagination)
 def list_agents(request: HttpRequest) -> QuerySet[Agent]:
     """The agents the caller may see: an agent key sees only its own agent."""
     return Agent.objects.visible_to(request.auth).select_related("active_manifest")
 
 
-@router.post("", response={201: AgentOut})
+@router.post("", operation_id="create_agent", response={201: AgentOut})
 def create_agent(request: HttpRequest, data: AgentIn) -> Status:
     """Register an agent (operators with `agents.add_agent`); 409 when the id is taken."""
     return Status(201, register_agent(actor=request.auth, agent_id=data.agent_id, name=data.name))
 
 
-@router.get("/{agent_id}", response=AgentOut)
+@router.get("/{agent_id}", operation_id="get_agent", response=AgentOut)
 def get_agent(request: HttpRequest, agent_id: str) -> Agent:
     """One agent: an agent key may read only its own agent; operators need `agents.view_agent`."""
     return get_agent_for(request.auth, agent_id)
 
 
-@router.put("/{agent_id}/manifest", openapi_extra=MANIFEST_BODY, response={200: dict, 201: dict})
+@router.put(
+    "/{agent_id}/manifest", operation_id="put_manifest", openapi_extra=MANIFEST_BODY, response={200: dict, 201: dict}
+)
 def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     """Load a manifest version: 201 stored and active, 200 identical to the active version,
     409 same version with other content or a lower version, 422 invalid (with field paths).
@@ -83,14 +85,14 @@ def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     return _manifest_response(manifest, 201 if created else 200, registry.manifest_warnings(parsed))
 
 
-@router.get("/{agent_id}/manifest", response=dict)
+@router.get("/{agent_id}/manifest", operation_id="get_manifest", response=dict)
 def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None) -> HttpResponse:
     """The active manifest, or `?version=` for an older one."""
     agent = get_agent_for(request.auth, agent_id)
     return _manifest_response(registry.manifest_for(agent, version), 200)
 
 
-@router.get("/{agent_id}/kpis", response=KpiReportOut)
+@router.get("/{agent_id}/kpis", operation_id="get_kpis", response=KpiReportOut)
 def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None) -> dict:
     """Each KPI's mean over the window (default KPI_WINDOW_DAYS) and its status."""
     window = settings.KPI_WINDOW_DAYS if window_days is None else window_days
@@ -101,7 +103,11 @@ def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None
     return {"window_days": window, "items": kpis.report(agent, window)}
 
 
-@router.post("/{agent_id}/tools/{tool_id}/calls", response={201: ToolCallOut, 202: ToolApprovalPendingOut})
+@router.post(
+    "/{agent_id}/tools/{tool_id}/calls",
+    operation_id="record_tool_call",
+    response={201: ToolCallOut, 202: ToolApprovalPendingOut},
+)
 def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: ToolCallIn | None = None) -> Status:
     """Record one call of a manifest tool before making it: 403 when the manifest lacks the tool
     or the permission, 429 with Retry-After over the tool's rate limit. A tool that requires

@@ -69,7 +69,7 @@ def _owned_job(principal: Principal, job_id: UUID) -> Job:
     return job
 
 
-@router.post("", response={200: JobOut, 201: JobOut})
+@router.post("", operation_id="submit_job", response={200: JobOut, 201: JobOut})
 def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn) -> Status:
     """Submit a JobEnvelope. 201 created; 200 with `Idempotent-Replayed: true` and the original
     job when the same idempotency key was seen within the result TTL."""
@@ -86,7 +86,7 @@ class JobValidationOut(Schema):
     preConditions: list[dict[str, Any]]
 
 
-@router.post("/validate", response=JobValidationOut)
+@router.post("/validate", operation_id="validate_job", response=JobValidationOut)
 def validate_job(request: HttpRequest, data: JobEnvelopeIn) -> dict:
     """Check a JobEnvelope as `POST /jobs` would (R1, intent, parent, inputs, pre-conditions),
     writing nothing: 200 `{"valid": true, "idempotencyKey", "replayOf"}` (the job a submission
@@ -110,7 +110,7 @@ class _LazySerialized:
         return [serialize(job) for job in self.queryset[page]]
 
 
-@router.get("", response=list[JobOut])
+@router.get("", operation_id="list_jobs", response=list[JobOut])
 @paginate(BoundedLimitOffsetPagination)
 def list_jobs(
     request: HttpRequest, status: Job.Status | None = None, intent: str | None = None, agent: str | None = None
@@ -126,12 +126,12 @@ def list_jobs(
     return _LazySerialized(found.prefetch_related("artifact_files"))
 
 
-@router.get("/{job_id}", response=JobOut)
+@router.get("/{job_id}", operation_id="get_job", response=JobOut)
 def get_job(request: HttpRequest, job_id: UUID) -> dict:
     return serialize(_visible_job(request.auth, job_id))
 
 
-@router.post("/{job_id}/lease", response=JobOut)
+@router.post("/{job_id}/lease", operation_id="lease_job", response=JobOut)
 def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -> dict:
     """Take or renew the job's lease (lockTTL); 409 while another worker holds it."""
     job = _owned_job(request.auth, job_id)
@@ -152,7 +152,7 @@ def _writer(request: HttpRequest, lease_owner: str | None) -> str:
     return lease_owner or request.auth.api_key.prefix
 
 
-@router.post("/{job_id}/state", response=JobOut)
+@router.post("/{job_id}/state", operation_id="update_state", response=JobOut)
 def update_state(
     request: HttpRequest, job_id: UUID, data: GraphStateUpdate, lease_owner: str | None = LEASE_OWNER
 ) -> dict:
@@ -164,7 +164,7 @@ def update_state(
     return serialize(jobs.update_state(job, data, actor=request.auth, writer=_writer(request, lease_owner)))
 
 
-@router.post("/{job_id}/result", response=JobResultOut)
+@router.post("/{job_id}/result", operation_id="submit_result", response=JobResultOut)
 def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_owner: str | None = LEASE_OWNER) -> dict:
     """AgentOutput: post-conditions and escalation triggers are evaluated. 409 as for state
     updates: only the current lease owner (or, before any lease, the owner agent) submits."""
@@ -172,7 +172,9 @@ def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_o
     return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
 
 
-@router.get("/{job_id}/artifacts/{kind}", url_name="job_artifact", response={200: None})
+@router.get(
+    "/{job_id}/artifacts/{kind}", operation_id="download_artifact", url_name="job_artifact", response={200: None}
+)
 def download_artifact(request: HttpRequest, job_id: UUID, kind: JobArtifact.Kind) -> HttpResponse:
     job = _visible_job(request.auth, job_id)
     artifact = job.artifact_files.filter(kind=kind).first()

@@ -248,7 +248,9 @@ class HealthProblemOut(Schema):
     heartbeat: HeartbeatOut
 
 
-@api.get("/health", auth=None, response={200: HealthOut, 503: HealthProblemOut}, tags=["health"])
+@api.get(
+    "/health", operation_id="get_health", auth=None, response={200: HealthOut, 503: HealthProblemOut}, tags=["health"]
+)
 def get_health(request: HttpRequest) -> Status | HttpResponse:
     """Database, pgvector and broker, each really exercised; plus when the heartbeat task last ran.
     503 (problem+json, with Retry-After) when the database or pgvector fails, with the same report."""

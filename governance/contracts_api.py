@@ -152,7 +152,7 @@ def _report(check: ContractCheck) -> dict[str, Any]:
     }
 
 
-@router.get("", response=list[ContractSummary])
+@router.get("", operation_id="list_contracts", response=list[ContractSummary])
 @paginate(BoundedLimitOffsetPagination)
 def list_contracts(request: HttpRequest, section: str | None = None, q: str | None = None) -> Any:
     """The current version of every contract, by section then name."""
@@ -180,7 +180,7 @@ def _submission(principal: Principal, contract: Contract, data: ValidateIn) -> c
 
 
 # Before /{name}: Django resolves the first matching pattern, and /{name} matches /audit.
-@router.post("/audit", response=AuditOut)
+@router.post("/audit", operation_id="audit_contract_outputs", response=AuditOut)
 def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     """Up to 1000 outputs, each against its named contract; stored as one batch. An unknown
     contract name refuses the whole batch (422 naming the item), nothing stored."""
@@ -203,7 +203,7 @@ def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     }
 
 
-@router.get("/{name}", response=ContractOut)
+@router.get("/{name}", operation_id="get_contract", response=ContractOut)
 def get_contract(request: HttpRequest, name: str, version: int | None = None) -> dict[str, Any]:
     agent_or_perm(request.auth, "governance.view_contract")
     contract = contracts.version(name, version)
@@ -217,7 +217,7 @@ def get_contract(request: HttpRequest, name: str, version: int | None = None) ->
     }
 
 
-@router.post("/{name}/validate", response=ReportOut)
+@router.post("/{name}/validate", operation_id="validate_contract_output", response=ReportOut)
 def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any]:
     """Check one output against the current version of the contract; every call is stored."""
     agent_or_perm(request.auth, "governance.add_contractcheck")
@@ -226,7 +226,7 @@ def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any
     return _report(check)
 
 
-@router.post("/{name}/spec-audit", response=SpecAuditOut)
+@router.post("/{name}/spec-audit", operation_id="spec_audit", response=SpecAuditOut)
 def spec_audit(request: HttpRequest, name: str, data: Body[Any]) -> dict[str, Any]:
     """A prompt's declared output: a JSON Schema, or an example answer; either as the body itself
     or wrapped as {"schema": ...} / {"example": ...}."""
@@ -246,7 +246,7 @@ def spec_audit(request: HttpRequest, name: str, data: Body[Any]) -> dict[str, An
     }
 
 
-@router.get("/{name}/stats", response=StatsOut, auth=operator_key)
+@router.get("/{name}/stats", operation_id="contract_stats", response=StatsOut, auth=operator_key)
 def contract_stats(request: HttpRequest, name: str, filters: Query[StatsFilter]) -> dict[str, Any]:
     """Compliance rate, top violations by path and code, and checks per day, from the aggregates."""
     if not request.auth.has_perm("governance.view_contractcheck"):

@@ -17,7 +17,7 @@ from governance.validation import BoundedLimitOffsetPagination
 router = Router(tags=["reviews"], auth=operator_key)
 
 
-@router.get("", response=list[ReviewItemOut])
+@router.get("", operation_id="list_review_items", response=list[ReviewItemOut])
 @paginate(BoundedLimitOffsetPagination)
 def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet[ReviewItem]:
     if not request.auth.has_perm("governance.view_reviewitem"):
@@ -25,7 +25,7 @@ def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet
     return ReviewItem.objects.filter(status=status).select_related("agent")
 
 
-@router.post("/{item_id}/decision", response=DecisionOut)
+@router.post("/{item_id}/decision", operation_id="decide_review_item", response=DecisionOut)
 def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
     """Approve or reject a pending item; 409 when it was already decided."""
     return reviews.decide(item_id, actor=request.auth, decision=data.decision, comment=data.comment)

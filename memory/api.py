@@ -76,13 +76,13 @@ class InjectionOut(Schema):
     sections: list[SectionOut]
 
 
-@router.post("/learnings", response={201: LearningCreated})
+@router.post("/learnings", operation_id="create_learning", response={201: LearningCreated})
 def create_learning(request: HttpRequest, data: LearningIn) -> Status:
     item = learnings.create_learning(actor=request.auth, **data.dict())
     return Status(201, {"id": item.pk, "tags_hash": item.tags_hash, "scope": item.scope})
 
 
-@router.get("/learnings/{learning_id}", response=LearningOut)
+@router.get("/learnings/{learning_id}", operation_id="get_learning", response=LearningOut)
 def get_learning(request: HttpRequest, learning_id: int) -> dict:
     agent_or_perm(request.auth, "memory.view_learning")
     item = Learning.objects.filter(pk=learning_id).first()
@@ -97,13 +97,13 @@ def get_learning(request: HttpRequest, learning_id: int) -> dict:
             "reuse_score": float(score or Decimal(0))}  # fmt: skip
 
 
-@router.post("/gate-results", response={201: dict})
+@router.post("/gate-results", operation_id="create_gate_result", response={201: dict})
 def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
     result = learnings.record_gate_result(actor=request.auth, **data.dict())
     return Status(201, {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict})
 
 
-@router.post("/injection-block", response=InjectionOut)
+@router.post("/injection-block", operation_id="get_injection_block", response=InjectionOut)
 def injection_block(request: HttpRequest, data: InjectionIn) -> dict:
     """Always 200: a failing source gives `_source indisponible_` in its section only."""
     return injection.build_block(actor=request.auth, **data.dict())
@@ -117,7 +117,7 @@ class SearchHit(Schema):
     text: str
 
 
-@router.get("/search", response=list[SearchHit])
+@router.get("/search", operation_id="search_memory", response=list[SearchHit])
 def search_memory(
     request: HttpRequest,
     q: str = Query(..., min_length=1, max_length=10_000),

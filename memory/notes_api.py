@@ -112,7 +112,9 @@ def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | N
     return content, body_name
 
 
-@router.post("/veille", openapi_extra=VEILLE_BODY, response={200: VeilleNoteOut, 201: VeilleNoteOut})
+@router.post(
+    "/veille", operation_id="post_veille", openapi_extra=VEILLE_BODY, response={200: VeilleNoteOut, 201: VeilleNoteOut}
+)
 def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     """Add a watch note (agents; operators with `memory.add_veillenote`): 201 stored, 200 when a note
     of that name existed (replaced), 422 naming each missing or invalid field; nothing is written then."""
@@ -122,7 +124,7 @@ def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     return Status(201 if created else 200, note)
 
 
-@router.post("/clarifications", response={201: ClarificationsCreatedOut})
+@router.post("/clarifications", operation_id="post_clarifications", response={201: ClarificationsCreatedOut})
 def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status | HttpResponse:
     """Store the PO's four answers for a story, byte for byte, as its next version (agents;
     operators with `memory.add_clarification`). 503 when the database refused the write."""
@@ -136,7 +138,7 @@ def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status 
     return Status(201, {"story": data.story, "version": version, "name": name})
 
 
-@router.get("/clarifications", response=ClarificationsListOut)
+@router.get("/clarifications", operation_id="list_clarifications", response=ClarificationsListOut)
 def list_clarifications(
     request: HttpRequest,
     domain: str | None = None,
@@ -159,6 +161,7 @@ def list_clarifications(
 
 @router.get(
     "/clarifications/{story}/markdown",
+    operation_id="export_clarifications",
     response={200: None},
     openapi_extra={
         "responses": {

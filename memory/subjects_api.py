@@ -32,14 +32,14 @@ class ImportIn(Schema):
     emotion_history: dict[str, Any] | None = None
 
 
-@router.post("/subjects/{subject}/import", auth=operator_key, response=dict[str, int])
+@router.post("/subjects/{subject}/import", operation_id="import_subject", auth=operator_key, response=dict[str, int])
 def import_subject(request: HttpRequest, subject: str, data: ImportIn) -> dict[str, int]:
     """Each given document replaces what the subject had of it; 422 with paths, nothing written."""
     _operator(request, "memory.add_subject")
     return subjects.import_documents(subject, data.dict(), actor=request.auth, loc=["body"])
 
 
-@router.get("/subjects/{subject}/export", auth=operator_key, response=dict[str, Any])
+@router.get("/subjects/{subject}/export", operation_id="export_subject", auth=operator_key, response=dict[str, Any])
 def export_subject(request: HttpRequest, subject: str) -> dict[str, Any]:
     _operator(request, "memory.view_subject")
     return subjects.export(subjects.get(subject))
@@ -52,7 +52,7 @@ class MemoryHit(Schema):
     score: float
 
 
-@router.get("/subjects/{subject}/search", response=list[MemoryHit])
+@router.get("/subjects/{subject}/search", operation_id="search_subject", response=list[MemoryHit])
 def search_subject(
     request: HttpRequest, subject: str, q: str = Query(..., min_length=1, max_length=10_000),
     k: int = Query(5, ge=1, le=100),
@@ -82,7 +82,9 @@ class EmotionIn(Schema):
     timestamp: datetime | None = None
 
 
-@router.post("/subjects/{subject}/emotions", auth=agent_key, response={201: dict[str, Any]})
+@router.post(
+    "/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: dict[str, Any]}
+)
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
     event = emotions.record(subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
@@ -91,7 +93,7 @@ def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Statu
     return Status(201, {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp})
 
 
-@router.get("/subjects/{subject}/system-prompt", auth=agent_key, response=dict[str, str])
+@router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=dict[str, str])
 def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
     found = subject_for(request.auth, subject, access=READ, purpose="system-prompt")
     state = PersonalityState.objects.filter(subject=found).first()
@@ -104,7 +106,9 @@ class InteractionsIn(Schema):
     reason: str = Field("interactions", max_length=300)
 
 
-@router.post("/subjects/{subject}/interactions", auth=agent_key, response=dict[str, Any])
+@router.post(
+    "/subjects/{subject}/interactions", operation_id="record_interactions", auth=agent_key, response=dict[str, Any]
+)
 def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn) -> dict[str, Any]:
     """Count interactions and their feedback (trait deltas); traits move every update_frequency."""
     found = subject_for(request.auth, subject, access=WRITE, purpose="interactions")
@@ -121,7 +125,7 @@ class FactIn(Schema):
     values: dict[str, Any]
 
 
-@router.post("/subjects/{subject}/facts", auth=agent_key, response={201: dict[str, str]})
+@router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: dict[str, str]})
 def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
     found = subject_for(request.auth, subject, access=WRITE, purpose="fact")
@@ -129,7 +133,7 @@ def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     return Status(201, {"id": fact})
 
 
-@router.delete("/subjects/{subject}", auth=operator_key, response={204: None})
+@router.delete("/subjects/{subject}", operation_id="erase_subject", auth=operator_key, response={204: None})
 def erase_subject(request: HttpRequest, subject: str) -> Status:
     """Erase the subject's memory everywhere it is stored; the audit trail keeps only that it happened."""
     _operator(request, "memory.delete_subject")
@@ -145,14 +149,16 @@ class AllowedAgentsOut(Schema):
     agents: list[str]
 
 
-@router.get("/subjects/{subject}/agents", auth=operator_key, response=AllowedAgentsOut)
+@router.get(
+    "/subjects/{subject}/agents", operation_id="list_subject_agents", auth=operator_key, response=AllowedAgentsOut
+)
 def allowed_agents(request: HttpRequest, subject: str) -> dict[str, list[str]]:
     """The agents this subject is restricted to (empty: every agent whose manifest enables long-term memory)."""
     found = subject_for(request.auth, subject, access=READ, purpose="access")
     return {"agents": sorted(found.allowed_agents.values_list("agent_id", flat=True))}
 
 
-@router.put("/subjects/{subject}/agents", auth=operator_key, response=AllowedAgentsOut)
+@router.put("/subjects/{subject}/agents", operation_id="restrict_subject", auth=operator_key, response=AllowedAgentsOut)
 def restrict_subject(request: HttpRequest, subject: str, data: AllowedAgentsIn) -> dict[str, list[str]]:
     """Restrict the subject to the named agents: any other agent is told the subject does not exist."""
     found = subject_for(request.auth, subject, access=WRITE, purpose="access")

@@ -52,7 +52,7 @@ def _agent(principal: Principal) -> Agent:
     return principal.agent
 
 
-@router.post("", response={201: AIStateOut})
+@router.post("", operation_id="create_session", response={201: AIStateOut})
 def create_session(request: HttpRequest, data: SessionIn) -> Status:
     """CHAT starts at once (pre-empting an AUTOMATION, which is suspended); AUTOMATION queues
     and starts when the agent's slot is free."""
@@ -61,19 +61,19 @@ def create_session(request: HttpRequest, data: SessionIn) -> Status:
     return Status(201, start(agent, actor=request.auth, name=data.name, require_validation=data.requireValidation))
 
 
-@router.get("/next", response={200: AIStateOut, 204: None})
+@router.get("/next", operation_id="next_session", response={200: AIStateOut, 204: None})
 def next_session(request: HttpRequest) -> Status:
     """The session this agent should work on now, or 204 when there is none."""
     session = scheduler.next_session(_agent(request.auth))
     return Status(200, session) if session else Status(204, None)
 
 
-@router.get("/{session_id}", response=AIStateOut)
+@router.get("/{session_id}", operation_id="get_session", response=AIStateOut)
 def get_session(request: HttpRequest, session_id: UUID) -> AISession:
     return _visible_session(request.auth, session_id)
 
 
-@router.post("/{session_id}/events", response=EventOut)
+@router.post("/{session_id}/events", operation_id="post_event", response=EventOut)
 def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
     """Apply an AIEvent; 409 (naming `phase` and `event`) when the phase does not allow it."""
     session = _own_session(request.auth, session_id)
@@ -81,7 +81,7 @@ def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
     return {"state": outcome.session, "next": outcome.next}
 
 
-@router.get("/{session_id}/messages", response=list[MessageOut])
+@router.get("/{session_id}/messages", operation_id="list_messages", response=list[MessageOut])
 @paginate(BoundedLimitOffsetPagination)
 def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMessage]:
     """Messages in order (withdrawn fallbacks are not listed)."""
@@ -89,7 +89,7 @@ def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMes
     return session.messages.filter(removed_at__isnull=True).order_by("seq")
 
 
-@router.get("/{session_id}/prompt", response=PromptOut)
+@router.get("/{session_id}/prompt", operation_id="get_prompt", response=PromptOut)
 def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai", "anthropic"] | None = None) -> dict:
     """PromptData: level 1 and 2, and the messages the model sees (no NETWORK_ERROR /
     SESSION_TIMEOUT system messages, no excludeFromPrompt messages). With `format`, also the
@@ -105,7 +105,7 @@ def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai",
     }
 
 
-@router.post("/{session_id}/stop", response=AIStateOut)
+@router.post("/{session_id}/stop", operation_id="stop_session", response=AIStateOut)
 def stop_session(request: HttpRequest, session_id: UUID) -> AISession:
     """STOP: ends CANCELLED, never resumes. The owner agent or an operator may stop."""
     session = _visible_session(request.auth, session_id)
@@ -125,7 +125,7 @@ def _automation_agent(principal: Principal, agent_id: str | None) -> Agent:
     return get_agent_for(principal, agent_id)
 
 
-@automations.post("", response={201: AutomationOut})
+@automations.post("", operation_id="create_automation", response={201: AutomationOut})
 def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
     """An automation from a SEED session (given, or made from `messages`) with a schedule, hosted
     on `providerProfile` when given (sessions/automations.py holds the rules)."""
@@ -145,7 +145,7 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
     return Status(201, automation)
 
 
-@automations.get("/provider-profiles", response=list[ProviderProfileOut])
+@automations.get("/provider-profiles", operation_id="list_provider_profiles", response=list[ProviderProfileOut])
 def list_provider_profiles(request: HttpRequest) -> QuerySet[ProviderProfile]:
     """Operators only: profiles name internal URLs and secret variables, which agents need not see."""
     if request.auth.agent is not None or not request.auth.has_perm("ai_sessions.view_providerprofile"):
@@ -153,7 +153,7 @@ def list_provider_profiles(request: HttpRequest) -> QuerySet[ProviderProfile]:
     return ProviderProfile.objects.all()
 
 
-@automations.post("/provider-profiles", response={201: ProviderProfileOut})
+@automations.post("/provider-profiles", operation_id="create_provider_profile", response={201: ProviderProfileOut})
 def create_provider_profile(request: HttpRequest, data: ProviderProfileIn) -> Status:
     """Operators with ai_sessions.add_providerprofile; the base URL must pass the outbound guard."""
     profile = profiles.create_profile(
@@ -170,7 +170,7 @@ def create_provider_profile(request: HttpRequest, data: ProviderProfileIn) -> St
     return Status(201, profile)
 
 
-@automations.post("/{automation_id}/execute", response={202: ExecuteOut})
+@automations.post("/{automation_id}/execute", operation_id="execute_automation", response={202: ExecuteOut})
 def execute_automation(request: HttpRequest, automation_id: int) -> Status:
     """MANUAL trigger: `active` when the run started now, `queued` behind the agent's slot."""
     automation = Automation.objects.select_related("agent").filter(pk=automation_id).first()
