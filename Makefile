@@ -20,8 +20,10 @@ install: $(STAMP)
 run: install
 	$(PY) manage.py serve
 
+# In parallel: one test database per worker process (tests/conftest.py names them by pid).
+TEST_WORKERS ?= auto
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Schemathesis over the whole OpenAPI document (agent key and operator key), FUZZ_EXAMPLES per
 # operation and key; prints how many requests were sent and how many answered 5xx.

@@ -9,6 +9,9 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
     from django.core.management import execute_from_command_line
 
+    from governance import runtime
+
+    runtime.prepare()
     execute_from_command_line(sys.argv)
 
 

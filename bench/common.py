@@ -72,6 +72,9 @@ def prepare_database(
     os.environ.update(environ or {})
     import django
 
+    from governance import runtime
+
+    runtime.prepare()
     django.setup()
     from django.core.management import call_command
     from django.db import connection

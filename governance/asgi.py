@@ -3,4 +3,8 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+
+from governance import runtime
+
+runtime.prepare()
 application = get_asgi_application()

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
 
 app = Celery("governance")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _prepare(**_: object) -> None:
+    """A worker (before it forks its pool) or beat: the embedded database and var/ first."""
+    from governance import runtime
+
+    runtime.prepare()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Warning, register
+from django.core.checks import Error, Warning, register
 
 
 @register("security", deploy=True)
@@ -76,3 +76,24 @@ def visibility_timeout_outlasts_tasks(app_configs: object, **kwargs: object) -> 
             )
         ]
     return []
+
+
+# Settings with a fixed set of values: a typo must stop the start, not fall back silently.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "JOB_LOCK_BACKOFF": ("linear", "exponential"),
+    "LEARNINGS_PROMOTION_MODE": ("review", "auto"),
+    "EMBEDDING_BACKEND": ("local", "ollama", "openai", "hashing"),
+}
+
+
+@register()
+def enumerated_settings_are_known(app_configs: object, **kwargs: object) -> list[Error]:
+    return [
+        Error(
+            f"{name}={getattr(settings, name)!r} is not one of: {', '.join(choices)}.",
+            hint=f"Set {name} to one of the values the README lists, or unset it for the default.",
+            id="governance.E001",
+        )
+        for name, choices in CHOICES.items()
+        if getattr(settings, name) not in choices
+    ]

@@ -90,6 +90,16 @@ def _read_running(pgdata: Path) -> EmbeddedServer | None:
     return EmbeddedServer(pgdata=pgdata, socket_dir=Path(lines[4].strip()), port=int(lines[3]), pid=pid)
 
 
+def expected_uri(pgdata: Path, database: str) -> str:
+    """Where the server on ``pgdata`` listens: read from its pid file when it runs, else where it
+    will listen once started (its socket in the data directory, the default port). Reads only."""
+    pgdata = pgdata.expanduser().resolve()
+    running = _read_running(pgdata)
+    if running is not None:
+        return running.uri(database)
+    return EmbeddedServer(pgdata=pgdata, socket_dir=pgdata, port=5432, pid=0).uri(database)
+
+
 def ensure_running(pgdata: Path) -> EmbeddedServer:
     """Start the server on ``pgdata`` unless it already runs; return where it listens."""
     pgdata = pgdata.expanduser().resolve()

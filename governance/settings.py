@@ -1,8 +1,10 @@
 """Settings for the agent governance control plane.
 
-Everything an operator may change comes from the environment (see the table in README.md).
-Values that reviewers tune while the system runs (thresholds, retention, promotion mode) live in
-the database instead, editable in the admin.
+Everything an operator may change comes from the environment (see the table in README.md);
+values with a fixed set of choices are checked by system checks (governance/checks.py).
+
+Importing this module starts nothing and writes nothing: the var/ directories, the local secret
+key file and the embedded PostgreSQL are prepared by the entry points (governance/runtime.py).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from governance import embedded_db, env
 BASE_DIR = Path(__file__).resolve().parent.parent
 env.load_dotenv(BASE_DIR / ".env")
 VAR_DIR = Path(env.string("VAR_DIR", str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+SECRET_KEY_FILE_LOCAL = VAR_DIR / "secret_key"
 
 
 def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once and kept under var/.
+    """SECRET_KEY from the environment, else the one generated once under var/ (runtime.prepare
+    writes it on first start), else a key for this process only.
 
     The generated key keeps sessions valid across restarts of a single-machine install;
     check governance.W001 reminds operators to set their own in production.
@@ -30,11 +33,10 @@ def _secret_key() -> str:
     configured = env.string("SECRET_KEY")
     if configured:
         return configured
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50), encoding="utf-8")
-        key_file.chmod(0o600)
-    return key_file.read_text(encoding="utf-8").strip()
+    try:
+        return SECRET_KEY_FILE_LOCAL.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return secrets.token_urlsafe(50)
 
 
 SECRET_KEY = _secret_key()
@@ -104,12 +106,9 @@ DATABASE_URL = env.string("DATABASE_URL")
 EMBEDDED_PGDATA = Path(env.string("EMBEDDED_PGDATA", str(VAR_DIR / "pgdata"))).resolve()
 EMBEDDED_DB_NAME = env.string("EMBEDDED_DB_NAME", "governance")
 
-if DATABASE_URL:
-    _database = env.database_from_url(DATABASE_URL)
-else:
-    _server = embedded_db.ensure_running(EMBEDDED_PGDATA)
-    embedded_db.ensure_database(_server, EMBEDDED_DB_NAME)
-    _database = env.database_from_url(_server.uri(EMBEDDED_DB_NAME))
+# The embedded server's address is where it runs, or will run once an entry point starts it
+# (governance/runtime.py points DATABASES at the server it started).
+_database = env.database_from_url(DATABASE_URL or embedded_db.expected_uri(EMBEDDED_PGDATA, EMBEDDED_DB_NAME))
 
 DATABASES = {
     "default": {
@@ -211,7 +210,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
@@ -238,8 +236,6 @@ CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 600)
 CELERY_VISIBILITY_TIMEOUT = env.integer("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 60)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    (CELERY_DIR / "queue").mkdir(parents=True, exist_ok=True)
-    (CELERY_DIR / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_DIR / "queue"),
         "data_folder_out": str(CELERY_DIR / "queue"),

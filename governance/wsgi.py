@@ -3,4 +3,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+
+from governance import runtime
+
+runtime.prepare()
 application = get_wsgi_application()

@@ -207,15 +207,40 @@ class State:
     hosted_actions: bool = False  # the server stands in for the agent's actions (scripted demo)
 
 
+class EffectKind(StrEnum):
+    """What a transition asks the processor to do; each has exactly one handler
+    (sessions/processor.py, EFFECT_HANDLERS)."""
+
+    ABANDON_WAITING = "abandon_waiting"
+    CALL_AI = "call_ai"
+    EXECUTE_ACTIONS = "execute_actions"
+    EXECUTE_DATA_QUERIES = "execute_data_queries"
+    EXECUTE_ENRICHMENTS = "execute_enrichments"
+    PARSE_RESPONSE = "parse_response"
+    POST_TEXT = "post_text"
+    RECORD_RESULTS = "record_results"
+    REMOVE_FALLBACK = "remove_fallback"
+    REQUEST_COMMUNICATION = "request_communication"
+    REQUEST_VALIDATION = "request_validation"
+    RESUME = "resume"
+    RETRY = "retry"
+    SCHEDULE = "schedule"
+    SESSION_RELEASED = "session_released"
+    STORE_AI_RESPONSE = "store_ai_response"
+    STORE_COMMUNICATION_RESPONSE = "store_communication_response"
+    STORE_USER_MESSAGE = "store_user_message"
+    SYSTEM_MESSAGE = "system_message"
+
+
 @dataclass(frozen=True)
 class Effect:
     """Something the processor does after the transition, inside the same transaction."""
 
-    kind: str
+    kind: EffectKind
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def effect(kind: str, **data: Any) -> Effect:
+def effect(kind: EffectKind, **data: Any) -> Effect:
     return Effect(kind, data)
 
 
@@ -256,7 +281,7 @@ def _close(state: State, event: EventInput, reason: EndReason, *effects: Effect)
         waiting_context=None,
         **_timer(event.at + CLOSURE_DELAY, Event.SESSION_COMPLETED),
     )
-    return new, [*effects, effect("schedule")]
+    return new, [*effects, effect(EffectKind.SCHEDULE)]
 
 
 def _timer(at: datetime | None, fires: Event | None) -> dict[str, Any]:
@@ -269,13 +294,13 @@ def _call_ai(state: State, event: EventInput, limits: Limits, *effects: Effect) 
     limit = limits.max_roundtrips(state.session_type)
     if limit is not None and state.total_roundtrips >= limit:
         summary = f"Limit of {limit} autonomous round trips reached."
-        message = effect("system_message", type=SystemMessageType.LIMIT_REACHED.value, summary=summary)
+        message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.LIMIT_REACHED.value, summary=summary)
         if state.session_type == SessionType.AUTOMATION:
             return _close(state, event, EndReason.LIMIT_REACHED, *effects, message)
         # A CHAT limit (only if configured) waits for the user instead of ending the session.
         return replace(state, phase=Phase.IDLE, waiting_context=None, **_timer(None, None)), [*effects, message]
     new = replace(state, phase=Phase.CALLING_AI, waiting_context=None, **_timer(None, None))
-    return new, [*effects, effect("call_ai")]
+    return new, [*effects, effect(EffectKind.CALL_AI)]
 
 
 def _is_chat(state: State) -> bool:
@@ -294,17 +319,17 @@ def activate(state: State, event: EventInput, limits: Limits) -> tuple[State, li
     resumed = replace(state, is_active=True, end_reason=None)
     if state.phase == Phase.IDLE and state.session_type == SessionType.AUTOMATION:
         # The SEED messages were copied into the session: run their enrichments first.
-        return replace(resumed, phase=Phase.EXECUTING_ENRICHMENTS), [effect("execute_enrichments")]
+        return replace(resumed, phase=Phase.EXECUTING_ENRICHMENTS), [effect(EffectKind.EXECUTE_ENRICHMENTS)]
     # Decision: a resumed session whose interrupted step was an AI call simply calls again.
-    return resumed, [effect("resume")]
+    return resumed, [effect(EffectKind.RESUME)]
 
 
 def user_message(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """Decision: in CHAT a new user message also answers a pending validation/communication by
     abandoning it; the fallback message stays as the trace of what was not answered."""
-    effects = [effect("store_user_message"), effect("execute_enrichments")]
+    effects = [effect(EffectKind.STORE_USER_MESSAGE), effect(EffectKind.EXECUTE_ENRICHMENTS)]
     if state.phase in (Phase.WAITING_VALIDATION, Phase.WAITING_COMMUNICATION_RESPONSE):
-        effects.insert(0, effect("abandon_waiting"))
+        effects.insert(0, effect(EffectKind.ABANDON_WAITING))
     new = replace(
         state,
         phase=Phase.EXECUTING_ENRICHMENTS,
@@ -322,7 +347,7 @@ def enrichments_executed(state: State, event: EventInput, limits: Limits) -> tup
 def ai_response_received(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """A completed round trip: the only place the counter moves (it is never reset)."""
     new = replace(state, phase=Phase.PARSING_AI_RESPONSE, total_roundtrips=state.total_roundtrips + 1)
-    return new, [effect("store_ai_response"), effect("parse_response")]
+    return new, [effect(EffectKind.STORE_AI_RESPONSE), effect(EffectKind.PARSE_RESPONSE)]
 
 
 def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -335,24 +360,24 @@ def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple
                    "scheduledConfirmationTime": at.isoformat()}  # fmt: skip
         new = replace(state, phase=Phase.WAITING_COMPLETION_CONFIRMATION, waiting_context=context,
                       **_timer(at, Event.COMPLETION_CONFIRMED))  # fmt: skip
-        return new, [effect("schedule")]
+        return new, [effect(EffectKind.SCHEDULE)]
     if parsed.get("validationRequired") and parsed.get("actionCommands"):
         context = {"type": "Validation", "validationContext": parsed.get("validationContext", {})}
         new = replace(state, phase=Phase.WAITING_VALIDATION, waiting_context=context)
-        return new, [effect("request_validation")]
+        return new, [effect(EffectKind.REQUEST_VALIDATION)]
     if parsed.get("communicationModule"):
         if automation:
             summary = "Communication modules are not available in AUTOMATION sessions; continue on your own."
             new = replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR)
-            return new, [effect("system_message", type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
-                         effect("retry")]  # fmt: skip
+            return new, [effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
+                         effect(EffectKind.RETRY)]  # fmt: skip
         context = {"type": "Communication", "communicationModule": parsed["communicationModule"]}
         new = replace(state, phase=Phase.WAITING_COMMUNICATION_RESPONSE, waiting_context=context)
-        return new, [effect("request_communication")]
+        return new, [effect(EffectKind.REQUEST_COMMUNICATION)]
     if parsed.get("dataCommands"):
-        return replace(state, phase=Phase.EXECUTING_DATA_QUERIES), [effect("execute_data_queries")]
+        return replace(state, phase=Phase.EXECUTING_DATA_QUERIES), [effect(EffectKind.EXECUTE_DATA_QUERIES)]
     if parsed.get("actionCommands"):
-        return replace(state, phase=Phase.EXECUTING_ACTIONS), [effect("execute_actions")]
+        return replace(state, phase=Phase.EXECUTING_ACTIONS), [effect(EffectKind.EXECUTE_ACTIONS)]
     if automation:
         # Decision: an AUTOMATION answer with nothing to do continues; the round-trip limit
         # stops a model that never says `completed`.
@@ -364,8 +389,8 @@ def parse_error(state: State, event: EventInput, limits: Limits) -> tuple[State,
     """No limit on format errors: the model must correct itself (round trips still count)."""
     summary = event.payload.get("summary") or "The response was not valid JSON in the expected format."
     return replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR), [
-        effect("system_message", type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
-        effect("retry"),
+        effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
+        effect(EffectKind.RETRY),
     ]
 
 
@@ -376,10 +401,10 @@ def retry(state: State, event: EventInput, limits: Limits) -> tuple[State, list[
 def validation_received(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     if event.payload.get("approved"):
         new = replace(state, phase=Phase.EXECUTING_ACTIONS, waiting_context=None, last_user_interaction_time=event.at)
-        return new, [effect("remove_fallback"), effect("execute_actions")]
+        return new, [effect(EffectKind.REMOVE_FALLBACK), effect(EffectKind.EXECUTE_ACTIONS)]
     # Refused: the fallback message stays. Decision: CHAT returns to IDLE (a chat never closes by
     # itself); AUTOMATION tells the model its actions were refused and lets it adapt.
-    refused = effect("system_message", type=SystemMessageType.ACTIONS_EXECUTED.value,
+    refused = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.ACTIONS_EXECUTED.value,
                      summary="The requested actions were rejected by a reviewer; they were not run.")  # fmt: skip
     new = replace(state, waiting_context=None, last_user_interaction_time=event.at)
     if _is_chat(state):
@@ -389,11 +414,13 @@ def validation_received(state: State, event: EventInput, limits: Limits) -> tupl
 
 def communication_response(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     new = replace(state, waiting_context=None, last_user_interaction_time=event.at)
-    return _call_ai(new, event, limits, effect("remove_fallback"), effect("store_communication_response"))
+    return _call_ai(
+        new, event, limits, effect(EffectKind.REMOVE_FALLBACK), effect(EffectKind.STORE_COMMUNICATION_RESPONSE)
+    )
 
 
 def data_queries_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    return _call_ai(state, event, limits, effect("record_results"))
+    return _call_ai(state, event, limits, effect(EffectKind.RECORD_RESULTS))
 
 
 def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -401,7 +428,7 @@ def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[S
     recorded results: every command SUCCESS or CACHED, and at least one command)."""
     if not event.payload.get("allSuccess", False):
         return action_failure(state, event, limits)
-    effects = [effect("record_results"), effect("post_text")]
+    effects = [effect(EffectKind.RECORD_RESULTS), effect(EffectKind.POST_TEXT)]
     if state.session_type == SessionType.AUTOMATION or event.payload.get("keepControl"):
         return _call_ai(state, event, limits, *effects)
     return replace(state, phase=Phase.IDLE, waiting_context=None), effects
@@ -410,7 +437,7 @@ def actions_executed(state: State, event: EventInput, limits: Limits) -> tuple[S
 def action_failure(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """No limit on action failures: the model must change its strategy (it sees the results)."""
     new = replace(state, phase=Phase.RETRYING_AFTER_ACTION_FAILURE, waiting_context=None)
-    return new, [effect("record_results"), effect("retry")]
+    return new, [effect(EffectKind.RECORD_RESULTS), effect(EffectKind.RETRY)]
 
 
 def completion_confirmed(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -425,14 +452,14 @@ def network_error(state: State, event: EventInput, limits: Limits) -> tuple[Stat
     summary = event.payload.get("summary") or "The AI provider could not be reached."
     if _is_chat(state):
         # The session stays active; the user tries again by sending a message.
-        message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+        message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
         return replace(state, phase=Phase.IDLE), [message]
     delay = network_retry_delay(event.payload.get("retryAfter"))
     if delay != NETWORK_RETRY_DELAY:
         summary = f"{summary} The provider asked to wait: next attempt in {int(delay.total_seconds())} s."
-    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+    message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
     new = replace(state, phase=Phase.WAITING_NETWORK_RETRY, **_timer(event.at + delay, Event.NETWORK_AVAILABLE))
-    return new, [message, effect("schedule")]
+    return new, [message, effect(EffectKind.SCHEDULE)]
 
 
 def network_retry_delay(retry_after: Any) -> timedelta:
@@ -445,7 +472,9 @@ def network_retry_delay(retry_after: Any) -> timedelta:
 
 def network_retry_scheduled(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """Still offline: wait another 30 s (retries are unlimited in AUTOMATION)."""
-    return replace(state, **_timer(event.at + NETWORK_RETRY_DELAY, Event.NETWORK_AVAILABLE)), [effect("schedule")]
+    return replace(state, **_timer(event.at + NETWORK_RETRY_DELAY, Event.NETWORK_AVAILABLE)), [
+        effect(EffectKind.SCHEDULE)
+    ]
 
 
 def network_available(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -455,7 +484,7 @@ def network_available(state: State, event: EventInput, limits: Limits) -> tuple[
 def system_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
     """Provider or system failure: recorded (as the seed's audit-only NETWORK_ERROR type), then closed."""
     summary = event.payload.get("summary") or "The AI provider or the system failed."
-    message = effect("system_message", type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
+    message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.NETWORK_ERROR.value, summary=summary)
     return _close(state, event, EndReason.ERROR, message)
 
 
@@ -474,10 +503,10 @@ def session_completed(state: State, event: EventInput, limits: Limits) -> tuple[
             reason = state.pending_end_reason  # it was ending anyway: it ends now, for its own reason
         else:
             # Suspended or cut off by the network: the phase is kept so the session resumes there.
-            return replace(state, is_active=False, end_reason=reason), [effect("session_released")]
+            return replace(state, is_active=False, end_reason=reason), [effect(EffectKind.SESSION_RELEASED)]
     new = replace(state, phase=Phase.COMPLETED, is_active=False, end_reason=reason, pending_end_reason=None,
                   waiting_context=None, **_timer(None, None))  # fmt: skip
-    return new, [effect("session_released")]
+    return new, [effect(EffectKind.SESSION_RELEASED)]
 
 
 def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -488,7 +517,7 @@ def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, l
     since = state.last_user_interaction_time if state.phase in WAITING_PHASES else state.last_event_time
     if since is None or event.at - since < limits.inactivity_timeout:
         return state, []
-    message = effect("system_message", type=SystemMessageType.SESSION_TIMEOUT.value,
+    message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.SESSION_TIMEOUT.value,
                      summary=f"No activity for {limits.inactivity_timeout}; the session was closed.")  # fmt: skip
     return _close(state, event, EndReason.TIMEOUT, message)
 
@@ -512,21 +541,21 @@ def deadline_passed(state: State, event: EventInput, limits: Limits) -> tuple[St
         return state, []  # re-armed meanwhile, or not due yet: nothing to do
     fresh = {"deadline_at": event.at + limits.phase_deadlines[state.phase]}
     if state.phase == Phase.CALLING_AI and state.hosted_calls:
-        return replace(state, **fresh), [effect("call_ai")]
+        return replace(state, **fresh), [effect(EffectKind.CALL_AI)]
     if state.phase == Phase.EXECUTING_ACTIONS and state.hosted_actions:
-        return replace(state, **fresh), [effect("execute_actions")]
+        return replace(state, **fresh), [effect(EffectKind.EXECUTE_ACTIONS)]
     if state.phase not in _AGENT_WORK:
-        return replace(state, **fresh), [effect("resume")]
+        return replace(state, **fresh), [effect(EffectKind.RESUME)]
     allowed_for = limits.phase_deadlines[state.phase]
     summary = f"The agent did not report within {int(allowed_for.total_seconds())} s of entering {state.phase.value}."
-    message = effect("system_message", type=_AGENT_WORK[state.phase].value, summary=summary)
+    message = effect(EffectKind.SYSTEM_MESSAGE, type=_AGENT_WORK[state.phase].value, summary=summary)
     if _is_chat(state):
         if state.phase == Phase.CALLING_AI:
             return replace(state, phase=Phase.IDLE, deadline_at=None), [message]
         # Decision: the outcome of a chat's actions or queries is unknown; the user asks again.
         return replace(state, phase=Phase.IDLE, waiting_context=None, deadline_at=None), [message]
     released = replace(state, is_active=False, end_reason=EndReason.NETWORK_ERROR, deadline_at=None)
-    return released, [message, effect("session_released", requeue=True)]
+    return released, [message, effect(EffectKind.SESSION_RELEASED, requeue=True)]
 
 
 # --- the table -------------------------------------------------------------------------------

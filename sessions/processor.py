@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,7 +31,7 @@ from governance.models import ReviewDecision, ReviewItem
 from governance.principals import SYSTEM, Principal
 from sessions import enrichments, executor, machine, parsing, validation
 from sessions.commands import DataCommand, system_message
-from sessions.machine import Event, EventInput, Phase, SessionType, SystemMessageType
+from sessions.machine import EffectKind, Event, EventInput, Phase, SessionType, SystemMessageType
 from sessions.models import ActionResult, AISession, SessionMessage
 from sessions.schemas import EVENT_PAYLOADS
 
@@ -144,7 +145,7 @@ class _Run:
                 raise InvalidInput(str(exc), errors=[{"loc": loc, "msg": str(exc), "type": "invalid"}]) from exc
             _store_state(self.session, after)
             for item in effects:
-                getattr(self, f"_{item.kind}")(before, current, item.data)
+                EFFECT_HANDLERS[item.kind](self, before, current, item.data)
         else:
             raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
         self.session.save(update_fields=SAVED_FIELDS)
@@ -482,6 +483,32 @@ class _Run:
             self.session.queued_at = self.now + machine.NETWORK_RETRY_DELAY
         agent_id = self.session.agent_id
         dispatch.after_commit("sessions.tick_agent", agent_id)
+
+
+# Every effect a transition may ask for, and the _Run method that carries it out
+# (tests/sessions/test_effects.py checks that each kind has exactly one).
+EffectHandler = Callable[[_Run, machine.State, EventInput, dict[str, Any]], None]
+EFFECT_HANDLERS: dict[EffectKind, EffectHandler] = {
+    EffectKind.ABANDON_WAITING: _Run._abandon_waiting,
+    EffectKind.CALL_AI: _Run._call_ai,
+    EffectKind.EXECUTE_ACTIONS: _Run._execute_actions,
+    EffectKind.EXECUTE_DATA_QUERIES: _Run._execute_data_queries,
+    EffectKind.EXECUTE_ENRICHMENTS: _Run._execute_enrichments,
+    EffectKind.PARSE_RESPONSE: _Run._parse_response,
+    EffectKind.POST_TEXT: _Run._post_text,
+    EffectKind.RECORD_RESULTS: _Run._record_results,
+    EffectKind.REMOVE_FALLBACK: _Run._remove_fallback,
+    EffectKind.REQUEST_COMMUNICATION: _Run._request_communication,
+    EffectKind.REQUEST_VALIDATION: _Run._request_validation,
+    EffectKind.RESUME: _Run._resume,
+    EffectKind.RETRY: _Run._retry,
+    EffectKind.SCHEDULE: _Run._schedule,
+    EffectKind.SESSION_RELEASED: _Run._session_released,
+    EffectKind.STORE_AI_RESPONSE: _Run._store_ai_response,
+    EffectKind.STORE_COMMUNICATION_RESPONSE: _Run._store_communication_response,
+    EffectKind.STORE_USER_MESSAGE: _Run._store_user_message,
+    EffectKind.SYSTEM_MESSAGE: _Run._system_message,
+}
 
 
 def _check_actor(session: AISession, actor: Principal, event: Event) -> None:

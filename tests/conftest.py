@@ -23,8 +23,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Tasks the code under test hands to Celery go to a queue of this run's own: a developer's
     `make run` worker on the same Redis must never receive ids from the test database. Tests that
     start real workers point both sides at their own queue."""
+    from governance import runtime
     from governance.celery import app
 
+    runtime.prepare()  # the embedded database (settings start nothing on import)
     app.conf.task_default_queue = TEST_QUEUE
 
 

@@ -68,7 +68,9 @@ from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, ope
 from tests.http_servers import serving
 from tests.processes import celery_worker_process, sending_to, wait_for
 
-pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
+# One xdist worker runs these tests one after the other: they share Redis database 11, where a
+# short visibility timeout would hand one test's unacknowledged tasks to the other's worker.
+pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("redis-db-11")]
 
 BROKER = "redis://127.0.0.1:6379/11"  # a database of this test's own (see the docstring)
 VISIBILITY_TIMEOUT = 5
