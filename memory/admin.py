@@ -3,7 +3,7 @@ but the realistic-transition matrix of subjects' emotions, which operators tune.
 
 Memory is archived, never deleted, and every write has its service: learnings go through
 ``memory.learnings.create_learning`` (canonical tags hash, embedding), scopes through
-``memory.lifecycle`` (rules, audit rows, vector indexes), watch notes through ``memory.notes``
+``memory.lifecycle`` (rules, audit rows, vector indexes), watch notes through ``memory.watch_notes``
 (mirrors of files), scores through ``memory.scoring``. Editing a row by hand would bypass all of
 that, so the admin only reads: no add, no change, no delete, no bulk delete action.
 

@@ -38,7 +38,7 @@ from django.utils.text import slugify
 
 from agents.models import Agent
 from governance.principals import SYSTEM, Principal
-from memory import lifecycle, notes, scoring, subject_documents, subjects
+from memory import clarifications, lifecycle, scoring, subject_documents, subjects, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, Subject
 
@@ -331,9 +331,9 @@ def load(out: TextIO) -> None:
 
     for title, days_ago, verdict, impact, tags, summary in NOTES:
         text = _note(title, today - timedelta(days=days_ago), verdict, impact, tags, summary)
-        notes.add_note(text, f"demo/{slugify(title)}.md", actor=SYSTEM)
+        watch_notes.add_note(text, f"demo/{slugify(title)}.md", actor=SYSTEM)
     for story, domain, project, days_ago, answers in CLARIFICATIONS:
-        notes.persist_clarifications(
+        clarifications.persist_clarifications(
             story=story, domain=domain, project=project, answers=list(answers), actor=SYSTEM,
             now=now - timedelta(days=days_ago),
         )  # fmt: skip

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from governance.access import agent_or_perm
 from governance.principals import Principal
-from memory import notes, scoring, search
+from memory import clarifications, scoring, search
 from memory.models import Learning, LearningInjection, VeilleNote
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def _veille(vector_of: Callable[[], tuple]) -> Section:
 
 def _clarifications(domain: str, project: str) -> Section:
     section = Section("clarifications")
-    for entry in notes.latest_clarifications(domain, project, limit=LIMITS["clarifications"]):
+    for entry in clarifications.latest_clarifications(domain, project, limit=LIMITS["clarifications"]):
         section.items.append({k: entry[k] for k in ("story", "version", "name", "answers")} | {
             "date": entry["date"].isoformat()
         })  # fmt: skip

@@ -1,5 +1,6 @@
 """Memory router, watch notes and clarifications (mounted at /api/v1/memory): thin views over
-memory.notes, which holds every rule. Who may call what is decided here, once per endpoint."""
+memory.watch_notes and memory.clarifications, which hold every rule. Who may call what is decided
+here, once per endpoint."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ninja import Field, Router, Schema, Status
 from governance.access import agent_or_perm
 from governance.exceptions import InvalidInput
 from governance.problems import problem_response
-from memory import notes
+from memory import clarifications, watch_notes
 from memory.veille import NoteError
 
 router = Router(tags=["memory"])
@@ -57,7 +58,7 @@ class ClarificationsIn(Schema):
     story: str = Field(..., max_length=100, examples=["PD-295"])
     domain: str = Field(..., max_length=100, examples=["tooling"])
     project: str = Field(..., max_length=100, examples=["ia-governance"])
-    answers: list[str] = Field(..., min_length=notes.ANSWERS, max_length=notes.ANSWERS)
+    answers: list[str] = Field(..., min_length=clarifications.ANSWERS, max_length=clarifications.ANSWERS)
 
 
 class ClarificationsCreatedOut(Schema):
@@ -94,7 +95,7 @@ def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | N
     if request.content_type in MARKDOWN_TYPES:
         if name is not None:
             try:
-                name = notes.check_note_name(name)
+                name = watch_notes.check_note_name(name)
             except NoteError as exc:
                 raise _invalid(["query", "name"], exc.reason, "veille_invalid") from exc
         return body, name
@@ -120,7 +121,7 @@ def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     of that name existed (replaced), 422 naming each missing or invalid field; nothing is written then."""
     agent_or_perm(request.auth, "memory.add_veillenote")
     text, note_name = _veille_source(request, name)
-    note, created = notes.add_note(text, note_name, actor=request.auth)
+    note, created = watch_notes.add_note(text, note_name, actor=request.auth)
     return Status(201 if created else 200, note)
 
 
@@ -130,10 +131,10 @@ def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status 
     operators with `memory.add_clarification`). 503 when the database refused the write."""
     agent_or_perm(request.auth, "memory.add_clarification")
     try:
-        version, name = notes.persist_clarifications(
+        version, name = clarifications.persist_clarifications(
             story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=request.auth
         )
-    except notes.ClarificationWriteFailed as exc:
+    except clarifications.ClarificationWriteFailed as exc:
         return problem_response(503, detail=exc.detail)
     return Status(201, {"story": data.story, "version": version, "name": name})
 
@@ -154,8 +155,8 @@ def list_clarifications(
         raise _invalid(["query", "limit"], "limit must be between 1 and 100", "range")
     if offset < 0:
         raise _invalid(["query", "offset"], "offset must be >= 0", "range")
-    items = notes.latest_clarifications(domain, project, limit, offset=offset, all_versions=all_versions)
-    count = notes.clarification_versions(domain, project, all_versions=all_versions).count()
+    items = clarifications.latest_clarifications(domain, project, limit, offset=offset, all_versions=all_versions)
+    count = clarifications.clarification_versions(domain, project, all_versions=all_versions).count()
     return {"items": items, "count": count}
 
 
@@ -175,5 +176,5 @@ def list_clarifications(
 def export_clarifications(request: HttpRequest, story: str, version: int | None = None) -> HttpResponse:
     """One version (the newest by default) as the seed's Markdown file; 404 when there is none."""
     agent_or_perm(request.auth, "memory.view_clarification")
-    text = notes.export_clarifications_markdown(story, version)
+    text = clarifications.export_clarifications_markdown(story, version)
     return HttpResponse(text, content_type="text/markdown; charset=utf-8")

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from governance.principals import SYSTEM
-from memory import lifecycle, notes, scoring
+from memory import clarifications, lifecycle, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import (
     Clarification,
@@ -65,9 +65,9 @@ def memory(db) -> dict[str, object]:
     GateResult.objects.create(story="PD-9", gate=8, verdict="GO", at=timezone.now())
     scoring.compute_reuse_scores(full=True)
     lifecycle.propose_promotions(mode="review")
-    notes.add_note(NOTE.format(title="Strong signal", verdict="signal", impact="fort"), "a.md", actor=SYSTEM)
-    notes.add_note(NOTE.format(title="Mere noise", verdict="bruit", impact="aucun"), "b.md", actor=SYSTEM)
-    notes.persist_clarifications(
+    watch_notes.add_note(NOTE.format(title="Strong signal", verdict="signal", impact="fort"), "a.md", actor=SYSTEM)
+    watch_notes.add_note(NOTE.format(title="Mere noise", verdict="bruit", impact="aucun"), "b.md", actor=SYSTEM)
+    clarifications.persist_clarifications(
         story="PD-1", domain="seo", project="shop", answers=["One.", "Two.", "Three.", "Four."], actor=SYSTEM
     )
     vector = Embedding.objects.create(

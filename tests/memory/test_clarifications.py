@@ -23,7 +23,7 @@ from django.db import DatabaseError, connection
 from governance.exceptions import InvalidInput, NotFound
 from governance.models import AuditEvent
 from governance.principals import SYSTEM
-from memory import notes
+from memory import clarifications
 from memory.models import Clarification
 
 T0 = dt.datetime(2025, 6, 1, 10, 15, 0, tzinfo=dt.UTC)
@@ -46,7 +46,7 @@ def sha(text: str) -> str:
 
 def persist(story: str = "PD-295", answers: list[str] | None = None, **kwargs) -> tuple[int, str]:
     params = {"domain": "tooling", "project": "ia-governance", "actor": SYSTEM, "now": T0, **kwargs}
-    return notes.persist_clarifications(story=story, answers=answers or VERBATIM, **params)
+    return clarifications.persist_clarifications(story=story, answers=answers or VERBATIM, **params)
 
 
 def stored(story: str, version: int) -> list[str]:
@@ -79,8 +79,8 @@ def test_tc_nom_03_answers_are_stored_byte_for_byte():
 def test_tc_nom_03_the_exported_markdown_gives_the_answers_back_byte_for_byte():
     persist()
 
-    text = notes.export_clarifications_markdown("PD-295")
-    read = notes.read_clarifications_markdown(text)
+    text = clarifications.export_clarifications_markdown("PD-295")
+    read = clarifications.read_clarifications_markdown(text)
 
     assert [sha(a) for a in read["answers"]] == [sha(a) for a in VERBATIM]
     assert read["answers_sha256"] == [sha(a) for a in VERBATIM]
@@ -92,7 +92,7 @@ def test_tc_nom_03_the_exported_markdown_gives_the_answers_back_byte_for_byte():
 def test_tc_nom_03_the_markdown_has_the_seed_shape():
     persist()
 
-    text = notes.export_clarifications_markdown("PD-295")
+    text = clarifications.export_clarifications_markdown("PD-295")
 
     assert text.startswith("---\nstory: PD-295\ndomain: tooling\nproject: ia-governance\nversion: 1\n")
     assert "\n# PD-295 — Clarifications PO (version 1)\n" in text
@@ -180,7 +180,7 @@ def test_tc_nom_04_one_row_per_answer_embeddings_scheduled_and_found(sent, djang
         (i, "tooling", "ia-governance", 1, T0) for i in range(1, 5)
     ]
     assert sent == [["memory.embed", "clarification", [r.pk for r in rows]]]
-    found = notes.latest_clarifications("tooling", "ia-governance")
+    found = clarifications.latest_clarifications("tooling", "ia-governance")
     assert [(f["story"], f["version"], f["answers"]) for f in found] == [("PD-295", 1, VERBATIM)]
     event = AuditEvent.objects.get(action="clarifications.persisted")
     assert event.data == {"story": "PD-295", "version": 1, "name": "PD-295-clarifications.md"}
@@ -210,9 +210,9 @@ def test_tc_nom_04_filters_are_exact():
     persist("PD-2", domain="Tooling")
     persist("PD-3", project="ia-governance-2")
 
-    assert [c["story"] for c in notes.latest_clarifications("tooling", "ia-governance")] == ["PD-1"]
-    assert notes.latest_clarifications("tool", "ia-governance") == []
-    assert len(notes.latest_clarifications(None, None, limit=10)) == 3
+    assert [c["story"] for c in clarifications.latest_clarifications("tooling", "ia-governance")] == ["PD-1"]
+    assert clarifications.latest_clarifications("tool", "ia-governance") == []
+    assert len(clarifications.latest_clarifications(None, None, limit=10)) == 3
 
 
 # --- H-06: versions ------------------------------------------------------------------------------
@@ -225,12 +225,13 @@ def test_h06_a_second_call_makes_a_new_timestamped_version_and_the_newest_is_ret
 
     assert (version, name) == (2, "PD-295-clarifications-2025-06-02-101507.md")
     assert Clarification.objects.filter(story="PD-295").count() == 8
-    latest = notes.latest_clarifications("tooling", "ia-governance")
+    latest = clarifications.latest_clarifications("tooling", "ia-governance")
     assert [(c["version"], c["answers"][0], c["name"]) for c in latest] == [(2, "v2", name)]
-    every = notes.latest_clarifications("tooling", "ia-governance", all_versions=True)
+    every = clarifications.latest_clarifications("tooling", "ia-governance", all_versions=True)
     assert [c["version"] for c in every] == [2, 1]
-    assert "version: 2\n" in notes.export_clarifications_markdown("PD-295")
-    assert notes.read_clarifications_markdown(notes.export_clarifications_markdown("PD-295", 1))["answers"][0] == "v1"
+    assert "version: 2\n" in clarifications.export_clarifications_markdown("PD-295")
+    first = clarifications.export_clarifications_markdown("PD-295", 1)
+    assert clarifications.read_clarifications_markdown(first)["answers"][0] == "v1"
 
 
 def test_h06_same_date_versions_are_ordered_by_version_and_named_apart():
@@ -241,9 +242,9 @@ def test_h06_same_date_versions_are_ordered_by_version_and_named_apart():
         "PD-295-clarifications-2025-06-02-101500.md",
         "PD-295-clarifications-2025-06-02-101500-v3.md",
     ]
-    every = notes.latest_clarifications(None, None, all_versions=True)
+    every = clarifications.latest_clarifications(None, None, all_versions=True)
     assert [c["version"] for c in every] == [3, 2, 1]
-    assert all(notes.parse_clarification_name(name)[0] == "PD-295" for name in names)
+    assert all(clarifications.parse_clarification_name(name)[0] == "PD-295" for name in names)
 
 
 def test_h06_the_api_makes_versions_and_lists_all_of_them_on_request(agent_api):
@@ -286,7 +287,9 @@ def test_h06_concurrent_calls_for_one_story_get_distinct_versions():
     assert sorted(version for version, _ in results) == list(range(1, callers + 1))
     assert len({name for _, name in results}) == callers
     assert Clarification.objects.filter(story="PD-77").count() == 4 * callers
-    by_version = {c["version"]: c["date"] for c in notes.latest_clarifications(None, None, limit=50, all_versions=True)}
+    by_version = {
+        c["version"]: c["date"] for c in clarifications.latest_clarifications(None, None, limit=50, all_versions=True)
+    }
     assert [by_version[v] for v in sorted(by_version)] == sorted(by_version.values())  # later version, later date
 
 
@@ -303,12 +306,12 @@ def test_h06_concurrent_calls_for_one_story_get_distinct_versions():
     ],
 )
 def test_tc_neg_04_valid_file_names_are_read(name):
-    story, _ = notes.parse_clarification_name(name)
+    story, _ = clarifications.parse_clarification_name(name)
     assert story == name.split("-clarifications")[0]
 
 
 def test_tc_neg_04_a_timestamped_name_gives_its_utc_time():
-    assert notes.parse_clarification_name("PD-1-clarifications-2025-06-02-101507.md") == (
+    assert clarifications.parse_clarification_name("PD-1-clarifications-2025-06-02-101507.md") == (
         "PD-1", dt.datetime(2025, 6, 2, 10, 15, 7, tzinfo=dt.UTC),
     )  # fmt: skip
 
@@ -331,7 +334,7 @@ def test_tc_neg_04_a_timestamped_name_gives_its_utc_time():
 )
 def test_tc_neg_04_invalid_file_names_are_refused(name):
     with pytest.raises(ValueError, match=r"clarification file name|impossible timestamp"):
-        notes.parse_clarification_name(name)
+        clarifications.parse_clarification_name(name)
 
 
 @pytest.mark.parametrize(
@@ -356,7 +359,7 @@ def test_tc_neg_04_invalid_input_is_refused_and_nothing_is_written(changes, loc)
     params = {"story": "PD-295", "domain": "tooling", "project": "p", "answers": ["a", "b", "c", "d"], **changes}
 
     with pytest.raises(InvalidInput) as caught:
-        notes.persist_clarifications(**params, actor=SYSTEM)
+        clarifications.persist_clarifications(**params, actor=SYSTEM)
 
     assert loc in [error["loc"] for error in caught.value.errors]
     assert not Clarification.objects.exists()
@@ -399,12 +402,15 @@ def failing_write(monkeypatch):
     def refuse(kind, ids):
         raise DatabaseError("could not extend file: No space left on device")
 
-    monkeypatch.setattr(notes, "schedule_embedding", refuse)
+    monkeypatch.setattr(clarifications, "schedule_embedding", refuse)
 
 
 @pytest.mark.usefixtures("failing_write")
 def test_tc_err_09_a_failed_write_stores_nothing_and_is_logged(caplog):
-    with caplog.at_level(logging.ERROR, logger="memory.notes"), pytest.raises(notes.ClarificationWriteFailed):
+    with (
+        caplog.at_level(logging.ERROR, logger="memory.clarifications"),
+        pytest.raises(clarifications.ClarificationWriteFailed),
+    ):
         persist()
 
     assert not Clarification.objects.exists()
@@ -454,9 +460,9 @@ def test_export_of_an_unknown_story_or_version_is_not_found():
     persist()
 
     with pytest.raises(NotFound):
-        notes.export_clarifications_markdown("PD-404")
+        clarifications.export_clarifications_markdown("PD-404")
     with pytest.raises(NotFound):
-        notes.export_clarifications_markdown("PD-295", 2)
+        clarifications.export_clarifications_markdown("PD-295", 2)
     with pytest.raises(CommandError, match="No clarifications for version 2 of PD-295"):
         call_command("export_clarifications", "--story", "PD-295", "--version", "2")
 
@@ -468,7 +474,7 @@ def test_the_export_command_prints_a_chosen_version():
 
     call_command("export_clarifications", "--story", "PD-295", "--version", "1", stdout=out)
 
-    assert notes.read_clarifications_markdown(out.getvalue())["answers"][0] == "first"
+    assert clarifications.read_clarifications_markdown(out.getvalue())["answers"][0] == "first"
 
 
 def test_the_markdown_endpoint(agent_api, viewer_api):
@@ -479,7 +485,7 @@ def test_the_markdown_endpoint(agent_api, viewer_api):
 
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
-    assert notes.read_clarifications_markdown(response.content.decode("utf-8"))["answers"] == VERBATIM
+    assert clarifications.read_clarifications_markdown(response.content.decode("utf-8"))["answers"] == VERBATIM
     assert missing.status_code == 404
 
 

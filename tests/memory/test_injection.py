@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.principals import SYSTEM
-from memory import indexing, notes
+from memory import clarifications, indexing
 from memory.embeddings import HashingBackend, OllamaBackend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block
 from memory.models import Learning, LearningInjection, ReuseScore, VeilleNote
@@ -61,7 +61,7 @@ def test_tc_nom_12_three_sections_with_at_most_5_3_3():
     for n in range(5):
         note(f"note {n}", f"retry the flaky deploy {n}", "fort")
     for n in range(5):
-        notes.persist_clarifications(
+        clarifications.persist_clarifications(
             story=f"PD-{100 + n}", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM,
             now=timezone.now() + timedelta(minutes=n),
         )  # fmt: skip
@@ -126,8 +126,9 @@ def test_tc_nom_13_tc_err_06_empty_sections_say_aucun_resultat():
 
 @pytest.mark.django_db
 def test_tc_nom_14_tc_err_04_an_embedding_backend_down_degrades_two_sections_only(caplog):
-    notes.persist_clarifications(story="PD-7", domain="tooling", project="gov", answers=list("abcd"), actor=SYSTEM,
-                                 now=timezone.now())  # fmt: skip
+    clarifications.persist_clarifications(
+        story="PD-7", domain="tooling", project="gov", answers=list("abcd"), actor=SYSTEM, now=timezone.now()
+    )
     down = OllamaBackend(base_url="http://127.0.0.1:1", model="nomic-embed-text", dimension=768, timeout=1)
 
     result = block(backend=down)

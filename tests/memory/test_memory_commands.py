@@ -19,7 +19,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from governance.principals import SYSTEM
-from memory import indexing, notes, transfer
+from memory import clarifications, indexing, transfer
 from memory.embeddings import get_backend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block
 from memory.models import Learning, LearningInjection, VeilleNote
@@ -186,7 +186,7 @@ def test_tc_nom_12_inject_prints_exactly_the_block_markdown(hashing):
         summary="retry the flaky deploy",
     )  # fmt: skip
     indexing.embed("veille", [note.pk], backend=hashing)
-    notes.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
+    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
                                  actor=SYSTEM)  # fmt: skip
     args = {"story": "PD-9", "domain": "tooling", "project": "gov", "query_text": "retry the flaky deploy"}
 
@@ -213,7 +213,7 @@ def test_tc_nom_14_inject_exits_0_when_the_embedding_backend_is_down(settings):
     settings.EMBEDDING_BACKEND = "ollama"
     settings.EMBEDDING_URL = "http://127.0.0.1:9"  # nothing listens: connection refused at once
     settings.EMBEDDING_TIMEOUT_SECONDS = 2
-    notes.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
+    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
                                  actor=SYSTEM)  # fmt: skip
 
     out, _ = run("inject", "--story", "PD-9", "--domain", "tooling", "--project", "gov", "--query-text", "q")
@@ -268,7 +268,7 @@ def test_search_memory_filters(hashing):
 
 
 def test_search_memory_clarifications_and_no_results(hashing):
-    notes.persist_clarifications(story="PD-5", domain="tooling", project="gov",
+    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov",
                                  answers=["retry the flaky deploy", "b", "c", "d"], actor=SYSTEM)  # fmt: skip
     indexing.embed("clarification", indexing.missing("clarification", hashing.model), backend=hashing)
 

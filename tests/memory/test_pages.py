@@ -18,7 +18,7 @@ from django.utils import timezone
 from governance import reviews
 from governance.models import ReviewItem
 from governance.principals import SYSTEM, Principal
-from memory import lifecycle, notes, querysets, scoring
+from memory import clarifications, lifecycle, querysets, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash
@@ -200,10 +200,10 @@ def test_the_health_page_lists_the_last_scoring_runs(as_viewer):
 @pytest.mark.django_db
 def test_the_health_page_counts_watch_notes_clarifications_and_waiting_promotions(as_viewer):
     note = "---\ntitle: pgvector 0.8\ndate: 2026-11-01\nverdict_veille: signal\nimpact_pv: fort\n---\n\nBody.\n"
-    notes.add_note(note, "demo/pgvector.md", actor=SYSTEM)
+    watch_notes.add_note(note, "demo/pgvector.md", actor=SYSTEM)
     answers = ["One.", "Two.", "Three.", "Four."]
     for _ in range(2):
-        notes.persist_clarifications(story="PD-7", domain="seo", project="shop", answers=answers, actor=SYSTEM)
+        clarifications.persist_clarifications(story="PD-7", domain="seo", project="shop", answers=answers, actor=SYSTEM)
     inject(learning(), 1)
     scoring.compute_reuse_scores(full=True)
     lifecycle.propose_promotions(mode="review")

@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 
 from governance.models import AuditEvent
 from governance.principals import SYSTEM
-from memory import notes
+from memory import watch_notes
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note
 
@@ -191,7 +191,7 @@ def test_tc_nom_01_valid_notes_are_indexed_and_invalid_ones_warned_about(
     warnings: list[str] = []
 
     with django_capture_on_commit_callbacks(execute=True):
-        report = notes.index_veille(veille_dir, actor=SYSTEM, warn=warnings.append)
+        report = watch_notes.index_veille(veille_dir, actor=SYSTEM, warn=warnings.append)
 
     root = veille_dir.resolve()
     assert report.as_dict() == {
@@ -211,10 +211,10 @@ def test_tc_nom_01_valid_notes_are_indexed_and_invalid_ones_warned_about(
 
 
 def test_tc_err_01_invalid_notes_are_logged_by_default_and_the_run_goes_on(veille_dir, caplog):
-    report = notes.index_veille(veille_dir, actor=SYSTEM)
+    report = watch_notes.index_veille(veille_dir, actor=SYSTEM)
 
     assert report.indexed == 3
-    messages = [r.getMessage() for r in caplog.records if r.name == "memory.notes"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "memory.watch_notes"]
     assert len(messages) == 2
     assert all(m.startswith("[veille] ") and " skipped: " in m for m in messages)
 
@@ -227,7 +227,7 @@ def test_tc_err_02_no_front_matter_or_unreadable_files_are_skipped_and_the_scan_
     write(tmp_path, "e-valid.md", note(title="Second valid"))
     warnings: list[str] = []
 
-    report = notes.index_veille(tmp_path, actor=SYSTEM, warn=warnings.append)
+    report = watch_notes.index_veille(tmp_path, actor=SYSTEM, warn=warnings.append)
 
     assert (report.indexed, len(report.skipped)) == (2, 3)
     assert [Path(path).name for path, _ in report.skipped] == ["b-plain.md", "c-latin1.md", "d-broken-yaml.md"]
@@ -242,13 +242,13 @@ def test_hidden_folders_are_not_scanned(tmp_path):
     write(tmp_path, ".obsidian/templates/template.md", note(title="Template"))
     write(tmp_path, "sub/.draft.md", note(title="Draft"))
 
-    assert notes.index_veille(tmp_path, actor=SYSTEM).indexed == 1
+    assert watch_notes.index_veille(tmp_path, actor=SYSTEM).indexed == 1
 
 
 def test_reindexing_updates_changed_files_and_removes_vanished_or_invalid_ones(
     veille_dir, sent, django_capture_on_commit_callbacks
 ):
-    notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
+    watch_notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
     root = veille_dir.resolve()
     pricing = VeilleNote.objects.get(path=str(root / "2025-06-llm-pricing.md"))
     memory = VeilleNote.objects.get(path=str(root / "agents/memory.md"))
@@ -262,7 +262,7 @@ def test_reindexing_updates_changed_files_and_removes_vanished_or_invalid_ones(
     write(veille_dir, "new/fresh.md", note(title="Fresh"))  # new
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        report = notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
+        report = watch_notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
 
     assert (report.indexed, report.updated, report.unchanged, report.removed, len(report.skipped)) == (1, 1, 0, 2, 3)
     pricing.refresh_from_db()
@@ -277,12 +277,12 @@ def test_reindexing_updates_changed_files_and_removes_vanished_or_invalid_ones(
 
 
 def test_an_unchanged_directory_changes_nothing(veille_dir, sent, django_capture_on_commit_callbacks):
-    notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
+    watch_notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
     audits = AuditEvent.objects.count()
     sent.clear()
 
     with django_capture_on_commit_callbacks(execute=True):
-        report = notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
+        report = watch_notes.index_veille(veille_dir, actor=SYSTEM, warn=lambda _: None)
 
     assert (report.indexed, report.updated, report.unchanged, report.removed) == (0, 0, 3, 0)
     assert AuditEvent.objects.count() == audits
@@ -292,12 +292,12 @@ def test_an_unchanged_directory_changes_nothing(veille_dir, sent, django_capture
 def test_indexing_a_directory_leaves_other_directories_and_api_notes_alone(tmp_path):
     write(tmp_path, "one/a.md", note(title="In one"))
     write(tmp_path, "two/b.md", note(title="In two"))
-    notes.index_veille(tmp_path / "one", actor=SYSTEM)
-    notes.index_veille(tmp_path / "two", actor=SYSTEM)
-    notes.add_note(note(title="Posted"), "one/a.md", actor=SYSTEM)
+    watch_notes.index_veille(tmp_path / "one", actor=SYSTEM)
+    watch_notes.index_veille(tmp_path / "two", actor=SYSTEM)
+    watch_notes.add_note(note(title="Posted"), "one/a.md", actor=SYSTEM)
     (tmp_path / "one/a.md").unlink()
 
-    report = notes.index_veille(tmp_path / "one", actor=SYSTEM)
+    report = watch_notes.index_veille(tmp_path / "one", actor=SYSTEM)
 
     assert report.removed == 1
     assert set(VeilleNote.objects.values_list("title", flat=True)) == {"In two", "Posted"}
@@ -305,10 +305,10 @@ def test_indexing_a_directory_leaves_other_directories_and_api_notes_alone(tmp_p
 
 def test_a_missing_directory_is_an_error_and_removes_nothing(tmp_path):
     write(tmp_path, "a.md", note())
-    notes.index_veille(tmp_path, actor=SYSTEM)
+    watch_notes.index_veille(tmp_path, actor=SYSTEM)
 
     with pytest.raises(NotADirectoryError):
-        notes.index_veille(tmp_path / "typo", actor=SYSTEM)
+        watch_notes.index_veille(tmp_path / "typo", actor=SYSTEM)
     assert VeilleNote.objects.count() == 1
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.exceptions import NotFound
-from memory.notes import export_clarifications_markdown
+from memory.clarifications import export_clarifications_markdown
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.principals import SYSTEM
-from memory.notes import index_veille
+from memory.watch_notes import index_veille
 
 
 class Command(BaseCommand):

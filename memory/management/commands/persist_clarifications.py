@@ -14,7 +14,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.exceptions import InvalidInput
 from governance.principals import SYSTEM
-from memory.notes import ANSWERS, ClarificationWriteFailed, persist_clarifications, read_clarifications_markdown
+from memory.clarifications import (
+    ANSWERS,
+    ClarificationWriteFailed,
+    persist_clarifications,
+    read_clarifications_markdown,
+)
 
 
 def read_answers(path: Path) -> list[str]:
