@@ -12,7 +12,7 @@ Three steps, all pure:
   (``signals[2].metric``), a code, a plain message and the runtime effect lost; warnings apart.
 
 Where the seed's words cannot be checked exactly (an open list of values, an "implicit"
-requirement) the rule only warns; docs/contracts.md lists those rows.
+requirement) the rule only warns; governance/catalog/README.md lists those rows.
 """
 
 from __future__ import annotations

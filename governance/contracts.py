@@ -442,11 +442,3 @@ def ranking(by: str, *, since: date | None = None, agent_label: str | None = Non
         daily = daily.exclude(agent_label="")
     totals = {"checks": Sum("checks"), "compliant": Sum("compliant"), "violations": Sum("violations")}
     return _ranked(daily.values(by).annotate(**totals), by)
-
-
-def recent_failures(contract_name: str, limit: int = 10) -> list[ContractCheck]:
-    return list(
-        ContractCheck.objects.filter(contract_name=contract_name, compliant=False)
-        .select_related("contract", "agent")
-        .order_by("-checked_at")[:limit]
-    )
