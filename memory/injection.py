@@ -55,7 +55,7 @@ def _guarded(name: str, build: Callable[[], Section]) -> Section:
     try:
         with transaction.atomic():  # a failing query must not break the other sections
             section = build()
-    except Exception as exc:  # any failure of a source degrades its section only (INV-295-14)
+    except Exception as exc:  # any failure of a source degrades its section only (INV-295-15)
         logger.warning("[inject] section %s failed: %s", name, exc)
         return Section(name, status="unavailable")
     if not section.items:
