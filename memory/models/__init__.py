@@ -1,0 +1,49 @@
+"""The memory app's models, one module per domain: learnings, notes, embeddings, subjects."""
+
+from memory.models.embeddings import Embedding
+from memory.models.learnings import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore, ScoringRun
+from memory.models.notes import Clarification, VeilleNote
+from memory.models.subjects import (
+    Conversation,
+    EmotionEvent,
+    EmotionState,
+    EmotionTransition,
+    LifeEvent,
+    PersonalityState,
+    Preference,
+    ProfileFact,
+    Relationship,
+    Sentiment,
+    Subject,
+    SubjectCounter,
+    SubjectMemory,
+    TraitSnapshot,
+    TransitionProbability,
+)
+
+__all__ = [
+    "Clarification",
+    "Conversation",
+    "Embedding",
+    "EmotionEvent",
+    "EmotionState",
+    "EmotionTransition",
+    "GateResult",
+    "Learning",
+    "LearningInjection",
+    "LifeEvent",
+    "PersonalityState",
+    "Preference",
+    "ProfileFact",
+    "PromotionProposal",
+    "Relationship",
+    "ReuseScore",
+    "ScoringRun",
+    "Sentiment",
+    "Subject",
+    "SubjectCounter",
+    "SubjectMemory",
+    "TraitSnapshot",
+    "TransitionProbability",
+    "VeilleNote",
+]
