@@ -510,13 +510,13 @@ def deadline_passed(state: State, event: EventInput, limits: Limits) -> tuple[St
     and, in EXECUTING_ACTIONS, asks for the outcome of its actions instead of running them again."""
     if state.deadline_at is None or event.at < state.deadline_at:
         return state, []  # re-armed meanwhile, or not due yet: nothing to do
-    fresh = {"deadline_at": event.at + limits.phase_deadlines[state.phase]}
+    rearmed = event.at + limits.phase_deadlines[state.phase]
     if state.phase == Phase.CALLING_AI and state.hosted_calls:
-        return replace(state, **fresh), [effect("call_ai")]
+        return replace(state, deadline_at=rearmed), [effect("call_ai")]
     if state.phase == Phase.EXECUTING_ACTIONS and state.hosted_actions:
-        return replace(state, **fresh), [effect("execute_actions")]
+        return replace(state, deadline_at=rearmed), [effect("execute_actions")]
     if state.phase not in _AGENT_WORK:
-        return replace(state, **fresh), [effect("resume")]
+        return replace(state, deadline_at=rearmed), [effect("resume")]
     allowed_for = limits.phase_deadlines[state.phase]
     summary = f"The agent did not report within {int(allowed_for.total_seconds())} s of entering {state.phase.value}."
     message = effect("system_message", type=_AGENT_WORK[state.phase].value, summary=summary)
