@@ -35,13 +35,17 @@ bench: install
 	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) -m bench $(BENCH_ARGS)
 
+# Ruff, no model change without its migration, and mypy: strict modules clean, the rest no worse than
+# tools/mypy-baseline.txt (see tools/mypy_baseline.py). CI runs it before the tests.
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run --noinput
+	$(PY) tools/mypy_baseline.py
 
 format: install
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

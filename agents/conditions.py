@@ -139,7 +139,8 @@ def _equal(left: Any, right: Any) -> bool:
         return len(left) == len(right) and all(map(_equal, left, right))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         return left.keys() == right.keys() and all(_equal(left[key], right[key]) for key in left)
-    return left == right
+    same: bool = left == right  # JSON values (the only ones compared here) compare to a bool
+    return same
 
 
 class _Node(Protocol):

@@ -30,4 +30,5 @@ def backoff_seconds(attempt: int, base: int, strategy: str) -> int:
     """Delay before retry number ``attempt`` (1-based): base, 2*base, 4*base... or base*attempt."""
     if strategy == "linear":
         return base * attempt
-    return base * 2 ** (attempt - 1)
+    delay: int = base * 2 ** (attempt - 1)  # typeshed: int ** int is Any (a float below 0); attempts start at 1
+    return delay

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, field_validator, model_validator
@@ -91,7 +91,10 @@ def _expression(value: Any) -> Any:
     return value
 
 
-def _type_expression(value: Any) -> Any:
+_V = TypeVar("_V")
+
+
+def _type_expression(value: _V) -> _V:
     """Refuse a type that does not parse at load time, with the reason and where."""
     if isinstance(value, str):
         try:
@@ -369,7 +372,9 @@ class Manifest(_Strict):
     def type_warnings(self) -> list[dict[str, Any]]:
         """Schema names the manifest uses but does not define. Seed 001's own example does so
         (`VLevelOptionsSchema`), so they are accepted and left unchecked; the loader says so."""
-        found = [(("schemas", name), typelang.parse_definition(text)) for name, text in self.schemas.items()]
+        found: list[tuple[tuple[str | int, ...], typelang.Type]] = [
+            (("schemas", name), typelang.parse_definition(text)) for name, text in self.schemas.items()
+        ]
         found += [(("inputs", i, "type"), typelang.parse(spec.type)) for i, spec in enumerate(self.inputs)]
         found += [
             (("outputs", i, "type"), typelang.parse(spec.type)) for i, spec in enumerate(self.outputs) if spec.type
@@ -438,8 +443,8 @@ class _BoundedLoader(yaml.SafeLoader):
             raise ManifestSyntaxError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
         super().fetch_flow_collection_start(token_class)
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser.peek_event unannotated
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             self._anchors_and_aliases += 1
             if self._anchors_and_aliases > MAX_YAML_ALIASES:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -304,8 +304,10 @@ class _Parser:
         token = self.name("a modifier after '.'")
         name = token.text
         self.expect("(")
-        if name in ("optional", "nullable"):
-            parsed = replace(parsed, **{name: True})
+        if name == "optional":
+            parsed = replace(parsed, optional=True)
+        elif name == "nullable":
+            parsed = replace(parsed, nullable=True)
         elif name == "default":
             self.literal()
             parsed = replace(parsed, optional=True)
@@ -493,7 +495,12 @@ def _is_datetime(value: str) -> bool:
     return "T" in value and parsed.tzinfo is not None
 
 
-_FORMATS = {"url": _is_url, "email": _EMAIL.match, "uuid": _is_uuid, "datetime": _is_datetime}
+_FORMATS: dict[str, Callable[[str], object]] = {
+    "url": _is_url,
+    "email": _EMAIL.match,
+    "uuid": _is_uuid,
+    "datetime": _is_datetime,
+}
 
 
 _JSON_KIND = {"enum": "string", "record": "object"}  # the JSON kind each type accepts, when not its own
@@ -531,7 +538,7 @@ class _Checker:
         if kind != _JSON_KIND.get(expected.kind, expected.kind):
             self.add(loc, f"expected {expected.label}, got {kind}", "type")
             return
-        checks = {
+        checks: dict[str, Callable[[Type, Any, tuple[str | int, ...]], None]] = {
             "string": self._string,
             "number": self._number,
             "enum": self._enum,

@@ -638,7 +638,9 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             continue
         if rule.group:
             groups.setdefault(rule.group, []).append(rule)
-        pieces = [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
+        pieces: list[tuple[str, ...]] = (
+            [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
+        )
         for paths in pieces:
             segments = [split_path(p) for p in paths]
             parent = segments[0][:-1]
@@ -752,7 +754,7 @@ def _wrong_container(value: Any, path: str, as_list: bool, report: Report) -> No
     report.violations.append(Violation(path, Code.WRONG_TYPE, message, "", hint))
 
 
-def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict, prefix: str, report: Report) -> None:
+def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], prefix: str, report: Report) -> None:
     path = join(prefix, names[0])
     if rule.requirement is Requirement.YES:
         if len(names) > 1:
@@ -773,7 +775,7 @@ def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict, prefix: str,
         report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))
 
 
-def _check_group(members: list[FieldRule], output: dict, report: Report) -> None:
+def _check_group(members: list[FieldRule], output: dict[str, Any], report: Report) -> None:
     """Alternatives across rows (priority / priority_delta): one of them must be present."""
     names = [p for m in members for p in m.paths]
     segments = split_path(names[0])

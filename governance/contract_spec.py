@@ -134,9 +134,9 @@ def audit(rules: Sequence[FieldRule], document: Any) -> SpecAudit:
             report.unknown_fields.append({"path": path})
 
     for path, types in sorted(declared.items()):
-        rule = known.get(path)
-        if rule is None or rule.type.kind not in JSON_TYPES:
+        if path not in known or known[path].type.kind not in JSON_TYPES:
             continue
+        rule = known[path]
         plain = {t for t in types if not t.startswith("enum:")} - {"null"}
         expected = JSON_TYPES[rule.type.kind]
         if plain and not plain <= expected:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 WIDTH = 640
 EMOTION_HEIGHT = 170
@@ -59,7 +60,7 @@ def _grid(height: int) -> list[dict[str, float | str]]:
     return [{"y": _y(value, height), "label": f"{value:g}"} for value in GRID]
 
 
-def emotion_chart(points: Sequence[EmotionPoint]) -> dict | None:
+def emotion_chart(points: Sequence[EmotionPoint]) -> dict[str, Any] | None:
     """Markers and the line joining them, oldest first; None without any point."""
     if not points:
         return None
@@ -83,7 +84,7 @@ def emotion_chart(points: Sequence[EmotionPoint]) -> dict | None:
     }
 
 
-def trait_chart(snapshots: Sequence[TraitSnapshotPoint], traits: Sequence[str]) -> dict | None:
+def trait_chart(snapshots: Sequence[TraitSnapshotPoint], traits: Sequence[str]) -> dict[str, Any] | None:
     """One polyline per trait (in ``traits`` order, so each keeps its colour class ``trait-N``);
     a single snapshot draws flat lines across. None without any snapshot."""
     if not snapshots:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from sessions.machine import SystemMessageType
 from sessions.periods import Calendar, to_absolute
@@ -68,7 +68,8 @@ class DataCommand:
         is_relative = data.get("isRelative", False)
         if not isinstance(is_relative, bool):
             raise ValueError(f"isRelative must be true or false, not {is_relative!r}")
-        command = make_command(data.get("type"), data.get("params") or {}, is_relative)
+        # make_command checks at run time that the type is a non-empty string (the sender's JSON may not be)
+        command = make_command(cast(str, data.get("type")), data.get("params") or {}, is_relative)
         given = data.get("id")
         if given in (None, ""):
             return command

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from sessions import periods
 from sessions.commands import PERIOD_PARAM, DataCommand, make_command
@@ -227,7 +227,8 @@ def rich_message(
         if kind == "text":
             pieces.append(str(segment.get("text", "")))
         elif kind == "enrichment":
-            block_type, config = segment.get("enrichmentType"), segment.get("config")
+            # the sender's JSON may hold anything here: _processor refuses a missing or unknown type
+            block_type, config = cast(str, segment.get("enrichmentType")), segment.get("config")
             pieces.append(f"[{generate_summary(block_type, config)}]")
             for command in generate_commands(
                 block_type, config, is_relative=is_relative, now=now,

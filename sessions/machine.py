@@ -539,13 +539,13 @@ def deadline_passed(state: State, event: EventInput, limits: Limits) -> tuple[St
     and, in EXECUTING_ACTIONS, asks for the outcome of its actions instead of running them again."""
     if state.deadline_at is None or event.at < state.deadline_at:
         return state, []  # re-armed meanwhile, or not due yet: nothing to do
-    fresh = {"deadline_at": event.at + limits.phase_deadlines[state.phase]}
+    rearmed = event.at + limits.phase_deadlines[state.phase]
     if state.phase == Phase.CALLING_AI and state.hosted_calls:
-        return replace(state, **fresh), [effect(EffectKind.CALL_AI)]
+        return replace(state, deadline_at=rearmed), [effect(EffectKind.CALL_AI)]
     if state.phase == Phase.EXECUTING_ACTIONS and state.hosted_actions:
-        return replace(state, **fresh), [effect(EffectKind.EXECUTE_ACTIONS)]
+        return replace(state, deadline_at=rearmed), [effect(EffectKind.EXECUTE_ACTIONS)]
     if state.phase not in _AGENT_WORK:
-        return replace(state, **fresh), [effect(EffectKind.RESUME)]
+        return replace(state, deadline_at=rearmed), [effect(EffectKind.RESUME)]
     allowed_for = limits.phase_deadlines[state.phase]
     summary = f"The agent did not report within {int(allowed_for.total_seconds())} s of entering {state.phase.value}."
     message = effect(EffectKind.SYSTEM_MESSAGE, type=_AGENT_WORK[state.phase].value, summary=summary)
