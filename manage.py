@@ -12,7 +12,10 @@ def main() -> None:
     from governance import runtime
 
     runtime.prepare()
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    finally:
+        runtime.release()
 
 
 if __name__ == "__main__":

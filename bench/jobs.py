@@ -285,14 +285,9 @@ def stop_server(server: subprocess.Popen) -> None:
 
 def stop_embedded_db_if_ours() -> None:
     """Like ``make run``: stop the embedded PostgreSQL only when this process started it."""
-    from django.conf import settings
-    from django.db import connections
+    from governance import runtime
 
-    from governance import embedded_db
-
-    if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
-        connections.close_all()
-        embedded_db.stop(settings.EMBEDDED_PGDATA)
+    runtime.release()
 
 
 # --- The benchmark ------------------------------------------------------------------------------

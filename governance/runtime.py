@@ -34,6 +34,19 @@ def prepare() -> None:
         settings.DATABASES["default"].update(HOST=str(server.socket_dir), PORT=str(server.port))
 
 
+def release() -> bool:
+    """Stop the embedded PostgreSQL if this process started it (a one-shot command on an install
+    nothing else was running); a server another process started is left to it. True when stopped."""
+    from django.conf import settings
+
+    if settings.DATABASE_URL or not embedded_db.started_here(settings.EMBEDDED_PGDATA):
+        return False
+    from django.db import connections
+
+    connections.close_all()
+    return embedded_db.stop(settings.EMBEDDED_PGDATA)
+
+
 def _local_secret_key(path: Path, candidate: str) -> str:
     """The key kept under var/ (``candidate`` on first start, readable by the owner only), so
     every process of a single-machine install signs with the same key. Written aside and linked

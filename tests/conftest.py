@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from governance import embedded_db
 from governance.principals import SYSTEM
 from governance.services import issue_api_key
 from tests.factories import AgentFactory, UserFactory
@@ -43,12 +42,10 @@ def _purge_test_queue() -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Drop what this run queued, and stop the embedded PostgreSQL if this run started it (a
     `make run` may share it)."""
-    _purge_test_queue()
-    if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
-        from django.db import connections
+    from governance import runtime
 
-        connections.close_all()
-        embedded_db.stop(settings.EMBEDDED_PGDATA)
+    _purge_test_queue()
+    runtime.release()
 
 
 @pytest.fixture(scope="session")

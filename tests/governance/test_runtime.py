@@ -1,6 +1,7 @@
 """Settings describe, entry points prepare: importing the settings starts no database and writes
 no file; `manage.py` (any command) prepares var/, the local secret key and the embedded
-PostgreSQL, and every later process of the install signs with the same key."""
+PostgreSQL, stops the server again if it started it, and every later process of the install
+signs with the same key."""
 
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ def test_a_management_command_prepares_the_install_once(tmp_path):
         assert first.stdout.split()[-1] == second.stdout.split()[-1] == key
         assert len(key) >= 50
         assert oct((var_dir / "secret_key").stat().st_mode)[-3:] == "600"
-        assert (var_dir / "pgdata" / "postmaster.pid").exists()
+        # Each command started the server it needed and stopped it: nothing is left running.
+        assert "embedded_db] stopped" in first.stderr
+        assert "embedded_db] stopped" in second.stderr
+        assert not (var_dir / "pgdata" / "postmaster.pid").exists()
     finally:
         embedded_db.stop(var_dir / "pgdata")

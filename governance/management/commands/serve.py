@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from governance import demo_credentials, embedded_db
+from governance import demo_credentials, runtime
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
@@ -74,11 +74,7 @@ class Command(BaseCommand):
             exit_code = self._supervise()
         finally:
             self._stop_children()
-            if not settings.DATABASE_URL and embedded_db.started_here(settings.EMBEDDED_PGDATA):
-                from django.db import connections
-
-                connections.close_all()
-                embedded_db.stop(settings.EMBEDDED_PGDATA)
+            if runtime.release():
                 self.stdout.write("Embedded PostgreSQL stopped.")
         if exit_code:
             sys.exit(exit_code)
