@@ -100,15 +100,13 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
             _finish(call, status=ProviderCall.Status.FAILED, error=response.public_summary)
             apply_event(session.pk, kind, payload, actor=actor)
             return kind.value
+        call.content, call.tokens = response.content, _tokens(response)
         try:
-            stored = _finish(
-                call, status=ProviderCall.Status.ANSWERED, content=response.content, tokens=_tokens(response)
-            )
+            stored = _finish(call, status=ProviderCall.Status.ANSWERED, content=call.content, tokens=call.tokens)
         except DatabaseError as exc:
             return _unstorable(session, call, exc, actor=actor)
         if not stored:
             return "superseded"  # its worker was taken for gone and the call made again
-        call.refresh_from_db(fields=["content", "tokens"])
     try:
         apply_event(
             session.pk, Event.AI_RESPONSE_RECEIVED, {"content": call.content, "tokens": call.tokens}, actor=actor
