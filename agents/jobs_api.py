@@ -47,14 +47,16 @@ def serialize(job: Job) -> dict[str, Any]:
         "output": job.output,
         "preConditions": job.pre_conditions,
         "postConditions": job.post_conditions,
-        "artifacts": [] if not job.is_finished else [
+        "artifacts": []
+        if not job.is_finished
+        else [
             {**vars(a), "url": reverse("api:job_artifact", kwargs={"job_id": job.job_id, "kind": a.kind})}
             for a in job.artifact_files.all()
         ],
-        "escalations": [] if job.output is None and not job.is_finished else [
-            describe(e) for e in job.escalations.select_related("target_agent")
-        ],
-    }  # fmt: skip
+        "escalations": []
+        if job.output is None and not job.is_finished
+        else [describe(e) for e in job.escalations.select_related("target_agent")],
+    }
 
 
 def _visible_job(principal: Principal, job_id: UUID) -> Job:

@@ -79,11 +79,14 @@ def _check_contracts(manifest: Manifest) -> None:
         return
     known = set(Contract.objects.filter(name__in=named, is_current=True).values_list("name", flat=True))
     errors = [
-        {"loc": ["body", "outputs", index, "contract"], "msg": f"no contract {spec.contract!r} in the catalog",
-         "type": "unknown_contract"}
+        {
+            "loc": ["body", "outputs", index, "contract"],
+            "msg": f"no contract {spec.contract!r} in the catalog",
+            "type": "unknown_contract",
+        }
         for index, spec in enumerate(manifest.outputs)
         if spec.contract and spec.contract not in known
-    ]  # fmt: skip
+    ]
     if errors:
         raise InvalidInput("The manifest names contracts the catalog does not have.", errors=errors)
 

@@ -598,8 +598,9 @@ class _Checker:
 
 
 def _may_be_absent(expected: Type, schemas: Schemas) -> bool:
-    return expected.optional or (expected.kind == "ref" and expected.name in schemas.types
-                                 and schemas.types[expected.name].optional)  # fmt: skip
+    return expected.optional or (
+        expected.kind == "ref" and expected.name in schemas.types and schemas.types[expected.name].optional
+    )
 
 
 def check(
@@ -678,11 +679,16 @@ def from_document(document: Mapping[str, Any]) -> ManifestTypes:
     except SchemaError:
         schemas = Schemas()  # legacy rows only: every name left unchecked
     inputs = tuple(
-        Declared(spec["name"], spec["type"], parsed, bool(spec.get("required", True)),
-                 unchecked=tuple(schemas.unresolved(parsed)))
+        Declared(
+            spec["name"],
+            spec["type"],
+            parsed,
+            bool(spec.get("required", True)),
+            unchecked=tuple(schemas.unresolved(parsed)),
+        )
         for spec in document.get("inputs") or []
         for parsed in [_lenient(spec["type"])]
-    )  # fmt: skip
+    )
     outputs = []
     for spec in document.get("outputs") or []:
         text = spec.get("type") or ""

@@ -13,7 +13,7 @@ import os
 import platform
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
@@ -29,7 +29,7 @@ MANIFEST = BASE_DIR / "agents" / "manifests" / "agent.seo.vlevel.yaml"
 # --- Statistics and threads ----------------------------------------------------------------------
 
 
-def percentile(ordered: list[float], pct: float) -> float:
+def percentile(ordered: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile of an already sorted list (no interpolation between samples)."""
     if not ordered:
         return math.nan

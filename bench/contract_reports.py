@@ -41,8 +41,9 @@ def fill(checks: int, days: int) -> dict[str, Any]:
     from governance.principals import SYSTEM
 
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
-    agents = [Agent.objects.get_or_create(agent_id=f"agent.bench.{n}", defaults={"name": f"bench {n}"})[0]
-              for n in range(3)]  # fmt: skip
+    agents = [
+        Agent.objects.get_or_create(agent_id=f"agent.bench.{n}", defaults={"name": f"bench {n}"})[0] for n in range(3)
+    ]
     started = time.perf_counter()
     with connection.cursor() as cursor:
         tables = "governance_contractcheck, governance_contractdailystat, governance_contractviolationstat"
@@ -90,8 +91,13 @@ def fill(checks: int, days: int) -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*), count(*) FILTER (WHERE NOT compliant) FROM governance_contractcheck")
         stored, failing = cursor.fetchone()
-    return {"checks": stored, "failing": failing, "agents": [a.agent_id for a in agents], "days": days,
-            "fill_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+    return {
+        "checks": stored,
+        "failing": failing,
+        "agents": [a.agent_id for a in agents],
+        "days": days,
+        "fill_s": round(time.perf_counter() - started, 1),
+    }
 
 
 def viewer_client() -> Any:
@@ -115,8 +121,11 @@ def timed(call: Callable[[], None], requests: int) -> dict[str, float]:
         call()
         samples.append(time.perf_counter() - started)
     ordered = sorted(samples)
-    return {"p50_ms": round(percentile(ordered, 50) * 1000, 1), "p95_ms": round(percentile(ordered, 95) * 1000, 1),
-            "max_ms": round(ordered[-1] * 1000, 1)}  # fmt: skip
+    return {
+        "p50_ms": round(percentile(ordered, 50) * 1000, 1),
+        "p95_ms": round(percentile(ordered, 95) * 1000, 1),
+        "max_ms": round(ordered[-1] * 1000, 1),
+    }
 
 
 def page(client: Any, url: str) -> Callable[[], None]:
@@ -169,15 +178,24 @@ def run(checks: int = 1_000_000, days: int = 30, requests: int = 20) -> dict[str
     for label, numbers in measured.items():
         print(f"  {label:<30} p50 {numbers['p50_ms']:>7} ms  p95 {numbers['p95_ms']:>7} ms")
     print(f"  {data['checks']:,} checks ({data['failing']:,} failing) written in {data['fill_s']} s")
-    baseline = {"one contract": timed(from_checks_table(name), max(3, requests // 4)),
-                "fleet ranking": timed(from_checks_table(None), 3)}  # fmt: skip
+    baseline = {
+        "one contract": timed(from_checks_table(name), max(3, requests // 4)),
+        "fleet ranking": timed(from_checks_table(None), 3),
+    }
     for label, numbers in baseline.items():
         print(f"  baseline, {label} from the checks table: p50 {numbers['p50_ms']} ms")
-    targets = {f"{label} p95 < {TARGET_MS:.0f} ms with {data['checks']:,} checks": n["p95_ms"] < TARGET_MS
-               for label, n in measured.items()}  # fmt: skip
-    result = {"benchmark": "contract_reports", "data": data, "pages": measured,
-              "baseline_from_checks_table": baseline, "targets": targets,
-              "machine": machine(where, load_before)}  # fmt: skip
+    targets = {
+        f"{label} p95 < {TARGET_MS:.0f} ms with {data['checks']:,} checks": n["p95_ms"] < TARGET_MS
+        for label, n in measured.items()
+    }
+    result = {
+        "benchmark": "contract_reports",
+        "data": data,
+        "pages": measured,
+        "baseline_from_checks_table": baseline,
+        "targets": targets,
+        "machine": machine(where, load_before),
+    }
     return publish("contract_reports", result)
 
 

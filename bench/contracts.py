@@ -295,12 +295,17 @@ def agreement(engines: Engines, samples: list[Sample]) -> tuple[dict[str, Any], 
         elif report.compliant and report.warnings:
             explained += 1
         elif len(unexplained) < SAMPLES_KEPT:
-            unexplained.append({
-                "contract": sample.contract, "generated_compliant": sample.compliant, **said,
-                "mistakes": [m.__dict__ for m in sample.mistakes], "output": sample.output,
-                "ours_violations": [v.as_dict() for v in report.violations],
-                "jsonschema_errors": [f"{_schema_path(e) or '$'}: {e.message}" for e in errors[:5]],
-            })  # fmt: skip
+            unexplained.append(
+                {
+                    "contract": sample.contract,
+                    "generated_compliant": sample.compliant,
+                    **said,
+                    "mistakes": [m.__dict__ for m in sample.mistakes],
+                    "output": sample.output,
+                    "ours_violations": [v.as_dict() for v in report.violations],
+                    "jsonschema_errors": [f"{_schema_path(e) or '$'}: {e.message}" for e in errors[:5]],
+                }
+            )
         paths = {v.path for v in report.violations}
         for mistake in sample.mistakes:
             mistakes += 1
@@ -398,14 +403,30 @@ def prepare_api_database() -> tuple[str, str]:
 
 def start_server(port: int, log: Path) -> subprocess.Popen:
     """gunicorn as ``make run`` starts it (as bench/jobs.py does), on this benchmark's database."""
-    command = [sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}",
-               "--workers", str(WORKERS), "--graceful-timeout", "10", "--no-control-socket"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "governance.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(WORKERS),
+        "--graceful-timeout",
+        "10",
+        "--no-control-socket",
+    ]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "EMBEDDED_DB_NAME": DB_NAME, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         return subprocess.Popen(
-            command, cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent,
-        )  # fmt: skip
+            command,
+            cwd=BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def _die_with_parent() -> None:
@@ -439,8 +460,9 @@ class ApiTally:
     errors: list[str] = field(default_factory=list)
 
 
-def _post_batches(port: int, key: str, todo: list[Batch], offset: int, step: int, deadline: float,
-                  tally: ApiTally) -> None:  # fmt: skip
+def _post_batches(
+    port: int, key: str, todo: list[Batch], offset: int, step: int, deadline: float, tally: ApiTally
+) -> None:
     """One keep-alive client posting batches in turn (client ``offset`` of ``step``) until the deadline."""
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -508,8 +530,11 @@ def measure_api(samples: list[Sample], verdicts: list[bool], cfg: Config) -> tup
     server = start_server(port, log)
     try:
         wait_healthy(server, port, log)
-        print(f"api: gunicorn ({WORKERS} workers) on 127.0.0.1:{port}, {cfg.api_clients} clients, "
-              f"batches of {cfg.api_batch}, {cfg.api_duration:g} s, log {log}", flush=True)  # fmt: skip
+        print(
+            f"api: gunicorn ({WORKERS} workers) on 127.0.0.1:{port}, {cfg.api_clients} clients, "
+            f"batches of {cfg.api_batch}, {cfg.api_duration:g} s, log {log}",
+            flush=True,
+        )
         drive_api(port, key, todo, cfg.api_clients, 0.1)  # one batch per client: connections, caches
         result = drive_api(port, key, todo, cfg.api_clients, cfg.api_duration)
     finally:
@@ -535,29 +560,37 @@ def targets(result: dict[str, Any]) -> dict[str, bool]:
             found[f"{where} {OUTPUTS_PER_S:,} outputs/s ({ours:,})"] = ours >= OUTPUTS_PER_S
     for label, measured in corpora.items():
         agreed = measured["agreement"]
-        found[f"{label}: the three engines agree on every output but explained ones "
-              f"({agreed['agreement_rate']:.2%} agree)"] = agreed["differences_unexplained"] == 0  # fmt: skip
-        found[f"{label}: ours reports every injected mistake at its path "
-              f"({agreed['mistakes_reported_by_ours']}/{agreed['mistakes_injected']})"] = (
-            agreed["mistakes_reported_by_ours"] == agreed["mistakes_injected"]
-        )  # fmt: skip
+        found[
+            f"{label}: the three engines agree on every output but explained ones "
+            f"({agreed['agreement_rate']:.2%} agree)"
+        ] = agreed["differences_unexplained"] == 0
+        found[
+            f"{label}: ours reports every injected mistake at its path "
+            f"({agreed['mistakes_reported_by_ours']}/{agreed['mistakes_injected']})"
+        ] = agreed["mistakes_reported_by_ours"] == agreed["mistakes_injected"]
     return found
 
 
 def report(result: dict[str, Any]) -> str:
     lines = []
     for label, m in result["corpora"].items():
-        lines.append(f"\n{label}: {m['outputs']} outputs ({m['violating']} violating) over "
-                     f"{len(m['contracts'])} contract(s), mean {m['mean_output_bytes']} bytes of JSON")  # fmt: skip
-        lines.append(f"{'outputs/s (' + HEADLINE + ')':<20}" + "".join(f"{name:>14}" for name in SUBSETS)
-                     + f"{'p50 us':>10}{'p95 us':>10}{'p99 us':>10}")  # fmt: skip
+        lines.append(
+            f"\n{label}: {m['outputs']} outputs ({m['violating']} violating) over "
+            f"{len(m['contracts'])} contract(s), mean {m['mean_output_bytes']} bytes of JSON"
+        )
+        lines.append(
+            f"{'outputs/s (' + HEADLINE + ')':<20}"
+            + "".join(f"{name:>14}" for name in SUBSETS)
+            + f"{'p50 us':>10}{'p95 us':>10}{'p99 us':>10}"
+        )
         for engine in ENGINES:
             rates = m["throughput"][engine]
             lat = m["latency_us"][engine]["mix"]
             lines.append(
-                f"{engine:<20}" + "".join(f"{rates[name][HEADLINE]:>14,}" for name in SUBSETS)
+                f"{engine:<20}"
+                + "".join(f"{rates[name][HEADLINE]:>14,}" for name in SUBSETS)
                 + f"{lat['p50']:>10.1f}{lat['p95']:>10.1f}{lat['p99']:>10.1f}"
-            )  # fmt: skip
+            )
         medians = m["throughput"]["ours"]
         lines.append(f"{'(ours, median)':<20}" + "".join(f"{medians[name]['median']:>14,}" for name in SUBSETS))
         for key in ("ours_vs_jsonschema", "ours_vs_fastjsonschema"):
@@ -617,11 +650,19 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
         api = {"status": "skipped (--no-api)"}
     result: dict[str, Any] = {
         "benchmark": "contracts",
-        "config": {**cfg.__dict__, "named": list(cfg.named), "catalog": str(CATALOG.relative_to(BASE_DIR)),
-                   "known_ids": None, "schema_drafts": {"jsonschema": DRAFT_2020_12, "fastjsonschema": DRAFT_07}},
+        "config": {
+            **cfg.__dict__,
+            "named": list(cfg.named),
+            "catalog": str(CATALOG.relative_to(BASE_DIR)),
+            "known_ids": None,
+            "schema_drafts": {"jsonschema": DRAFT_2020_12, "fastjsonschema": DRAFT_07},
+        },
         "machine": machine(
-            database, load_before, jsonschema=package_version("jsonschema"),
-            fastjsonschema=package_version("fastjsonschema"), referencing=package_version("referencing"),
+            database,
+            load_before,
+            jsonschema=package_version("jsonschema"),
+            fastjsonschema=package_version("fastjsonschema"),
+            referencing=package_version("referencing"),
             gunicorn=package_version("gunicorn"),
         ),
         "generated_s": round(generated_s, 1),
@@ -629,13 +670,14 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
         "schema_bytes": engines.schema_bytes,
         "corpora": corpora,
         "api": api,
-        "in_process_vs_api": div(corpora["catalog"]["throughput"]["ours"]["mix"][HEADLINE], api.get("items_per_s")
-                                 or float("nan")),
+        "in_process_vs_api": div(
+            corpora["catalog"]["throughput"]["ours"]["mix"][HEADLINE], api.get("items_per_s") or float("nan")
+        ),
         "not_here": {
             "report_pages": "the contract report pages (governance/contract_views.py: catalog, detail, fleet, agent "
             "reports) are not timed by this benchmark; the API phase fills the audit tables they read",
         },
-    }  # fmt: skip
+    }
     result["targets"] = targets(result)
     return publish("contracts", result, report(result))
 
@@ -660,10 +702,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-duration", type=float, default=defaults.api_duration, help="seconds of the HTTP phase")
     args = parser.parse_args(argv)
     cfg = Config(
-        size=args.size, named=tuple(n for n in args.named.split(",") if n), named_size=args.named_size,
-        violating=args.violating, seed=args.seed, rounds=args.rounds, api=args.api, api_batch=args.api_batch,
-        api_clients=args.api_clients, api_duration=args.api_duration,
-    )  # fmt: skip
+        size=args.size,
+        named=tuple(n for n in args.named.split(",") if n),
+        named_size=args.named_size,
+        violating=args.violating,
+        seed=args.seed,
+        rounds=args.rounds,
+        api=args.api,
+        api_batch=args.api_batch,
+        api_clients=args.api_clients,
+        api_duration=args.api_duration,
+    )
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         run(cfg)

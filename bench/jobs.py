@@ -243,8 +243,19 @@ def _die_with_parent() -> None:
 
 def start_server(port: int, log: Path) -> subprocess.Popen:
     """gunicorn as ``make run`` starts it, minus the access log (it would time our disk)."""
-    command = [sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}",
-               "--workers", str(WORKERS), "--graceful-timeout", "10", "--no-control-socket"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "governance.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(WORKERS),
+        "--graceful-timeout",
+        "10",
+        "--no-control-socket",
+    ]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "EMBEDDED_DB_NAME": DB_NAME, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         # Own session: a terminal Ctrl-C reaches only us, and we stop the server ourselves.

@@ -88,9 +88,17 @@ BLOCK_WARMUP = 10
 STORIES = 20_000
 PROJECTS = 40
 EVICTION_AGE_DAYS = 56  # memory.scope.EVICTION_AGE_DAYS, checked at start
-MEMORY_TABLES = ("memory_embedding", "memory_learninginjection", "memory_promotionproposal", "memory_reusescore",
-                 "memory_scoringrun", "memory_gateresult", "memory_learning", "memory_veillenote",
-                 "memory_clarification")  # fmt: skip
+MEMORY_TABLES = (
+    "memory_embedding",
+    "memory_learninginjection",
+    "memory_promotionproposal",
+    "memory_reusescore",
+    "memory_scoringrun",
+    "memory_gateresult",
+    "memory_learning",
+    "memory_veillenote",
+    "memory_clarification",
+)
 
 # Targets from the issue; printed as met / missed, never a failure.
 KNN_TARGETS = {100_000: (0.98, 3.0), 1_000_000: (0.95, 5.0)}  # size: (recall@5, service p95 ms)
@@ -155,8 +163,14 @@ def empty_memory_tables() -> None:
 
 def server_facts() -> dict[str, str]:
     """The server settings the numbers depend on (a 1M index does not fit 128 MB of buffers)."""
-    names = ("shared_buffers", "effective_cache_size", "work_mem", "max_parallel_workers_per_gather",
-             "max_parallel_maintenance_workers", "jit")  # fmt: skip
+    names = (
+        "shared_buffers",
+        "effective_cache_size",
+        "work_mem",
+        "max_parallel_workers_per_gather",
+        "max_parallel_maintenance_workers",
+        "jit",
+    )
     facts = {name: sql(f"SHOW {name}")[0][0] for name in names}
     facts["postgres"] = sql("SHOW server_version")[0][0]
     facts["pgvector"] = sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'")[0][0]
@@ -232,8 +246,28 @@ class Dataset:
 
 
 SCOPES = ("story", "domain", "global", "archived")
-TAGS = ("#cache", "#seo", "#perf", "#db", "#api", "#ux", "#i18n", "#billing", "#security", "#tests", "#ci",
-        "#infra", "#search", "#email", "#mobile", "#gdpr", "#retry", "#queue", "#pricing", "#auth")  # fmt: skip
+TAGS = (
+    "#cache",
+    "#seo",
+    "#perf",
+    "#db",
+    "#api",
+    "#ux",
+    "#i18n",
+    "#billing",
+    "#security",
+    "#tests",
+    "#ci",
+    "#infra",
+    "#search",
+    "#email",
+    "#mobile",
+    "#gdpr",
+    "#retry",
+    "#queue",
+    "#pricing",
+    "#auth",
+)
 
 
 def tag_pool(rng: random.Random, count: int = 300) -> list[tuple[str, str]]:
@@ -302,8 +336,10 @@ def realism(ds: Dataset, cfg: Config, embed_s: float) -> dict[str, Any]:
 
 # --- Loading one size ----------------------------------------------------------------------------
 
-LEARNING_COLUMNS = ("id, story, gate, domain, project, tags, tags_hash, text, scope, date_created, date, "
-                    "scope_changed_at, archived_at, created_at, created_by")  # fmt: skip
+LEARNING_COLUMNS = (
+    "id, story, gate, domain, project, tags, tags_hash, text, scope, date_created, date, "
+    "scope_changed_at, archived_at, created_at, created_by"
+)
 
 
 def learning_lines(ds: Dataset, n: int) -> Iterator[str]:
@@ -316,9 +352,11 @@ def learning_lines(ds: Dataset, n: int) -> Iterator[str]:
         day = days[age]
         created, dated = (r"\N", day) if ds.undated[i] else (day, r"\N")
         gone = archived_at if scope == 3 else r"\N"
-        yield (f"{i + 1}\tPD-{story}\t{ds.gate[i]}\t{DOMAINS[story % len(DOMAINS)]}\tproj-{story % PROJECTS:02d}\t"
-               f"{tags}\t{tags_hash}\t{ds.texts[i]}\t{SCOPES[scope]}\t{created}\t{dated}\t{gone}\t{gone}\t"
-               f"{day} 12:00:00+00\tbench\n")  # fmt: skip
+        yield (
+            f"{i + 1}\tPD-{story}\t{ds.gate[i]}\t{DOMAINS[story % len(DOMAINS)]}\tproj-{story % PROJECTS:02d}\t"
+            f"{tags}\t{tags_hash}\t{ds.texts[i]}\t{SCOPES[scope]}\t{created}\t{dated}\t{gone}\t{gone}\t"
+            f"{day} 12:00:00+00\tbench\n"
+        )
 
 
 def drop_learning_indexes() -> list[str]:
@@ -378,8 +416,15 @@ def build_index(cfg: Config, m: int | None = None, ef_construction: int | None =
             seconds = time.perf_counter() - started
     finally:
         sql("RESET maintenance_work_mem")
-    return {"name": name, "m": m, "ef_construction": ef_construction, "seconds": round(seconds, 1),
-            "maintenance_work_mem": cfg.maintenance_work_mem, "notices": seen, "mb": relation_mb(name)}  # fmt: skip
+    return {
+        "name": name,
+        "m": m,
+        "ef_construction": ef_construction,
+        "seconds": round(seconds, 1),
+        "maintenance_work_mem": cfg.maintenance_work_mem,
+        "notices": seen,
+        "mb": relation_mb(name),
+    }
 
 
 def load_size(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
@@ -396,8 +441,9 @@ def load_size(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
     times["copy_learnings_s"] = time.perf_counter() - started
     started = time.perf_counter()
     ids = np.arange(1, n + 1, dtype=np.int64)
-    chunks = embedding_copy_chunks("learning", DEFAULT_MODEL, ids, ds.vectors[:n], ds.shas[:n], ds.active[:n],
-                                   datetime.now(UTC))  # fmt: skip
+    chunks = embedding_copy_chunks(
+        "learning", DEFAULT_MODEL, ids, ds.vectors[:n], ds.shas[:n], ds.active[:n], datetime.now(UTC)
+    )
     copy_binary(f"COPY memory_embedding ({EMBEDDING_COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)", chunks)
     times["copy_embeddings_s"] = time.perf_counter() - started
     index = build_index(cfg)
@@ -431,24 +477,45 @@ def block_context(ds: Dataset, cfg: Config) -> None:
 
     rng = random.Random(cfg.seed)
     notes = VeilleNote.objects.bulk_create(
-        VeilleNote(path=f"bench/veille-{i}.md", title=f"Watch note {i}", date=ds.today - timedelta(days=i % 90),
-                   verdict_veille=rng.choice(["signal", "bruit", "veille"]),
-                   impact_pv=rng.choice(["fort", "modere", "faible", "aucun"]), summary=learning_text(rng),
-                   tags=["#veille"])
+        VeilleNote(
+            path=f"bench/veille-{i}.md",
+            title=f"Watch note {i}",
+            date=ds.today - timedelta(days=i % 90),
+            verdict_veille=rng.choice(["signal", "bruit", "veille"]),
+            impact_pv=rng.choice(["fort", "modere", "faible", "aucun"]),
+            summary=learning_text(rng),
+            tags=["#veille"],
+        )
         for i in range(1000)
-    )  # fmt: skip
+    )
     ids = np.array([note.pk for note in notes], dtype=np.int64)
     vectors = clustered_vectors(len(ids), cfg.spec, seed=cfg.seed + 5)
-    chunks = embedding_copy_chunks("veille", DEFAULT_MODEL, ids, vectors, [sha256_hex(n.summary) for n in notes],
-                                   np.ones(len(ids), dtype=bool), datetime.now(UTC))  # fmt: skip
+    chunks = embedding_copy_chunks(
+        "veille",
+        DEFAULT_MODEL,
+        ids,
+        vectors,
+        [sha256_hex(n.summary) for n in notes],
+        np.ones(len(ids), dtype=bool),
+        datetime.now(UTC),
+    )
     copy_binary(f"COPY memory_embedding ({EMBEDDING_COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)", chunks)
     now = datetime.now(UTC)
     Clarification.objects.bulk_create(
-        Clarification(story=f"PD-C{p}{s}", domain=domain, project=project, version=1,
-                      name=f"PD-C{p}{s}-clarifications.md", question_idx=q, verbatim=learning_text(rng),
-                      date=now - timedelta(days=s))
-        for p, (domain, project) in enumerate(BLOCK_PAIRS) for s in range(6) for q in range(1, 5)
-    )  # fmt: skip
+        Clarification(
+            story=f"PD-C{p}{s}",
+            domain=domain,
+            project=project,
+            version=1,
+            name=f"PD-C{p}{s}-clarifications.md",
+            question_idx=q,
+            verbatim=learning_text(rng),
+            date=now - timedelta(days=s),
+        )
+        for p, (domain, project) in enumerate(BLOCK_PAIRS)
+        for s in range(6)
+        for q in range(1, 5)
+    )
 
 
 # --- KNN -----------------------------------------------------------------------------------------
@@ -500,8 +567,10 @@ def index_only_call(ef: int) -> Callable[[np.ndarray], list[int]]:
     from memory.search import _vector_literal
     from memory.vector_index import DEFAULT_MODEL
 
-    statement = ("SELECT object_id FROM memory_embedding WHERE kind = 'learning' AND model = %s AND active "
-                 "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT %s")  # fmt: skip
+    statement = (
+        "SELECT object_id FROM memory_embedding WHERE kind = 'learning' AND model = %s AND active "
+        "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT %s"
+    )
 
     def call(vector: np.ndarray) -> list[int]:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -561,8 +630,12 @@ class Knn:
         latencies, found = timed(call, queries[:count], self.ds.warmup)
         hits = hits_per_query(found, truth[0][:count], truth[1][:count], self.vectors, queries[:count], K)
         histogram = np.bincount(hits, minlength=K + 1).tolist()  # [0] > 0: whole neighbourhoods missed
-        return {"queries": count, "recall_at_5": recall_at_k(hits, K), "queries_by_hits": histogram,
-                **latency_ms(latencies)}  # fmt: skip
+        return {
+            "queries": count,
+            "recall_at_5": recall_at_k(hits, K),
+            "queries_by_hits": histogram,
+            **latency_ms(latencies),
+        }
 
     def faiss_flat(self) -> dict[str, Any]:
         """The seed's engine: an exact inner-product index over the active vectors, in process."""
@@ -599,8 +672,11 @@ class Knn:
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         print(f"  knn: service layer as shipped (ef_search {shipped_ef()}), {len(self.ds.queries)} queries", flush=True)
-        result: dict[str, Any] = {"shipped_ef_search": shipped_ef(), "search_constants": search_constants(),
-                                  "service": self.measure(service_call)}  # fmt: skip
+        result: dict[str, Any] = {
+            "shipped_ef_search": shipped_ef(),
+            "search_constants": search_constants(),
+            "service": self.measure(service_call),
+        }
         result["service_breakdown"] = service_breakdown(self.ds.queries, self.ds.warmup)
         result["neighbourhoods"] = local_intrinsic_dimension(
             self.vectors[self.ds.active[: self.n]], self.ds.queries[:100]
@@ -611,8 +687,10 @@ class Knn:
         result["exact"] = self.measure(exact_call, cfg.exact_queries)
         print("  knn: FAISS IndexFlatIP", flush=True)
         result["faiss_flat"] = self.faiss_flat()
-        result["plans"] = {"service": explain_service(self.ds.queries[0]),
-                           "exact": explain_service(self.ds.queries[0], exact=True)}  # fmt: skip
+        result["plans"] = {
+            "service": explain_service(self.ds.queries[0]),
+            "exact": explain_service(self.ds.queries[0], exact=True),
+        }
         service, faiss_flat, exact = result["service"], result["faiss_flat"], result["exact"]
         result["ratios"] = {
             "faiss_p50_vs_service_p50": div(faiss_flat["p50_ms"], service["p50_ms"]),
@@ -681,8 +759,11 @@ def service_breakdown(queries: np.ndarray, warmup: np.ndarray) -> dict[str, Any]
         started = time.perf_counter()
         _vector_literal(vector.tolist())
         literal.append(time.perf_counter() - started)
-    return {"call": latency_ms(totals), "vector_literal": latency_ms(literal),
-            **{name: latency_ms(samples) for name, samples in spent.items()}}  # fmt: skip
+    return {
+        "call": latency_ms(totals),
+        "vector_literal": latency_ms(literal),
+        **{name: latency_ms(samples) for name, samples in spent.items()},
+    }
 
 
 def measure_variant(knn: Knn, cfg: Config, m: int, ef_construction: int) -> dict[str, Any]:
@@ -739,9 +820,13 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
         started = time.perf_counter()
         backend.embed([text])
         embed.append(time.perf_counter() - started)
-    return {"calls": len(latencies), **latency_ms(latencies), "embedding_only": latency_ms(embed),
-            "sql_statements": latency_ms(in_sql),
-            "section_statuses": statuses}  # fmt: skip
+    return {
+        "calls": len(latencies),
+        **latency_ms(latencies),
+        "embedding_only": latency_ms(embed),
+        "sql_statements": latency_ms(in_sql),
+        "section_statuses": statuses,
+    }
 
 
 # --- Reuse scores --------------------------------------------------------------------------------
@@ -766,8 +851,9 @@ def popular_learnings(ds: Dataset, n: int, count: int, gen: np.random.Generator)
     return order[gen.choice(len(order), size=count, p=weights / weights.sum())]
 
 
-def make_injections(ds: Dataset, n: int, count: int, gen: np.random.Generator, start: np.datetime64,
-                    span_s: int) -> Injections:  # fmt: skip
+def make_injections(
+    ds: Dataset, n: int, count: int, gen: np.random.Generator, start: np.datetime64, span_s: int
+) -> Injections:
     """Blocks of 5 injections, each into one story at one moment of ``span_s`` seconds."""
     blocks = math.ceil(count / 5)
     stories = np.repeat(gen.integers(1, STORIES + 1, blocks), 5)[:count]
@@ -794,8 +880,10 @@ def make_gate_results(gen: np.random.Generator, start: np.datetime64, days: int)
 def injection_lines(rows: Injections, first_id: int) -> Iterator[str]:
     stamps = np.datetime_as_string(rows.at, unit="us")
     for i, (learning, story, at) in enumerate(zip(rows.learning.tolist(), rows.story.tolist(), stamps, strict=True)):
-        yield (f"{first_id + i}\t{learning}\tPD-{story}\t{DOMAINS[story % len(DOMAINS)]}\t"
-               f"proj-{story % PROJECTS:02d}\t{at}+00\n")  # fmt: skip
+        yield (
+            f"{first_id + i}\t{learning}\tPD-{story}\t{DOMAINS[story % len(DOMAINS)]}\t"
+            f"proj-{story % PROJECTS:02d}\t{at}+00\n"
+        )
 
 
 def gate_lines(rows: list[tuple], first_id: int) -> Iterator[str]:
@@ -804,8 +892,10 @@ def gate_lines(rows: list[tuple], first_id: int) -> Iterator[str]:
 
 
 def copy_injections(rows: Injections, first_id: int) -> None:
-    copy_text("COPY memory_learninginjection (id, learning_id, story, domain, project, at) FROM STDIN",
-              injection_lines(rows, first_id))  # fmt: skip
+    copy_text(
+        "COPY memory_learninginjection (id, learning_id, story, domain, project, at) FROM STDIN",
+        injection_lines(rows, first_id),
+    )
     reset_sequence("memory_learninginjection")
 
 
@@ -818,8 +908,10 @@ ScoreTable = dict[tuple[str, int, str], tuple[int, int, int, Decimal]]
 
 
 def db_scores() -> ScoreTable:
-    rows = sql("SELECT story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score "
-               "FROM memory_reusescore")  # fmt: skip
+    rows = sql(
+        "SELECT story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score "
+        "FROM memory_reusescore"
+    )
     return {(s, g, h): (a, b, c, Decimal(score).quantize(Decimal("0.0001"))) for s, g, h, a, b, c, score in rows}
 
 
@@ -840,9 +932,15 @@ def _explain_scoring(full: bool, last_injection: int, last_gate: int, analyze: b
     from memory import scoring
 
     *preparation, statement = scoring.statements(incremental=not full)
-    params = {"last_injection": last_injection, "last_gate": last_gate, "go_gate": scoring.GO_GATE,
-              "w_inj": scoring.WEIGHT_INJECTIONS, "w_go": scoring.WEIGHT_GATE8_GO, "w_dom": scoring.WEIGHT_DOMAINS,
-              "now": timezone.now()}  # fmt: skip
+    params = {
+        "last_injection": last_injection,
+        "last_gate": last_gate,
+        "go_gate": scoring.GO_GATE,
+        "w_inj": scoring.WEIGHT_INJECTIONS,
+        "w_go": scoring.WEIGHT_GATE8_GO,
+        "w_dom": scoring.WEIGHT_DOMAINS,
+        "now": timezone.now(),
+    }
     with transaction.atomic(), connection.cursor() as cursor:
         for step in preparation:
             cursor.execute(step, params)
@@ -866,13 +964,21 @@ def timed_scoring(full: bool, timeout_s: float) -> dict[str, Any]:
     except OperationalError as exc:
         if "statement timeout" not in str(exc):
             raise
-        return {"mode": "full" if full else "incremental", "timed_out": True,
-                "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+        return {
+            "mode": "full" if full else "incremental",
+            "timed_out": True,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
     finally:
         sql("RESET statement_timeout")
     wall = time.perf_counter() - started
-    return {"mode": outcome.mode, "keys_updated": outcome.keys_updated, "seconds": round(wall, 3),
-            "inside_s": round(outcome.seconds, 3), "timed_out": False}  # fmt: skip
+    return {
+        "mode": outcome.mode,
+        "keys_updated": outcome.keys_updated,
+        "seconds": round(wall, 3),
+        "inside_s": round(outcome.seconds, 3),
+        "timed_out": False,
+    }
 
 
 # The seed's way, as the baseline: JSONL files in, Python dicts, JSONL out.
@@ -928,9 +1034,20 @@ def jsonl_scores(injections: Path, gates: Path, out: Path) -> ScoreTable:
         for (story, gate, tags_hash), (count, domains, stories) in keys.items():
             score = (Decimal(4 * count + 4 * len(stories) + 2 * len(domains)) / 10).quantize(Decimal("0.0001"))
             table[(story, gate, tags_hash)] = (count, len(stories), len(domains), score)
-            scores.write(json.dumps({"story": story, "gate": gate, "tags_hash": tags_hash, "nb_injections": count,
-                                     "nb_stories_gate8_go": len(stories), "nb_domains": len(domains),
-                                     "reuse_score": float(score)}) + "\n")  # fmt: skip
+            scores.write(
+                json.dumps(
+                    {
+                        "story": story,
+                        "gate": gate,
+                        "tags_hash": tags_hash,
+                        "nb_injections": count,
+                        "nb_stories_gate8_go": len(stories),
+                        "nb_domains": len(domains),
+                        "reuse_score": float(score),
+                    }
+                )
+                + "\n"
+            )
     return table
 
 
@@ -942,8 +1059,11 @@ def timed_jsonl(folder: Path) -> tuple[dict[str, Any], ScoreTable]:
 
 def diff(a: ScoreTable, b: ScoreTable) -> dict[str, int]:
     """How two score tables differ (all zeros: equal)."""
-    return {"only_left": len(a.keys() - b.keys()), "only_right": len(b.keys() - a.keys()),
-            "different": sum(1 for key in a.keys() & b.keys() if a[key] != b[key])}  # fmt: skip
+    return {
+        "only_left": len(a.keys() - b.keys()),
+        "only_right": len(b.keys() - a.keys()),
+        "different": sum(1 for key in a.keys() & b.keys() if a[key] != b[key]),
+    }
 
 
 def measure_scoring(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
@@ -959,8 +1079,11 @@ def measure_scoring(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
     copy_gate_results(gates, 1)
     for table in ("memory_learninginjection", "memory_gateresult"):
         sql(f"VACUUM ANALYZE {table}")
-    result: dict[str, Any] = {"injections": len(base.learning), "gate_results": len(gates),
-                              "load_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+    result: dict[str, Any] = {
+        "injections": len(base.learning),
+        "gate_results": len(gates),
+        "load_s": round(time.perf_counter() - started, 1),
+    }
     print(f"  scoring: {len(base.learning)} injections, {len(gates)} gate results; full recompute", flush=True)
     timeout = cfg.scoring_timeout_s
     result["full_first"] = timed_scoring(True, timeout)  # empty score table: every key inserted
@@ -987,8 +1110,10 @@ def measure_scoring(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
     step = result["after_new_injections"]
     incremental = step["incremental"]["seconds"]
-    step["ratios"] = {"full_vs_incremental": div(step["full"]["seconds"], incremental),
-                      "jsonl_vs_incremental": div(step["jsonl"]["seconds"], incremental)}  # fmt: skip
+    step["ratios"] = {
+        "full_vs_incremental": div(step["full"]["seconds"], incremental),
+        "jsonl_vs_incremental": div(step["jsonl"]["seconds"], incremental),
+    }
     return result
 
 
@@ -1027,9 +1152,14 @@ def measure_eviction(ds: Dataset, n: int) -> dict[str, Any]:
     report = evict(today=ds.today)
     seconds = time.perf_counter() - started
     inactive = sql("SELECT count(*) FROM memory_embedding WHERE kind = 'learning' AND NOT active")[0][0]
-    return {"learnings": n, "archived": report.archived, "expected": expected,
-            "archived_share": round(report.archived / n, 4), "seconds": round(seconds, 2),
-            "inactive_embeddings_after": inactive}  # fmt: skip
+    return {
+        "learnings": n,
+        "archived": report.archived,
+        "expected": expected,
+        "archived_share": round(report.archived / n, 4),
+        "seconds": round(seconds, 2),
+        "inactive_embeddings_after": inactive,
+    }
 
 
 # --- Targets and report --------------------------------------------------------------------------
@@ -1054,8 +1184,10 @@ def recommendation(result: dict[str, Any]) -> dict[str, Any]:
         if target is None or "knn" not in size:
             continue
         curves = {f"m{cfg['m']}_efc{cfg['ef_construction']}": size["knn"]["ef_curve"]}
-        curves |= {f"m{v['index']['m']}_efc{v['index']['ef_construction']}": v["ef_curve"]
-                   for v in size.get("index_variants", [])}  # fmt: skip
+        curves |= {
+            f"m{v['index']['m']}_efc{v['index']['ef_construction']}": v["ef_curve"]
+            for v in size.get("index_variants", [])
+        }
         out[str(size["rows"])] = {name: lowest_ef(curve, *target) for name, curve in curves.items()}
     shipped = f"m{cfg['m']}_efc{cfg['ef_construction']}"
     chosen = [v[shipped]["lowest_ef_meeting_recall"] for v in out.values()]
@@ -1119,41 +1251,53 @@ def took(run: dict[str, Any]) -> str:
 
 
 def measure_line(rows: int, name: str, m: dict[str, Any]) -> str:
-    return (f"{rows:>9} {name:<26}{m['queries']:>8}{m['recall_at_5']:>10.4f}"
-            f"{m['p50_ms']:>10.3f}{m['p95_ms']:>10.3f}{m['p99_ms']:>10.3f}")  # fmt: skip
+    return (
+        f"{rows:>9} {name:<26}{m['queries']:>8}{m['recall_at_5']:>10.4f}"
+        f"{m['p50_ms']:>10.3f}{m['p95_ms']:>10.3f}{m['p99_ms']:>10.3f}"
+    )
 
 
 def report(result: dict[str, Any]) -> str:
     lines = [f"{'rows':>9} {'engine':<26}{'queries':>8}{'recall@5':>10}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}"]
     for size in result["sizes"]:
         rows = size["rows"]
-        lines.append(f"{rows:>9} load: index {size['load']['index']['seconds']} s "
-                     f"({size['load']['index']['name']}, {size['load']['index']['mb']} MB)")  # fmt: skip
+        lines.append(
+            f"{rows:>9} load: index {size['load']['index']['seconds']} s "
+            f"({size['load']['index']['name']}, {size['load']['index']['mb']} MB)"
+        )
         knn = size.get("knn")
         if knn:
-            engines = [(f"service (ef {knn['shipped_ef_search']}, shipped)", knn["service"]),
-                       ("service, real MiniLM queries", knn["service_real_queries"])]  # fmt: skip
+            engines = [
+                (f"service (ef {knn['shipped_ef_search']}, shipped)", knn["service"]),
+                ("service, real MiniLM queries", knn["service_real_queries"]),
+            ]
             engines += [(f"service ef_search {p['ef_search']}", p) for p in knn["ef_curve"]]
             engines += [(f"  index only ef {p['ef_search']}", p["index_only"]) for p in knn["ef_curve"]]
             engines += [("exact scan (service)", knn["exact"]), ("FAISS IndexFlatIP", knn["faiss_flat"])]
             lines += [measure_line(rows, name, m) for name, m in engines]
             parts = knn["service_breakdown"]
-            lines.append(f"{rows:>9} service call p50 {parts['call']['p50_ms']} ms: vector literal "
-                         f"{parts['vector_literal']['p50_ms']}, SET ef_search {parts['set_ef_search']['p50_ms']}, "
-                         f"KNN statement {parts['knn_statement']['p50_ms']}")  # fmt: skip
+            lines.append(
+                f"{rows:>9} service call p50 {parts['call']['p50_ms']} ms: vector literal "
+                f"{parts['vector_literal']['p50_ms']}, SET ef_search {parts['set_ef_search']['p50_ms']}, "
+                f"KNN statement {parts['knn_statement']['p50_ms']}"
+            )
             for variant in size.get("index_variants", []):
                 index = variant["index"]
                 name = f"m{index['m']}/efc{index['ef_construction']}"
                 lines.append(f"{rows:>9} load: index {name} {index['seconds']} s ({index['mb']} MB)")
                 lines.append(measure_line(rows, f"{name} shipped ef", variant["service"]))
                 lines += [measure_line(rows, f"{name} ef {p['ef_search']}", p) for p in variant["ef_curve"]]
-            lines.append(f"{rows:>9} FAISS flat / service: p50 {knn['ratios']['faiss_p50_vs_service_p50']}, "
-                         f"p95 {knn['ratios']['faiss_p95_vs_service_p95']}")  # fmt: skip
+            lines.append(
+                f"{rows:>9} FAISS flat / service: p50 {knn['ratios']['faiss_p50_vs_service_p50']}, "
+                f"p95 {knn['ratios']['faiss_p95_vs_service_p95']}"
+            )
         if "block" in size:
             b, e = size["block"], size["block"]["embedding_only"]
-            lines.append(f"{rows:>9} injection block: p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms "
-                         f"(embedding alone p50 {e['p50_ms']}, p95 {e['p95_ms']}; "
-                         f"SQL statements p50 {b['sql_statements']['p50_ms']})")  # fmt: skip
+            lines.append(
+                f"{rows:>9} injection block: p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms "
+                f"(embedding alone p50 {e['p50_ms']}, p95 {e['p95_ms']}; "
+                f"SQL statements p50 {b['sql_statements']['p50_ms']})"
+            )
     scoring = result.get("scoring")
     if scoring:
         step, gates = scoring["after_new_injections"], scoring["after_new_gate_results"]
@@ -1168,8 +1312,10 @@ def report(result: dict[str, Any]) -> str:
         ]
     eviction = result.get("eviction")
     if eviction:
-        lines.append(f"eviction over {eviction['learnings']} learnings: {eviction['archived']} archived "
-                     f"(expected {eviction['expected']}) in {eviction['seconds']} s")  # fmt: skip
+        lines.append(
+            f"eviction over {eviction['learnings']} learnings: {eviction['archived']} archived "
+            f"(expected {eviction['expected']}) in {eviction['seconds']} s"
+        )
     for size, advice in result.get("recommendation", {}).items():
         lines.append(f"recommendation {size}: {advice}")
     box = result["machine"]
@@ -1196,8 +1342,13 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
         f"data: {max(cfg.sizes)} rows ({min(cfg.real, max(cfg.sizes))} real MiniLM), {cfg.spec.describe()}", flush=True
     )
     ds = build_dataset(cfg, backend)
-    result: dict[str, Any] = {"benchmark": "memory", "config": config_json(cfg), "server": server_facts(),
-                              "realism": ds.realism, "sizes": []}  # fmt: skip
+    result: dict[str, Any] = {
+        "benchmark": "memory",
+        "config": config_json(cfg),
+        "server": server_facts(),
+        "realism": ds.realism,
+        "sizes": [],
+    }
     for n in sorted(cfg.sizes):
         print(f"size {n}: loading", flush=True)
         size: dict[str, Any] = {"rows": n, "load": load_size(ds, n, cfg)}
@@ -1217,9 +1368,15 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     if "eviction" in cfg.only:
         result["eviction"] = measure_eviction(ds, largest)
     result["recommendation"] = recommendation(result)
-    result["machine"] = machine(database, load_before, numpy=np.__version__, faiss=package_version("faiss-cpu"),
-                                psycopg=package_version("psycopg"), postgres=result["server"]["postgres"],
-                                pgvector=result["server"]["pgvector"])  # fmt: skip
+    result["machine"] = machine(
+        database,
+        load_before,
+        numpy=np.__version__,
+        faiss=package_version("faiss-cpu"),
+        psycopg=package_version("psycopg"),
+        postgres=result["server"]["postgres"],
+        pgvector=result["server"]["pgvector"],
+    )
     result["targets"] = targets(result)
     return publish("memory", result, report(result))
 
@@ -1248,15 +1405,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(d.only), help="measures: knn,block,scoring,eviction")
     args = parser.parse_args(argv)
     cfg = Config(
-        sizes=csv_ints(args.sizes), queries=args.queries, exact_queries=args.exact_queries, real=args.real,
-        ef_search=csv_ints(args.ef_search), m=args.m, ef_construction=args.ef_construction,
+        sizes=csv_ints(args.sizes),
+        queries=args.queries,
+        exact_queries=args.exact_queries,
+        real=args.real,
+        ef_search=csv_ints(args.ef_search),
+        m=args.m,
+        ef_construction=args.ef_construction,
         variants=csv_pairs(args.index_variants),
-        maintenance_work_mem=args.maintenance_work_mem, blocks=args.blocks, injections=args.injections,
-        new_injections=args.new_injections, new_gate_results=args.new_gate_results,
+        maintenance_work_mem=args.maintenance_work_mem,
+        blocks=args.blocks,
+        injections=args.injections,
+        new_injections=args.new_injections,
+        new_gate_results=args.new_gate_results,
         scoring_timeout_s=args.scoring_timeout,
         only=tuple(part for part in args.only.split(",") if part),
         spec=ClusterSpec(clusters=args.clusters, domains=args.domains, rank=args.rank, spread=args.spread),
-    )  # fmt: skip
+    )
     try:
         run(cfg)
     except KeyboardInterrupt:

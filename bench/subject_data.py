@@ -56,32 +56,89 @@ CATEGORIES = {
     "musique": ("jazz", "rock", "musique classique", "rap", "électro", "chanson française", "blues", "reggae"),
     "nourriture": ("pizza", "sushi", "couscous", "ramen", "fromage", "chocolat noir", "tajine", "crêpes"),
     "sport": ("course à pied", "natation", "escalade", "yoga", "vélo", "tennis", "football", "boxe"),
-    "lecture": ("romans policiers", "science-fiction", "poésie", "bandes dessinées", "biographies", "mangas",
-                "essais historiques", "fantasy"),
-    "cinéma": ("films d'animation", "westerns", "documentaires", "comédies romantiques", "films d'horreur",
-               "cinéma coréen", "thrillers", "séries policières"),
+    "lecture": (
+        "romans policiers",
+        "science-fiction",
+        "poésie",
+        "bandes dessinées",
+        "biographies",
+        "mangas",
+        "essais historiques",
+        "fantasy",
+    ),
+    "cinéma": (
+        "films d'animation",
+        "westerns",
+        "documentaires",
+        "comédies romantiques",
+        "films d'horreur",
+        "cinéma coréen",
+        "thrillers",
+        "séries policières",
+    ),
     "voyage": ("le Japon", "l'Italie", "l'Islande", "le Maroc", "le Canada", "le Portugal", "le Vietnam", "l'Écosse"),
     "instrument": ("guitare", "piano", "violon", "batterie", "saxophone", "ukulélé", "flûte", "basse"),
-    "activité": ("jardinage", "photographie", "randonnée", "cuisine", "peinture", "jeux de société", "méditation",
-                 "bricolage"),
-}  # fmt: skip
+    "activité": (
+        "jardinage",
+        "photographie",
+        "randonnée",
+        "cuisine",
+        "peinture",
+        "jeux de société",
+        "méditation",
+        "bricolage",
+    ),
+}
 ITEMS = [(category, item) for category, items in CATEGORIES.items() for item in items]
-LIFE = ("un projet de travail difficile", "un déménagement", "un examen important", "un entretien d'embauche",
-        "la naissance de son neveu", "un conflit avec un collègue", "ses prochaines vacances", "un souci de santé",
-        "une rupture", "un nouveau travail", "la rénovation de son appartement", "l'adoption d'un chat")  # fmt: skip
+LIFE = (
+    "un projet de travail difficile",
+    "un déménagement",
+    "un examen important",
+    "un entretien d'embauche",
+    "la naissance de son neveu",
+    "un conflit avec un collègue",
+    "ses prochaines vacances",
+    "un souci de santé",
+    "une rupture",
+    "un nouveau travail",
+    "la rénovation de son appartement",
+    "l'adoption d'un chat",
+)
 FEELINGS = ("frustrations", "inquiétudes", "joies", "doutes", "espoirs")
-ADVICE = ("la gestion du stress", "les techniques de productivité", "l'organisation du temps", "le sommeil",
-          "la motivation", "la communication", "l'équilibre entre travail et vie personnelle")  # fmt: skip
-FOLLOW = ("Elle a demandé des conseils pour progresser.", "Discussion sur ses débuts.",
-          "Échange sur ses meilleurs souvenirs.", "Il voudrait y consacrer plus de temps.",
-          "Questions sur le matériel à acheter.", "Comparaison avec ce qu'elle aimait enfant.")  # fmt: skip
+ADVICE = (
+    "la gestion du stress",
+    "les techniques de productivité",
+    "l'organisation du temps",
+    "le sommeil",
+    "la motivation",
+    "la communication",
+    "l'équilibre entre travail et vie personnelle",
+)
+FOLLOW = (
+    "Elle a demandé des conseils pour progresser.",
+    "Discussion sur ses débuts.",
+    "Échange sur ses meilleurs souvenirs.",
+    "Il voudrait y consacrer plus de temps.",
+    "Questions sur le matériel à acheter.",
+    "Comparaison avec ce qu'elle aimait enfant.",
+)
 QUOTES = ("j'aime beaucoup {item}", "j'adore {item}", "je n'aime pas trop {item}", "je voudrais découvrir {item}")
-EVENTS = ("{name} a commencé {life}", "{name} se prépare pour {life}", "{name} a terminé {life}",
-          "{name} s'inquiète pour {life}")  # fmt: skip
-QUESTIONS = ("Qu'est-ce que j'aime en {category} ?", "Tu te souviens de ce que j'ai dit sur {item} ?",
-             "Est-ce que je t'ai parlé de {item} ?", "Que penses-tu de mon goût pour {item} ?",
-             "Quels conseils m'as-tu donnés sur {advice} ?", "Où en est {life} ?",
-             "Quels sont mes {category} préférés ?", "Je t'ai déjà dit que j'aimais {item} ?")  # fmt: skip
+EVENTS = (
+    "{name} a commencé {life}",
+    "{name} se prépare pour {life}",
+    "{name} a terminé {life}",
+    "{name} s'inquiète pour {life}",
+)
+QUESTIONS = (
+    "Qu'est-ce que j'aime en {category} ?",
+    "Tu te souviens de ce que j'ai dit sur {item} ?",
+    "Est-ce que je t'ai parlé de {item} ?",
+    "Que penses-tu de mon goût pour {item} ?",
+    "Quels conseils m'as-tu donnés sur {advice} ?",
+    "Où en est {life} ?",
+    "Quels sont mes {category} préférés ?",
+    "Je t'ai déjà dit que j'aimais {item} ?",
+)
 SENTIMENTS = ("positive", "negative", "neutral", "mixed")
 MEMORY_TYPES = ("conversation_summary", "preference", "event")
 KEY_PREFIX = {"conversation_summary": "conv", "preference": "pref", "event": "event"}
@@ -92,8 +149,7 @@ def summary_text(rng: random.Random, name: str) -> str:
     if rng.random() < 0.6:
         category, item = rng.choice(ITEMS)
         return f"{name} a parlé de sa passion pour {item} ({category}). {rng.choice(FOLLOW)}"
-    return (f"{name} a partagé ses {rng.choice(FEELINGS)} sur {rng.choice(LIFE)}. "
-            f"Discussion sur {rng.choice(ADVICE)}.")  # fmt: skip
+    return f"{name} a partagé ses {rng.choice(FEELINGS)} sur {rng.choice(LIFE)}. Discussion sur {rng.choice(ADVICE)}."
 
 
 def preference_text(rng: random.Random, name: str) -> str:
@@ -135,8 +191,9 @@ def questions(count: int, seed: int) -> list[str]:
     seen: dict[str, None] = {}
     for _ in range(count * 200):
         category, item = rng.choice(ITEMS)
-        seen[rng.choice(QUESTIONS).format(category=category, item=item, advice=rng.choice(ADVICE),
-                                          life=rng.choice(LIFE))] = None  # fmt: skip
+        seen[
+            rng.choice(QUESTIONS).format(category=category, item=item, advice=rng.choice(ADVICE), life=rng.choice(LIFE))
+        ] = None
         if len(seen) == count:
             return list(seen)
     raise ValueError(f"the templates give fewer than {count} distinct questions")
@@ -169,8 +226,9 @@ def topic_count(rows: int, clusters: int) -> int:
     return min(clusters, max(3, math.ceil(rows / 20)))
 
 
-def subject_sizes(rows: int, subjects: int, groups: tuple[tuple[int, int], ...], real_subjects: int, real: int,
-                  seed: int) -> np.ndarray:  # fmt: skip
+def subject_sizes(
+    rows: int, subjects: int, groups: tuple[tuple[int, int], ...], real_subjects: int, real: int, seed: int
+) -> np.ndarray:
     """``real_subjects`` of ``real`` rows, then ``groups`` of (count, rows); the other subjects
     share what is left, at least 1 each."""
     sizes = [real] * real_subjects
@@ -185,8 +243,15 @@ def subject_sizes(rows: int, subjects: int, groups: tuple[tuple[int, int], ...],
     return np.array(sizes + shares.tolist(), dtype=np.int64)
 
 
-def spread_layout(rows: int, subjects: int, groups: tuple[tuple[int, int], ...], real_subjects: int, real: int,
-                  clusters: int, seed: int) -> Layout:  # fmt: skip
+def spread_layout(
+    rows: int,
+    subjects: int,
+    groups: tuple[tuple[int, int], ...],
+    real_subjects: int,
+    real: int,
+    clusters: int,
+    seed: int,
+) -> Layout:
     """Sizes, topics and rows of every subject, rows in a random (arrival) order."""
     sizes = subject_sizes(rows, subjects, groups, real_subjects, real, seed)
     rng = np.random.default_rng(seed + 1)
@@ -230,8 +295,9 @@ def subject_truth(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: i
     return rows[top], sims[top]
 
 
-def hits(found: list[int], truth_rows: np.ndarray, truth_sims: np.ndarray, vectors: np.ndarray,
-         query: np.ndarray) -> int:  # fmt: skip
+def hits(
+    found: list[int], truth_rows: np.ndarray, truth_sims: np.ndarray, vectors: np.ndarray, query: np.ndarray
+) -> int:
     """How many of the exact top-k (k = len(truth_rows)) an answer holds; a row outside it still
     counts when its similarity ties the k-th (``bench.vectors.TIE_TOLERANCE``)."""
     k = len(truth_rows)
@@ -245,8 +311,15 @@ def hits(found: list[int], truth_rows: np.ndarray, truth_sims: np.ndarray, vecto
 EMBEDDING_COPY_COLUMNS = "kind, object_id, model, dimension, embedding, text_sha256, active, created_at, subject_id"
 
 
-def embedding_copy_chunks(model: str, object_ids: np.ndarray, subject_ids: np.ndarray, vectors: np.ndarray,
-                          shas: list[bytes], created: datetime, chunk: int = 20_000) -> Iterator[bytes]:  # fmt: skip
+def embedding_copy_chunks(
+    model: str,
+    object_ids: np.ndarray,
+    subject_ids: np.ndarray,
+    vectors: np.ndarray,
+    shas: list[bytes],
+    created: datetime,
+    chunk: int = 20_000,
+) -> Iterator[bytes]:
     """The binary COPY stream of kind "subject" rows: ``bench.vectors``' tuple layout plus the
     subject_id column, built with numpy."""
     base = _embedding_dtype("subject", model, DIMENSION)
@@ -280,8 +353,14 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def history_documents(messages: int, vectors: np.ndarray, model: str, seed: int, name: str = "Alice",
-                      start: datetime = datetime(2024, 1, 1, 9, tzinfo=UTC)) -> dict[str, Any]:  # fmt: skip
+def history_documents(
+    messages: int,
+    vectors: np.ndarray,
+    model: str,
+    seed: int,
+    name: str = "Alice",
+    start: datetime = datetime(2024, 1, 1, 9, tzinfo=UTC),
+) -> dict[str, Any]:
     """The five documents of a subject after ``messages`` messages, as the seed's assistant would
     have saved them: conversations of 6 to 14 messages (~10), a preference every 3 conversations, an
     event every 7, a relationship every 6, one embedding per summary, preference and event (the
@@ -304,68 +383,115 @@ def history_documents(messages: int, vectors: np.ndarray, model: str, seed: int,
         sentiment = "positive" if score > 0.3 else "negative" if score < -0.3 else rng.choice(("neutral", "mixed"))
         first = sum(counts[:n]) + 1
         summary = summary_text(rng, name)
-        conversations.append({
-            "id": conv_id, "start_timestamp": stamp(moment), "end_timestamp": stamp(end), "message_count": count,
-            "summary": summary, "key_points": [f"Intérêt : {item}", f"Sujet : {category}"],
-            "topics": [category, item], "overall_sentiment": sentiment, "sentiment_score": score,
-            "dominant_emotion": rng.choice(EMOTIONS), "message_ids": list(range(first, first + count)),
-        })  # fmt: skip
+        conversations.append(
+            {
+                "id": conv_id,
+                "start_timestamp": stamp(moment),
+                "end_timestamp": stamp(end),
+                "message_count": count,
+                "summary": summary,
+                "key_points": [f"Intérêt : {item}", f"Sujet : {category}"],
+                "topics": [category, item],
+                "overall_sentiment": sentiment,
+                "sentiment_score": score,
+                "dominant_emotion": rng.choice(EMOTIONS),
+                "message_ids": list(range(first, first + count)),
+            }
+        )
         memories.append(("conversation_summary", conv_id, summary, end))
         if n % 3 == 0:
             pref_id = f"pref_{len(preferences) + 1:03d}"
             quote = rng.choice(QUOTES).format(item=item)
             good = rng.choice(SENTIMENTS[:2])
-            preferences.append({
-                "id": pref_id, "category": category, "item": item, "sentiment": good,
-                "confidence": round(rng.uniform(0.6, 1.0), 2), "extracted_from": conv_id,
-                "timestamp": stamp(moment + timedelta(minutes=5)), "context": f"{name} a dit '{quote}'",
-            })  # fmt: skip
+            preferences.append(
+                {
+                    "id": pref_id,
+                    "category": category,
+                    "item": item,
+                    "sentiment": good,
+                    "confidence": round(rng.uniform(0.6, 1.0), 2),
+                    "extracted_from": conv_id,
+                    "timestamp": stamp(moment + timedelta(minutes=5)),
+                    "context": f"{name} a dit '{quote}'",
+                }
+            )
             memories.append(("preference", pref_id, f"{category}: {item} ({good}). {name} a dit '{quote}'", moment))
         if n % 7 == 0:
             event_id = f"event_{len(events) + 1:03d}"
             description = event_text(rng, name)
-            events.append({
-                "id": event_id, "description": description, "timestamp": stamp(moment),
-                "importance": round(rng.uniform(0.2, 1.0), 2), "sentiment": rng.choice(SENTIMENTS[:3]),
-                "extracted_from": conv_id, "related_topics": [category],
-            })  # fmt: skip
+            events.append(
+                {
+                    "id": event_id,
+                    "description": description,
+                    "timestamp": stamp(moment),
+                    "importance": round(rng.uniform(0.2, 1.0), 2),
+                    "sentiment": rng.choice(SENTIMENTS[:3]),
+                    "extracted_from": conv_id,
+                    "related_topics": [category],
+                }
+            )
             memories.append(("event", event_id, description, moment))
         if n % 6 == 0:
-            relationships.append({
-                "id": f"rel_{len(relationships) + 1:03d}", "entity_1": name,
-                "relation_type": rng.choice(("aime", "déteste", "veut_apprendre", "connaît")), "entity_2": item,
-                "confidence": round(rng.uniform(0.6, 1.0), 2), "extracted_from": conv_id,
-            })  # fmt: skip
+            relationships.append(
+                {
+                    "id": f"rel_{len(relationships) + 1:03d}",
+                    "entity_1": name,
+                    "relation_type": rng.choice(("aime", "déteste", "veut_apprendre", "connaît")),
+                    "entity_2": item,
+                    "confidence": round(rng.uniform(0.6, 1.0), 2),
+                    "extracted_from": conv_id,
+                }
+            )
     if len(memories) > len(vectors):
         raise ValueError(f"{len(memories)} memories need as many vectors, {len(vectors)} given")
     embeddings = [
         {"id": key, "type": kind, "text": text, "embedding": [float(x) for x in vectors[i]], "timestamp": stamp(at)}
         for i, (kind, key, text, at) in enumerate(memories)
-    ]  # fmt: skip
+    ]
     last = stamp(moment)
     return {
-        "conversations": {"version": "1.0", "last_updated": last, "conversations": conversations,
-                          "total_conversations": len(conversations), "total_messages": messages},
+        "conversations": {
+            "version": "1.0",
+            "last_updated": last,
+            "conversations": conversations,
+            "total_conversations": len(conversations),
+            "total_messages": messages,
+        },
         "facts": {
-            "version": "1.0", "last_updated": last,
-            "user_profile": {"name": name, "name_confidence": 1.0, "name_extracted_from": conversations[0]["id"],
-                             "name_timestamp": conversations[0]["start_timestamp"]},
-            "preferences": preferences, "events": events, "relationships": relationships,
-            "total_preferences": len(preferences), "total_events": len(events),
+            "version": "1.0",
+            "last_updated": last,
+            "user_profile": {
+                "name": name,
+                "name_confidence": 1.0,
+                "name_extracted_from": conversations[0]["id"],
+                "name_timestamp": conversations[0]["start_timestamp"],
+            },
+            "preferences": preferences,
+            "events": events,
+            "relationships": relationships,
+            "total_preferences": len(preferences),
+            "total_events": len(events),
             "total_relationships": len(relationships),
         },
-        "embeddings": {"version": "1.0", "model": model, "embedding_dim": DIMENSION, "last_updated": last,
-                       "embeddings": embeddings, "total_embeddings": len(embeddings)},
+        "embeddings": {
+            "version": "1.0",
+            "model": model,
+            "embedding_dim": DIMENSION,
+            "last_updated": last,
+            "embeddings": embeddings,
+            "total_embeddings": len(embeddings),
+        },
         "personality": personality_document(rng, messages // 2, start, moment),
         "emotion_history": emotion_document(rng, conversations, last),
-    }  # fmt: skip
+    }
 
 
 def personality_document(rng: random.Random, interactions: int, start: datetime, end: datetime) -> dict[str, Any]:
     """A snapshot every 50 interactions, traits drifting by small deltas (the seed's "changes")."""
     traits = dict.fromkeys(TRAITS, 0.5)
-    history: list[dict[str, Any]] = [{"timestamp": stamp(start), "traits": dict(traits),
-                                      "reason": "Initial default values"}]  # fmt: skip
+    history: list[dict[str, Any]] = [
+        {"timestamp": stamp(start), "traits": dict(traits), "reason": "Initial default values"}
+    ]
     updates = interactions // 50
     for n in range(1, updates + 1):
         changes = {}
@@ -374,11 +500,24 @@ def personality_document(rng: random.Random, interactions: int, start: datetime,
             traits[trait] = round(min(1.0, max(0.0, traits[trait] + delta)), 2)
             changes[trait] = f"{delta:+.2f}"
         at = start + (end - start) * n / updates
-        history.append({"timestamp": stamp(at), "traits": dict(traits), "changes": changes,
-                        "reason": f"Updated after {n * 50} interactions", "interactions_count": 50})  # fmt: skip
-    return {"version": "1.0", "last_updated": stamp(end), "current_traits": traits, "trait_history": history,
-            "total_interactions": interactions, "last_trait_update": history[-1]["timestamp"],
-            "update_frequency": 50}  # fmt: skip
+        history.append(
+            {
+                "timestamp": stamp(at),
+                "traits": dict(traits),
+                "changes": changes,
+                "reason": f"Updated after {n * 50} interactions",
+                "interactions_count": 50,
+            }
+        )
+    return {
+        "version": "1.0",
+        "last_updated": stamp(end),
+        "current_traits": traits,
+        "trait_history": history,
+        "total_interactions": interactions,
+        "last_trait_update": history[-1]["timestamp"],
+        "update_frequency": 50,
+    }
 
 
 def emotion_document(rng: random.Random, conversations: list[dict[str, Any]], last: str) -> dict[str, Any]:
@@ -388,8 +527,15 @@ def emotion_document(rng: random.Random, conversations: list[dict[str, Any]], la
     for conversation in conversations:
         for at in (conversation["start_timestamp"], conversation["end_timestamp"]):
             emotion = rng.choice(EMOTIONS)
-            recorded.append({"timestamp": at, "emotion": emotion, "intensity": round(rng.uniform(0.3, 0.9), 2),
-                             "context": conversation["summary"][:80], "triggered_by": "user_message"})  # fmt: skip
+            recorded.append(
+                {
+                    "timestamp": at,
+                    "emotion": emotion,
+                    "intensity": round(rng.uniform(0.3, 0.9), 2),
+                    "context": conversation["summary"][:80],
+                    "triggered_by": "user_message",
+                }
+            )
             if previous and previous != emotion:
                 transitions[(previous, emotion)] = transitions.get((previous, emotion), 0) + 1
             previous = emotion
@@ -398,12 +544,21 @@ def emotion_document(rng: random.Random, conversations: list[dict[str, Any]], la
         frequency[entry["emotion"]] = frequency.get(entry["emotion"], 0) + 1
     frequent = max(frequency.items(), key=lambda item: item[1])
     return {
-        "version": "1.0", "last_updated": last, "max_history": 100, "current_emotion": recorded[-1]["emotion"],
-        "current_intensity": recorded[-1]["intensity"], "history": recorded[-100:],
-        "transitions": [{"from": a, "to": b, "count": c, "avg_duration_seconds": rng.randint(60, 3600)}
-                        for (a, b), c in transitions.items()],
-        "statistics": {"total_emotions_recorded": len(recorded), "most_frequent_emotion": frequent[0],
-                       "most_frequent_emotion_count": frequent[1],
-                       "avg_intensity_overall": round(sum(e["intensity"] for e in recorded) / len(recorded), 4),
-                       "total_transitions": sum(transitions.values())},
-    }  # fmt: skip
+        "version": "1.0",
+        "last_updated": last,
+        "max_history": 100,
+        "current_emotion": recorded[-1]["emotion"],
+        "current_intensity": recorded[-1]["intensity"],
+        "history": recorded[-100:],
+        "transitions": [
+            {"from": a, "to": b, "count": c, "avg_duration_seconds": rng.randint(60, 3600)}
+            for (a, b), c in transitions.items()
+        ],
+        "statistics": {
+            "total_emotions_recorded": len(recorded),
+            "most_frequent_emotion": frequent[0],
+            "most_frequent_emotion_count": frequent[1],
+            "avg_intensity_overall": round(sum(e["intensity"] for e in recorded) / len(recorded), 4),
+            "total_transitions": sum(transitions.values()),
+        },
+    }

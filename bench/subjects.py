@@ -88,10 +88,22 @@ WARMUP_QUERIES = 20
 P95_TARGET_MS = 20.0  # the issue: subject search p95 under 20 ms at 100k memories
 RECALL_TARGET = 0.98  # the issue gives none; borrowed from the learnings' target at 100k (bench/memory.py)
 TARGET_ROWS = 100_000
-SUBJECT_TABLES = ("memory_subject", "memory_subjectmemory", "memory_embedding", "memory_subjectcounter",
-                  "memory_conversation", "memory_profilefact", "memory_preference", "memory_lifeevent",
-                  "memory_relationship", "memory_personalitystate", "memory_traitsnapshot", "memory_emotionstate",
-                  "memory_emotionevent", "memory_emotiontransition")  # fmt: skip
+SUBJECT_TABLES = (
+    "memory_subject",
+    "memory_subjectmemory",
+    "memory_embedding",
+    "memory_subjectcounter",
+    "memory_conversation",
+    "memory_profilefact",
+    "memory_preference",
+    "memory_lifeevent",
+    "memory_relationship",
+    "memory_personalitystate",
+    "memory_traitsnapshot",
+    "memory_emotionstate",
+    "memory_emotionevent",
+    "memory_emotiontransition",
+)
 
 
 @dataclass(frozen=True)
@@ -140,8 +152,10 @@ def subject_index() -> tuple[str, str]:
     """(name, CREATE INDEX) of the subject HNSW index: the project's own SQL (migration 0006)."""
     from memory import vector_index as vi
 
-    return (vi.index_name("subject", vi.DEFAULT_MODEL),
-            vi.create_index_sql("subject", vi.DEFAULT_MODEL, vi.DEFAULT_DIMENSION))  # fmt: skip
+    return (
+        vi.index_name("subject", vi.DEFAULT_MODEL),
+        vi.create_index_sql("subject", vi.DEFAULT_MODEL, vi.DEFAULT_DIMENSION),
+    )
 
 
 def build_index(cfg: Config) -> dict[str, Any]:
@@ -192,8 +206,7 @@ def build_dataset(cfg: Config, backend: Any) -> Dataset:
     """Layout, texts and vectors of every memory, and the real questions, generated once."""
     if not 1 <= cfg.real_subjects <= len(NAMES):
         raise ValueError(f"--real-subjects must be between 1 and {len(NAMES)}")
-    layout = spread_layout(cfg.rows, cfg.subjects, cfg.groups, cfg.real_subjects, cfg.real, cfg.spec.clusters,
-                           cfg.seed)  # fmt: skip
+    layout = spread_layout(cfg.rows, cfg.subjects, cfg.groups, cfg.real_subjects, cfg.real, cfg.spec.clusters, cfg.seed)
     vectors = np.empty((cfg.rows, 384), dtype=np.float32)
     types, texts = [""] * cfg.rows, [""] * cfg.rows
     started = time.perf_counter()
@@ -211,9 +224,17 @@ def build_dataset(cfg: Config, backend: Any) -> Dataset:
     rng = random.Random(cfg.seed)
     for row in synthetic.tolist():
         types[row], texts[row] = memory_text(rng, NAMES[int(layout.owner[row]) % len(NAMES)])
-    ds = Dataset(layout=layout, vectors=vectors, types=types, texts=texts, shas=[sha256_hex(t) for t in texts],
-                 real_queries=asked_vectors[: cfg.queries], real_warmup=asked_vectors[cfg.queries :],
-                 question_texts=asked, created=datetime.now(UTC))  # fmt: skip
+    ds = Dataset(
+        layout=layout,
+        vectors=vectors,
+        types=types,
+        texts=texts,
+        shas=[sha256_hex(t) for t in texts],
+        real_queries=asked_vectors[: cfg.queries],
+        real_warmup=asked_vectors[cfg.queries :],
+        question_texts=asked,
+        created=datetime.now(UTC),
+    )
     ds.realism = realism(ds, cfg, embed_s)
     return ds
 
@@ -223,9 +244,11 @@ def realism(ds: Dataset, cfg: Config, embed_s: float) -> dict[str, Any]:
     next to a synthetic subject of the same size with questions on its topics (``bench/vectors.py``)."""
     synthetic = range(ds.layout.real_subjects, len(ds.layout.sizes))
     same_size = [j for j in synthetic if ds.layout.sizes[j] == cfg.real]
-    out: dict[str, Any] = {"real_embedding_s": round(embed_s, 1), "synthetic": cfg.spec.describe(),
-                           "real_subject": local_intrinsic_dimension(ds.vectors[ds.layout.rows_of(0)],
-                                                                      ds.real_queries[:100])}  # fmt: skip
+    out: dict[str, Any] = {
+        "real_embedding_s": round(embed_s, 1),
+        "synthetic": cfg.spec.describe(),
+        "real_subject": local_intrinsic_dimension(ds.vectors[ds.layout.rows_of(0)], ds.real_queries[:100]),
+    }
     if same_size:
         j = same_size[0]
         labels = np.random.default_rng(cfg.seed + 9).choice(ds.layout.topics[j], 100)
@@ -263,12 +286,15 @@ def load(ds: Dataset, rows: np.ndarray, owners: np.ndarray, subjects: int, cfg: 
     sql(f"DROP INDEX IF EXISTS {name}")  # COPY then a build: far cheaper than 100 000 graph inserts
     started = time.perf_counter()
     copy_text("COPY memory_subject (id, key, created_at, documents) FROM STDIN", subject_lines(subjects, ds.created))
-    copy_text("COPY memory_subjectmemory (id, subject_id, key, type, text, timestamp) FROM STDIN",
-              memory_lines(ds, rows, owners))  # fmt: skip
+    copy_text(
+        "COPY memory_subjectmemory (id, subject_id, key, type, text, timestamp) FROM STDIN",
+        memory_lines(ds, rows, owners),
+    )
     times["copy_memories_s"] = time.perf_counter() - started
     started = time.perf_counter()
-    chunks = embedding_copy_chunks(DEFAULT_MODEL, rows + 1, owners, ds.vectors[rows], [ds.shas[r] for r in rows],
-                                   ds.created)  # fmt: skip
+    chunks = embedding_copy_chunks(
+        DEFAULT_MODEL, rows + 1, owners, ds.vectors[rows], [ds.shas[r] for r in rows], ds.created
+    )
     copy_binary(f"COPY memory_embedding ({EMBEDDING_COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)", chunks)
     times["copy_embeddings_s"] = time.perf_counter() - started
     for table in ("memory_subject", "memory_subjectmemory", "memory_embedding"):
@@ -278,9 +304,16 @@ def load(ds: Dataset, rows: np.ndarray, owners: np.ndarray, subjects: int, cfg: 
     for table in ("memory_subject", "memory_subjectmemory", "memory_embedding"):
         sql(f"VACUUM ANALYZE {table}")
     times["vacuum_analyze_s"] = time.perf_counter() - started
-    return {"subjects": subjects, "memories": len(rows), **{k: round(v, 1) for k, v in times.items()},
-            "index": index, "mb": {"memory_embedding": relation_mb("memory_embedding"),
-                                   "memory_subjectmemory": relation_mb("memory_subjectmemory")}}  # fmt: skip
+    return {
+        "subjects": subjects,
+        "memories": len(rows),
+        **{k: round(v, 1) for k, v in times.items()},
+        "index": index,
+        "mb": {
+            "memory_embedding": relation_mb("memory_embedding"),
+            "memory_subjectmemory": relation_mb("memory_subjectmemory"),
+        },
+    }
 
 
 # --- Searching -----------------------------------------------------------------------------------
@@ -300,8 +333,9 @@ def service_call(subject_id: int, vector: list[float]) -> list[int]:
     from memory.models import SubjectMemory
     from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
 
-    found = search.nearest_subject_memories(vector, model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION,
-                                            subject_id=subject_id, k=K)  # fmt: skip
+    found = search.nearest_subject_memories(
+        vector, model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, subject_id=subject_id, k=K
+    )
     rows = SubjectMemory.objects.in_bulk([hit.object_id for hit in found])
     return [hit.object_id - 1 for hit in found if hit.object_id in rows]
 
@@ -357,8 +391,13 @@ def candidates_of(subject_id: int, vector: list[float]) -> int:
 
     inner = search._candidates_sql(DEFAULT_DIMENSION).replace("SELECT object_id,", "SELECT object_id, subject_id,")
     statement = f"WITH c AS ({inner}) SELECT count(*) FILTER (WHERE subject_id = %(subject)s) FROM c"
-    params = {"q": search._vector_literal(vector), "kind": "subject", "model": DEFAULT_MODEL,
-              "candidates": search.SUBJECT_CANDIDATES, "subject": subject_id}  # fmt: skip
+    params = {
+        "q": search._vector_literal(vector),
+        "kind": "subject",
+        "model": DEFAULT_MODEL,
+        "candidates": search.SUBJECT_CANDIDATES,
+        "subject": subject_id,
+    }
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {shipped_ef()}")
         cursor.execute(statement, params)
@@ -411,8 +450,14 @@ def subject_candidates(count: int | None) -> Iterator[None]:
 class Measure:
     """Service vs exact scan on one set of questions, with the truth from numpy."""
 
-    def __init__(self, ds: Dataset, rows_of: Callable[[int], np.ndarray], subject_id: Callable[[int], int],
-                 cfg: Config, memories: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ds: Dataset,
+        rows_of: Callable[[int], np.ndarray],
+        subject_id: Callable[[int], int],
+        cfg: Config,
+        memories: int,
+    ) -> None:
         self.ds, self.rows_of, self.subject_id, self.cfg = ds, rows_of, subject_id, cfg
         self.memories = memories  # in the table: targets hold at TARGET_ROWS
 
@@ -445,11 +490,15 @@ class Measure:
         return latencies, found
 
     def score(self, found: list[list[int]], qs: Queries, truth: list) -> dict[str, Any]:
-        got = [hits(rows, t[0], t[1], self.ds.vectors, qs.vectors[q]) for q, (rows, t) in
-               enumerate(zip(found, truth, strict=False))]  # fmt: skip
+        got = [
+            hits(rows, t[0], t[1], self.ds.vectors, qs.vectors[q])
+            for q, (rows, t) in enumerate(zip(found, truth, strict=False))
+        ]
         wanted = [len(t[0]) for t in truth[: len(found)]]
-        return {"recall_at_5": round(sum(got) / sum(wanted), 4) if wanted else math.nan,
-                "queries_missing_a_neighbour": sum(1 for g, w in zip(got, wanted, strict=True) if g < w)}  # fmt: skip
+        return {
+            "recall_at_5": round(sum(got) / sum(wanted), 4) if wanted else math.nan,
+            "queries_missing_a_neighbour": sum(1 for g, w in zip(got, wanted, strict=True) if g < w),
+        }
 
     def diagnose(self, qs: Queries) -> dict[str, Any]:
         """Untimed pass: per question, the subject's share of the HNSW candidates, and where a
@@ -477,11 +526,16 @@ class Measure:
         ordered = sorted(shares)
         return {
             "candidates_asked": shipped_candidates(),
-            "subject_candidates": {"min": ordered[0], "p5": percentile(ordered, 5), "p50": percentile(ordered, 50),
-                                   "max": ordered[-1], "below_k": sum(1 for s in shares if s < K)},
+            "subject_candidates": {
+                "min": ordered[0],
+                "p5": percentile(ordered, 5),
+                "p50": percentile(ordered, 50),
+                "max": ordered[-1],
+                "below_k": sum(1 for s in shares if s < K),
+            },
             "exact_fallbacks": fallback,
             "statements": {kind: {"count": len(samples), **latency_ms(samples)} for kind, samples in spent.items()},
-        }  # fmt: skip
+        }
 
     def plans(self, qs: Queries) -> dict[str, list[str]]:
         """EXPLAIN (ANALYZE, BUFFERS) of the first question: the service's statements as sent,
@@ -520,8 +574,14 @@ class Measure:
         for candidates in (*self.cfg.curve, None):
             with subject_candidates(candidates):
                 latencies, found = self.timed(service_call, qs, count)
-            points.append({"candidates": candidates or "exact", "queries": count, **self.score(found, qs, truth),
-                           **latency_ms(latencies)})  # fmt: skip
+            points.append(
+                {
+                    "candidates": candidates or "exact",
+                    "queries": count,
+                    **self.score(found, qs, truth),
+                    **latency_ms(latencies),
+                }
+            )
         return points
 
     def run(self, qs: Queries, label: str) -> dict[str, Any]:
@@ -533,21 +593,34 @@ class Measure:
         latencies, found = self.timed(exact_call, qs, count)
         exact = {"queries": count, **self.score(found, qs, truth), **latency_ms(latencies)}
         result = {
-            "measure": qs.name, "queries": len(qs.subjects), "subjects": len(sizes),
+            "measure": qs.name,
+            "queries": len(qs.subjects),
+            "subjects": len(sizes),
             "subject_memories": {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]},
-            "service": service, "exact": exact,
-            "ratios": {"exact_p50_vs_service_p50": div(exact["p50_ms"], service["p50_ms"]),
-                       "exact_p95_vs_service_p95": div(exact["p95_ms"], service["p95_ms"])},
-            "diagnosis": self.diagnose(qs), "plans": self.plans(qs),
-        }  # fmt: skip
+            "service": service,
+            "exact": exact,
+            "ratios": {
+                "exact_p50_vs_service_p50": div(exact["p50_ms"], service["p50_ms"]),
+                "exact_p95_vs_service_p95": div(exact["p95_ms"], service["p95_ms"]),
+            },
+            "diagnosis": self.diagnose(qs),
+            "plans": self.plans(qs),
+        }
         if self.memories == TARGET_ROWS and service["recall_at_5"] < RECALL_TARGET:
             result["candidate_curve"] = self.curve(qs, truth)
-            print(f"  {label} {qs.name}: candidates -> recall "
-                  + ", ".join(f"{p['candidates']}: {p['recall_at_5']} (p95 {p['p95_ms']} ms)"
-                              for p in result["candidate_curve"]), flush=True)  # fmt: skip
-        print(f"  {label} {qs.name}: recall {service['recall_at_5']}, p50 {service['p50_ms']} ms, "
-              f"p95 {service['p95_ms']} ms; exact p95 {exact['p95_ms']} ms; "
-              f"{result['diagnosis']['exact_fallbacks']} exact fallbacks", flush=True)  # fmt: skip
+            print(
+                f"  {label} {qs.name}: candidates -> recall "
+                + ", ".join(
+                    f"{p['candidates']}: {p['recall_at_5']} (p95 {p['p95_ms']} ms)" for p in result["candidate_curve"]
+                ),
+                flush=True,
+            )
+        print(
+            f"  {label} {qs.name}: recall {service['recall_at_5']}, p50 {service['p50_ms']} ms, "
+            f"p95 {service['p95_ms']} ms; exact p95 {exact['p95_ms']} ms; "
+            f"{result['diagnosis']['exact_fallbacks']} exact fallbacks",
+            flush=True,
+        )
         return result
 
 
@@ -572,13 +645,21 @@ def one_subject(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
     labels = labels[labels >= 0]
     if len(labels):
         gen = np.random.default_rng(cfg.seed + 20 + n)
-        asked = Queries("synthetic questions", zero, cluster_queries(gen.choice(labels, cfg.queries), cfg.spec,
-                                                                     cfg.seed + 21),
-                        zero[:WARMUP_QUERIES], cluster_queries(gen.choice(labels, WARMUP_QUERIES), cfg.spec,
-                                                               cfg.seed + 22))  # fmt: skip
+        asked = Queries(
+            "synthetic questions",
+            zero,
+            cluster_queries(gen.choice(labels, cfg.queries), cfg.spec, cfg.seed + 21),
+            zero[:WARMUP_QUERIES],
+            cluster_queries(gen.choice(labels, WARMUP_QUERIES), cfg.spec, cfg.seed + 22),
+        )
         out["measures"].append(measure.run(asked, f"one/{n}"))
-    real = Queries("real MiniLM questions", zero[: len(ds.real_queries)], ds.real_queries,
-                   zero[: len(ds.real_warmup)], ds.real_warmup)  # fmt: skip
+    real = Queries(
+        "real MiniLM questions",
+        zero[: len(ds.real_queries)],
+        ds.real_queries,
+        zero[: len(ds.real_warmup)],
+        ds.real_warmup,
+    )
     out["measures"].append(measure.run(real, f"one/{n}"))
     return out
 
@@ -599,14 +680,20 @@ def spread(ds: Dataset, cfg: Config) -> dict[str, Any]:
 
     measure = Measure(ds, rows_of, lambda subject: subject + 1, cfg, cfg.rows)
     gen = np.random.default_rng(cfg.seed + 30)
-    out: dict[str, Any] = {"memories": cfg.rows, "subjects": len(layout.sizes), "load": loaded,
-                           "sizes": size_summary(layout.sizes), "groups": []}  # fmt: skip
+    out: dict[str, Any] = {
+        "memories": cfg.rows,
+        "subjects": len(layout.sizes),
+        "load": loaded,
+        "sizes": size_summary(layout.sizes),
+        "groups": [],
+    }
     real = np.arange(len(ds.real_queries)) % layout.real_subjects  # question i asked of real subject i mod 10
     warm = np.arange(len(ds.real_warmup)) % layout.real_subjects
     qs = Queries("real MiniLM questions", real, ds.real_queries, warm, ds.real_warmup)
     name = f"{cfg.real} memories, real MiniLM ({layout.real_subjects} subjects)"
-    out["groups"].append({"group": name, "subjects_in_group": layout.real_subjects,
-                          "measures": [measure.run(qs, "spread/real")]})  # fmt: skip
+    out["groups"].append(
+        {"group": name, "subjects_in_group": layout.real_subjects, "measures": [measure.run(qs, "spread/real")]}
+    )
     for name, members in spread_groups(layout, cfg, gen):
         group: dict[str, Any] = {"group": name, "subjects_in_group": len(members), "measures": []}
         for kind, count in (("on topic", cfg.queries), ("off topic", cfg.off_topic)):
@@ -614,8 +701,13 @@ def spread(ds: Dataset, cfg: Config) -> dict[str, Any]:
             warm = gen.choice(members, WARMUP_QUERIES)
             labels = topic_labels(layout, subjects, gen, on_topic=kind == "on topic", clusters=cfg.spec.clusters)
             warm_labels = topic_labels(layout, warm, gen, on_topic=True, clusters=cfg.spec.clusters)
-            qs = Queries(kind, subjects, cluster_queries(labels, cfg.spec, cfg.seed + 31 + len(out["groups"])),
-                         warm, cluster_queries(warm_labels, cfg.spec, cfg.seed + 41))  # fmt: skip
+            qs = Queries(
+                kind,
+                subjects,
+                cluster_queries(labels, cfg.spec, cfg.seed + 31 + len(out["groups"])),
+                warm,
+                cluster_queries(warm_labels, cfg.spec, cfg.seed + 41),
+            )
             group["measures"].append(measure.run(qs, f"spread/{name}"))
         out["groups"].append(group)
     return out
@@ -623,9 +715,14 @@ def spread(ds: Dataset, cfg: Config) -> dict[str, Any]:
 
 def size_summary(sizes: np.ndarray) -> dict[str, Any]:
     small = sizes[sizes < 100]
-    return {"largest": int(sizes.max()), "median": float(np.median(sizes)), "subjects_below_100": len(small),
-            "memories_of_subjects_below_100": int(small.sum()), "small_min": int(small.min()) if len(small) else 0,
-            "small_max": int(small.max()) if len(small) else 0}  # fmt: skip
+    return {
+        "largest": int(sizes.max()),
+        "median": float(np.median(sizes)),
+        "subjects_below_100": len(small),
+        "memories_of_subjects_below_100": int(small.sum()),
+        "small_min": int(small.min()) if len(small) else 0,
+        "small_max": int(small.max()) if len(small) else 0,
+    }
 
 
 def spread_groups(layout: Layout, cfg: Config, gen: np.random.Generator) -> Iterator[tuple[str, np.ndarray]]:
@@ -638,12 +735,18 @@ def spread_groups(layout: Layout, cfg: Config, gen: np.random.Generator) -> Iter
     small = np.arange(first, len(layout.sizes))
     sample = gen.choice(small, min(cfg.small_subjects, len(small)), replace=False)
     sizes = layout.sizes[small]
-    yield (f"{int(sizes.min())}-{int(sizes.max())} memories, median {int(np.median(sizes))} "
-           f"({len(sample)} of {len(small)} subjects)"), sample  # fmt: skip
+    yield (
+        (
+            f"{int(sizes.min())}-{int(sizes.max())} memories, median {int(np.median(sizes))} "
+            f"({len(sample)} of {len(small)} subjects)"
+        ),
+        sample,
+    )
 
 
-def topic_labels(layout: Layout, subjects: np.ndarray, gen: np.random.Generator, *, on_topic: bool,
-                 clusters: int) -> np.ndarray:  # fmt: skip
+def topic_labels(
+    layout: Layout, subjects: np.ndarray, gen: np.random.Generator, *, on_topic: bool, clusters: int
+) -> np.ndarray:
     """A cluster per question: one of the subject's topics, or any cluster (off topic)."""
     if not on_topic:
         return gen.integers(0, clusters, len(subjects))
@@ -667,26 +770,42 @@ def measure_embedding(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
         started = time.perf_counter()
         backend.embed([text])
         samples.append(time.perf_counter() - started)
-    return {"model": backend.model, "queries": len(texts), "first_call_s": round(first, 2),
-            "mean_chars": round(statistics.mean(len(t) for t in texts), 1), **latency_ms(samples)}  # fmt: skip
+    return {
+        "model": backend.model,
+        "queries": len(texts),
+        "first_call_s": round(first, 2),
+        "mean_chars": round(statistics.mean(len(t) for t in texts), 1),
+        **latency_ms(samples),
+    }
 
 
 # --- Import --------------------------------------------------------------------------------------
 
-COUNTED = {"memory_conversation": "subject_id", "memory_profilefact": "subject_id", "memory_preference": "subject_id",
-           "memory_lifeevent": "subject_id", "memory_relationship": "subject_id",
-           "memory_subjectmemory": "subject_id", "memory_embedding": "subject_id",
-           "memory_personalitystate": "subject_id", "memory_traitsnapshot": "subject_id",
-           "memory_emotionstate": "subject_id", "memory_emotionevent": "subject_id",
-           "memory_emotiontransition": "subject_id", "memory_subjectcounter": "subject_id"}  # fmt: skip
+COUNTED = {
+    "memory_conversation": "subject_id",
+    "memory_profilefact": "subject_id",
+    "memory_preference": "subject_id",
+    "memory_lifeevent": "subject_id",
+    "memory_relationship": "subject_id",
+    "memory_subjectmemory": "subject_id",
+    "memory_embedding": "subject_id",
+    "memory_personalitystate": "subject_id",
+    "memory_traitsnapshot": "subject_id",
+    "memory_emotionstate": "subject_id",
+    "memory_emotionevent": "subject_id",
+    "memory_emotiontransition": "subject_id",
+    "memory_subjectcounter": "subject_id",
+}
 TABLE = re.compile(r'(?:INSERT INTO|DELETE FROM|UPDATE|FROM)\s+"?(\w+)"?', re.IGNORECASE)
 
 
 def rows_of_subject(key: str) -> dict[str, int]:
     """Rows the import wrote, per table (the subject row and its audit row besides)."""
     (subject_id,) = sql("SELECT id FROM memory_subject WHERE key = %s", [key])[0]
-    return {table: sql(f"SELECT count(*) FROM {table} WHERE {column} = %s", [subject_id])[0][0]
-            for table, column in COUNTED.items()}  # fmt: skip
+    return {
+        table: sql(f"SELECT count(*) FROM {table} WHERE {column} = %s", [subject_id])[0][0]
+        for table, column in COUNTED.items()
+    }
 
 
 def timed_import(key: str, documents: dict[str, Any]) -> dict[str, Any]:
@@ -713,8 +832,13 @@ def timed_import(key: str, documents: dict[str, Any]) -> dict[str, Any]:
         counts = subjects.import_documents(key, documents, actor=SYSTEM)
         seconds = time.perf_counter() - started
     top = sorted(spent.items(), key=lambda item: -item[1])[:8]
-    return {"key": key, "seconds": round(seconds, 3), "counts": counts, "sql_s": round(sum(spent.values()), 3),
-            "slowest_statements_s": {name: round(s, 3) for name, s in top}}  # fmt: skip
+    return {
+        "key": key,
+        "seconds": round(seconds, 3),
+        "counts": counts,
+        "sql_s": round(sum(spent.values()), 3),
+        "slowest_statements_s": {name: round(s, 3) for name, s in top},
+    }
 
 
 def seed_files(documents: dict[str, Any]) -> dict[str, Any]:
@@ -747,8 +871,9 @@ def measure_import(cfg: Config, backend: Any) -> dict[str, Any]:
     from memory import subject_documents as docs
 
     labels = np.random.default_rng(cfg.seed + 50).integers(0, cfg.spec.clusters, cfg.messages // 4)
-    documents = history_documents(cfg.messages, vectors_of(labels, cfg.spec, cfg.seed + 51), backend.model,
-                                  cfg.seed + 52)  # fmt: skip
+    documents = history_documents(
+        cfg.messages, vectors_of(labels, cfg.spec, cfg.seed + 51), backend.model, cfg.seed + 52
+    )
     body = len(json.dumps(documents).encode())
     parse = []
     for _ in range(3):
@@ -756,9 +881,11 @@ def measure_import(cfg: Config, backend: Any) -> dict[str, Any]:
         docs.parse({name: documents.get(name) for name in docs.DOCUMENTS})
         parse.append(time.perf_counter() - started)
     before = sql("SELECT count(*) FROM memory_embedding WHERE kind = 'subject'")[0][0]
-    print(f"import: {cfg.messages} messages, {len(documents['conversations']['conversations'])} conversations, "
-          f"{len(documents['embeddings']['embeddings'])} embeddings; {before} subject vectors in the table",
-          flush=True)  # fmt: skip
+    print(
+        f"import: {cfg.messages} messages, {len(documents['conversations']['conversations'])} conversations, "
+        f"{len(documents['embeddings']['embeddings'])} embeddings; {before} subject vectors in the table",
+        flush=True,
+    )
     runs = [timed_import(f"bench-history-{n + 1}", documents) for n in range(cfg.import_runs)]
     written = rows_of_subject(runs[0]["key"])
     rows = sum(written.values())
@@ -767,18 +894,32 @@ def measure_import(cfg: Config, backend: Any) -> dict[str, Any]:
     median = statistics.median(run["seconds"] for run in runs)
     seed = seed_files(documents)
     result = {
-        "messages": cfg.messages, "conversations": len(documents["conversations"]["conversations"]),
+        "messages": cfg.messages,
+        "conversations": len(documents["conversations"]["conversations"]),
         "embeddings": len(documents["embeddings"]["embeddings"]),
-        "json_body_mb": round(body / 1e6, 2), "api_body_limit_mb": round(settings.MAX_REQUEST_BODY_BYTES / 1e6, 2),
+        "json_body_mb": round(body / 1e6, 2),
+        "api_body_limit_mb": round(settings.MAX_REQUEST_BODY_BYTES / 1e6, 2),
         "fits_the_api_body_limit": body <= settings.MAX_REQUEST_BODY_BYTES,
-        "subject_vectors_before": before, "parse_s": round(min(parse), 3), "rows_written": written,
-        "rows": rows, "runs": runs, "median_s": round(median, 3), "rows_per_s": round(rows / median, 1),
-        "replace": replace, "replace_rows_per_s": round(rows / replace["seconds"], 1), "seed_files": seed,
-        "ratios": {"import_vs_seed_write": div(median, seed["write_s"]),
-                   "import_vs_seed_write_and_read": div(median, seed["write_s"] + seed["read_s"])},
-    }  # fmt: skip
-    print(f"  import: {rows} rows in {result['median_s']} s ({result['rows_per_s']} rows/s); again (replace) "
-          f"{replace['seconds']} s; seed's JSON files written in {seed['write_s']} s", flush=True)  # fmt: skip
+        "subject_vectors_before": before,
+        "parse_s": round(min(parse), 3),
+        "rows_written": written,
+        "rows": rows,
+        "runs": runs,
+        "median_s": round(median, 3),
+        "rows_per_s": round(rows / median, 1),
+        "replace": replace,
+        "replace_rows_per_s": round(rows / replace["seconds"], 1),
+        "seed_files": seed,
+        "ratios": {
+            "import_vs_seed_write": div(median, seed["write_s"]),
+            "import_vs_seed_write_and_read": div(median, seed["write_s"] + seed["read_s"]),
+        },
+    }
+    print(
+        f"  import: {rows} rows in {result['median_s']} s ({result['rows_per_s']} rows/s); again (replace) "
+        f"{replace['seconds']} s; seed's JSON files written in {seed['write_s']} s",
+        flush=True,
+    )
     return result
 
 
@@ -809,26 +950,34 @@ def targets(result: dict[str, Any]) -> dict[str, bool]:
 
 
 def report(result: dict[str, Any]) -> str:
-    head = (f"{'scenario':<22}{'group':<52}{'questions':<22}{'n':>4}{'recall':>8}{'p50':>8}{'p95':>8}{'p99':>8}"
-            f"{'ex.rec':>8}{'ex.p50':>8}{'ex.p95':>8}{'x p50':>7}{'x p95':>7}{'fallb.':>7}")  # fmt: skip
+    head = (
+        f"{'scenario':<22}{'group':<52}{'questions':<22}{'n':>4}{'recall':>8}{'p50':>8}{'p95':>8}{'p99':>8}"
+        f"{'ex.rec':>8}{'ex.p50':>8}{'ex.p95':>8}{'x p50':>7}{'x p95':>7}{'fallb.':>7}"
+    )
     lines = [head, "(ms; ex. = exact-scan baseline; x = exact / service; fallb. = service calls that scanned exactly)"]
     for scenario, _, group, m in every_measure(result):
         s, e, r = m["service"], m["exact"], m["ratios"]
-        lines.append(f"{scenario:<22}{group[:51]:<52}{m['measure']:<22}{m['queries']:>4}{s['recall_at_5']:>8.4f}"
-                     f"{s['p50_ms']:>8.2f}{s['p95_ms']:>8.2f}{s['p99_ms']:>8.2f}{e['recall_at_5']:>8.4f}"
-                     f"{e['p50_ms']:>8.2f}{e['p95_ms']:>8.2f}{r['exact_p50_vs_service_p50']:>7.2f}"
-                     f"{r['exact_p95_vs_service_p95']:>7.2f}{m['diagnosis']['exact_fallbacks']:>7}")  # fmt: skip
+        lines.append(
+            f"{scenario:<22}{group[:51]:<52}{m['measure']:<22}{m['queries']:>4}{s['recall_at_5']:>8.4f}"
+            f"{s['p50_ms']:>8.2f}{s['p95_ms']:>8.2f}{s['p99_ms']:>8.2f}{e['recall_at_5']:>8.4f}"
+            f"{e['p50_ms']:>8.2f}{e['p95_ms']:>8.2f}{r['exact_p50_vs_service_p50']:>7.2f}"
+            f"{r['exact_p95_vs_service_p95']:>7.2f}{m['diagnosis']['exact_fallbacks']:>7}"
+        )
     embedding = result.get("query_embedding")
     if embedding:
-        lines.append(f"query embedding (local {embedding['model']}, {embedding['mean_chars']} chars): "
-                     f"p50 {embedding['p50_ms']} ms, p95 {embedding['p95_ms']} ms (not in the searches)")  # fmt: skip
+        lines.append(
+            f"query embedding (local {embedding['model']}, {embedding['mean_chars']} chars): "
+            f"p50 {embedding['p50_ms']} ms, p95 {embedding['p95_ms']} ms (not in the searches)"
+        )
     imported = result.get("import")
     if imported:
-        lines.append(f"import of {imported['messages']} messages ({imported['rows']} rows, "
-                     f"{imported['json_body_mb']} MB of JSON): {imported['median_s']} s = {imported['rows_per_s']} "
-                     f"rows/s (median of {len(imported['runs'])}); again into the same subject "
-                     f"{imported['replace']['seconds']} s; seed's files written {imported['seed_files']['write_s']} s, "
-                     f"read {imported['seed_files']['read_s']} s")  # fmt: skip
+        lines.append(
+            f"import of {imported['messages']} messages ({imported['rows']} rows, "
+            f"{imported['json_body_mb']} MB of JSON): {imported['median_s']} s = {imported['rows_per_s']} "
+            f"rows/s (median of {len(imported['runs'])}); again into the same subject "
+            f"{imported['replace']['seconds']} s; seed's files written {imported['seed_files']['write_s']} s, "
+            f"read {imported['seed_files']['read_s']} s"
+        )
     box = result["machine"]
     lines.append(f"load average before/after: {box['loadavg_before'][0]} / {box['loadavg_after'][0]}")
     return "\n".join(lines)
@@ -849,14 +998,22 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     from memory.embeddings import get_backend
 
     backend = get_backend("local")
-    print(f"data: {cfg.rows} memories ({cfg.real_subjects} x {cfg.real} real MiniLM) among {cfg.subjects} subjects",
-          flush=True)  # fmt: skip
+    print(
+        f"data: {cfg.rows} memories ({cfg.real_subjects} x {cfg.real} real MiniLM) among {cfg.subjects} subjects",
+        flush=True,
+    )
     ds = build_dataset(cfg, backend)
     result: dict[str, Any] = {
-        "benchmark": "subjects", "config": config_json(cfg), "server": server_facts(), "realism": ds.realism,
-        "search_constants": {"SUBJECT_CANDIDATES": search.SUBJECT_CANDIDATES, "ef_search": shipped_ef(),
-                             "MAX_EF_SEARCH": search.MAX_EF_SEARCH},
-    }  # fmt: skip
+        "benchmark": "subjects",
+        "config": config_json(cfg),
+        "server": server_facts(),
+        "realism": ds.realism,
+        "search_constants": {
+            "SUBJECT_CANDIDATES": search.SUBJECT_CANDIDATES,
+            "ef_search": shipped_ef(),
+            "MAX_EF_SEARCH": search.MAX_EF_SEARCH,
+        },
+    }
     if "one" in cfg.only:
         result["one_subject"] = [one_subject(ds, n, cfg) for n in sorted(cfg.one_sizes)]
     if "spread" in cfg.only:
@@ -865,8 +1022,14 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     if "import" in cfg.only:
         result["import"] = measure_import(cfg, backend)
     server = result["server"]
-    result["machine"] = machine(database, load_before, numpy=np.__version__, psycopg=package_version("psycopg"),
-                                postgres=server["postgres"], pgvector=server["pgvector"])  # fmt: skip
+    result["machine"] = machine(
+        database,
+        load_before,
+        numpy=np.__version__,
+        psycopg=package_version("psycopg"),
+        postgres=server["postgres"],
+        pgvector=server["pgvector"],
+    )
     result["targets"] = targets(result)
     return publish("subjects", result, report(result))
 
@@ -893,13 +1056,24 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(d.only), help="scenarios: one,spread,import")
     args = parser.parse_args(list(argv) if argv is not None else None)
     cfg = Config(
-        one_sizes=csv_ints(args.one_sizes), rows=args.rows, subjects=args.subjects, groups=csv_pairs(args.groups),
-        real_subjects=args.real_subjects, real=args.real, queries=args.queries, off_topic=args.off_topic,
-        exact_queries=args.exact_queries, small_subjects=args.small_subjects, embed_queries=args.embed_queries,
-        curve=csv_ints(args.curve), messages=args.messages, import_runs=args.import_runs,
-        maintenance_work_mem=args.maintenance_work_mem, only=tuple(part for part in args.only.split(",") if part),
+        one_sizes=csv_ints(args.one_sizes),
+        rows=args.rows,
+        subjects=args.subjects,
+        groups=csv_pairs(args.groups),
+        real_subjects=args.real_subjects,
+        real=args.real,
+        queries=args.queries,
+        off_topic=args.off_topic,
+        exact_queries=args.exact_queries,
+        small_subjects=args.small_subjects,
+        embed_queries=args.embed_queries,
+        curve=csv_ints(args.curve),
+        messages=args.messages,
+        import_runs=args.import_runs,
+        maintenance_work_mem=args.maintenance_work_mem,
+        only=tuple(part for part in args.only.split(",") if part),
         spec=ClusterSpec(clusters=args.clusters),
-    )  # fmt: skip
+    )
     try:
         # numpy's OpenBLAS threads (busy after each ground-truth product) and torch's OpenMP threads
         # starve each other on 2 cores: a 10 ms MiniLM query took 150-600 ms right after numpy

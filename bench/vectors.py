@@ -35,24 +35,94 @@ DIMENSION = 384
 
 # --- Texts ---------------------------------------------------------------------------------------
 
-DOMAINS = ("seo", "billing", "onboarding", "search", "payments", "analytics", "infra", "security", "mobile", "email",
-           "catalog", "checkout", "support", "ads", "content", "auth", "data", "ml", "growth", "legal")  # fmt: skip
-SUBJECTS = ("the sitemap generator", "canonical URLs", "the crawler", "retry logic", "the cache layer",
-            "pagination", "structured data", "the robots.txt parser", "hreflang tags", "image compression",
-            "the login flow", "webhook handlers", "the CSV export", "rate limits", "the job queue",
-            "database migrations", "feature flags", "the pricing page", "A/B test assignment",
-            "timezone handling", "currency rounding", "the search index", "the embeddings pipeline",
-            "the PDF renderer", "email templates", "SSO callbacks", "mobile deep links", "session expiry",
-            "the audit log", "GDPR deletion requests")  # fmt: skip
-PROBLEMS = ("returned duplicates", "timed out under load", "broke on unicode input", "silently dropped rows",
-            "double-charged customers", "leaked stale data", "ignored the locale", "produced 404s",
-            "exceeded the API quota", "raced with the nightly batch", "failed only in production",
-            "hid errors from the gate", "was not idempotent", "lost precision", "blocked the release")  # fmt: skip
-FIXES = ("add an idempotency key", "normalise the input first", "batch the writes", "pin the version",
-         "validate at the boundary", "log the request id", "use a transaction", "add a regression test",
-         "cap the page size", "invalidate the cache on write", "compare in UTC", "use decimal arithmetic",
-         "retry with backoff", "check the gate result before merging",
-         "document the assumption in the story")  # fmt: skip
+DOMAINS = (
+    "seo",
+    "billing",
+    "onboarding",
+    "search",
+    "payments",
+    "analytics",
+    "infra",
+    "security",
+    "mobile",
+    "email",
+    "catalog",
+    "checkout",
+    "support",
+    "ads",
+    "content",
+    "auth",
+    "data",
+    "ml",
+    "growth",
+    "legal",
+)
+SUBJECTS = (
+    "the sitemap generator",
+    "canonical URLs",
+    "the crawler",
+    "retry logic",
+    "the cache layer",
+    "pagination",
+    "structured data",
+    "the robots.txt parser",
+    "hreflang tags",
+    "image compression",
+    "the login flow",
+    "webhook handlers",
+    "the CSV export",
+    "rate limits",
+    "the job queue",
+    "database migrations",
+    "feature flags",
+    "the pricing page",
+    "A/B test assignment",
+    "timezone handling",
+    "currency rounding",
+    "the search index",
+    "the embeddings pipeline",
+    "the PDF renderer",
+    "email templates",
+    "SSO callbacks",
+    "mobile deep links",
+    "session expiry",
+    "the audit log",
+    "GDPR deletion requests",
+)
+PROBLEMS = (
+    "returned duplicates",
+    "timed out under load",
+    "broke on unicode input",
+    "silently dropped rows",
+    "double-charged customers",
+    "leaked stale data",
+    "ignored the locale",
+    "produced 404s",
+    "exceeded the API quota",
+    "raced with the nightly batch",
+    "failed only in production",
+    "hid errors from the gate",
+    "was not idempotent",
+    "lost precision",
+    "blocked the release",
+)
+FIXES = (
+    "add an idempotency key",
+    "normalise the input first",
+    "batch the writes",
+    "pin the version",
+    "validate at the boundary",
+    "log the request id",
+    "use a transaction",
+    "add a regression test",
+    "cap the page size",
+    "invalidate the cache on write",
+    "compare in UTC",
+    "use decimal arithmetic",
+    "retry with backoff",
+    "check the gate result before merging",
+    "document the assumption in the story",
+)
 
 
 def learning_text(rng: random.Random) -> str:
@@ -113,8 +183,10 @@ class ClusterSpec:
 
     def describe(self) -> str:
         centres = f"grouped in {self.domains} domains" if self.domains else "random unit centres"
-        return (f"{self.clusters} clusters around {centres}; noise of norm {self.along} along "
-                f"{self.rank} random directions per cluster plus {self.spread} isotropic; normalised")  # fmt: skip
+        return (
+            f"{self.clusters} clusters around {centres}; noise of norm {self.along} along "
+            f"{self.rank} random directions per cluster plus {self.spread} isotropic; normalised"
+        )
 
 
 def clustered_vectors(count: int, spec: ClusterSpec, seed: int, dim: int = DIMENSION) -> np.ndarray:
@@ -171,8 +243,14 @@ def exact_top_k(vectors: np.ndarray, active: np.ndarray, queries: np.ndarray, k:
 TIE_TOLERANCE = 1e-5  # float32 sums in numpy and in pgvector differ in the last bits
 
 
-def hits_per_query(found: list[list[int]], truth_rows: np.ndarray, truth_sims: np.ndarray, vectors: np.ndarray,
-                   queries: np.ndarray, k: int) -> list[int]:  # fmt: skip
+def hits_per_query(
+    found: list[list[int]],
+    truth_rows: np.ndarray,
+    truth_sims: np.ndarray,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+) -> list[int]:
     """How many of the exact top-k each answer holds (rows, 0-based). A row outside the exact
     top-k still counts when its similarity ties the k-th (to ``TIE_TOLERANCE``): either is right."""
     out = []
@@ -197,8 +275,12 @@ def local_intrinsic_dimension(vectors: np.ndarray, queries: np.ndarray, k: int =
     dist = np.sqrt(np.maximum(2 - 2 * sims.astype(np.float64), 1e-12))
     lid = -1 / np.mean(np.log(dist[:, :-1] / dist[:, -1:]), axis=1)
     mean = sims.mean(axis=0)
-    return {"lid_median": round(float(np.median(lid)), 1), "sim_top1": round(float(mean[0]), 3),
-            "sim_top5": round(float(mean[4]), 3), f"sim_top{k}": round(float(mean[-1]), 3)}  # fmt: skip
+    return {
+        "lid_median": round(float(np.median(lid)), 1),
+        "sim_top1": round(float(mean[0]), 3),
+        "sim_top5": round(float(mean[4]), 3),
+        f"sim_top{k}": round(float(mean[-1]), 3),
+    }
 
 
 # --- PostgreSQL binary COPY of memory_embedding --------------------------------------------------
@@ -212,23 +294,41 @@ PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 def _embedding_dtype(kind: str, model: str, dim: int) -> np.dtype:
     """One binary COPY tuple of memory_embedding, packed: a field count, then (length, value) per
     column, big-endian; ``vector``'s binary form is (dim, unused) as uint16 then float4s."""
-    return np.dtype([
-        ("nfields", ">i2"),
-        ("kind_len", ">i4"), ("kind", f"S{len(kind)}"),
-        ("object_id_len", ">i4"), ("object_id", ">i8"),
-        ("model_len", ">i4"), ("model", f"S{len(model)}"),
-        ("dimension_len", ">i4"), ("dimension", ">i4"),
-        ("vector_len", ">i4"), ("vector_dim", ">u2"), ("vector_unused", ">u2"), ("vector", ">f4", (dim,)),
-        ("sha_len", ">i4"), ("sha", "S64"),
-        ("active_len", ">i4"), ("active", "u1"),
-        ("created_len", ">i4"), ("created", ">i8"),
-    ])  # fmt: skip
+    return np.dtype(
+        [
+            ("nfields", ">i2"),
+            ("kind_len", ">i4"),
+            ("kind", f"S{len(kind)}"),
+            ("object_id_len", ">i4"),
+            ("object_id", ">i8"),
+            ("model_len", ">i4"),
+            ("model", f"S{len(model)}"),
+            ("dimension_len", ">i4"),
+            ("dimension", ">i4"),
+            ("vector_len", ">i4"),
+            ("vector_dim", ">u2"),
+            ("vector_unused", ">u2"),
+            ("vector", ">f4", (dim,)),
+            ("sha_len", ">i4"),
+            ("sha", "S64"),
+            ("active_len", ">i4"),
+            ("active", "u1"),
+            ("created_len", ">i4"),
+            ("created", ">i8"),
+        ]
+    )
 
 
 def embedding_copy_chunks(
-    kind: str, model: str, object_ids: np.ndarray, vectors: np.ndarray, shas: list[bytes], active: np.ndarray,
-    created: datetime, chunk: int = 20_000,
-) -> Iterator[bytes]:  # fmt: skip
+    kind: str,
+    model: str,
+    object_ids: np.ndarray,
+    vectors: np.ndarray,
+    shas: list[bytes],
+    active: np.ndarray,
+    created: datetime,
+    chunk: int = 20_000,
+) -> Iterator[bytes]:
     """The whole binary COPY stream (header, tuples, trailer) in pieces of ``chunk`` rows, built
     with numpy: ~1 s per 100 000 rows where a Python loop over the rows would take ten times that."""
     dim = vectors.shape[1]

@@ -178,34 +178,64 @@ def _no_selected_rule(output: Output, rng: random.Random) -> None:
 
 
 PATTERNS = (
-    Pattern("memory_retrieval_ranking", INDEXER, 6, _ranking, (
-        Fault(0.35, _ids_as_strings, fixed=True),
-        Fault(0.04, _score_as_string),
-        Fault(0.03, _no_score),
-        Fault(0.03, _rankings_as_text),
-    )),
+    Pattern(
+        "memory_retrieval_ranking",
+        INDEXER,
+        6,
+        _ranking,
+        (
+            Fault(0.35, _ids_as_strings, fixed=True),
+            Fault(0.04, _score_as_string),
+            Fault(0.03, _no_score),
+            Fault(0.03, _rankings_as_text),
+        ),
+    ),
     Pattern("memory_retrieval_ranking", VLEVEL, 1, _ranking, (Fault(0.05, _ids_as_strings),)),
-    Pattern("intent_ingestion", VLEVEL, 5, _intent, (
-        Fault(0.12, _confidence_as_percent),
-        Fault(0.04, _no_confidence),
-        Fault(0.02, _empty_label),
-        Fault(0.06, _questions_as_text),
-    )),
-    Pattern("retrieval_answer", INDEXER, 4, _answer, (
-        Fault(0.07, _status_success),
-        Fault(0.05, _citations_as_text),
-        Fault(0.02, _no_status),
-    )),
+    Pattern(
+        "intent_ingestion",
+        VLEVEL,
+        5,
+        _intent,
+        (
+            Fault(0.12, _confidence_as_percent),
+            Fault(0.04, _no_confidence),
+            Fault(0.02, _empty_label),
+            Fault(0.06, _questions_as_text),
+        ),
+    ),
+    Pattern(
+        "retrieval_answer",
+        INDEXER,
+        4,
+        _answer,
+        (
+            Fault(0.07, _status_success),
+            Fault(0.05, _citations_as_text),
+            Fault(0.02, _no_status),
+        ),
+    ),
     Pattern("goal_interpreter", ARCHITECT, 3, _goal, (Fault(0.06, _type_instead_of_action),)),
-    Pattern("question_manager", ARCHITECT, 2, _questions, (
-        Fault(0.03, _empty_question),
-        Fault(0.05, _questions_as_strings),
-    )),
-    Pattern("social_tactic_selector", VLEVEL, 1, _tactic, (
-        Fault(0.10, _utility_out_of_range),
-        Fault(0.03, _no_selected_rule),
-    )),
-)  # fmt: skip
+    Pattern(
+        "question_manager",
+        ARCHITECT,
+        2,
+        _questions,
+        (
+            Fault(0.03, _empty_question),
+            Fault(0.05, _questions_as_strings),
+        ),
+    ),
+    Pattern(
+        "social_tactic_selector",
+        VLEVEL,
+        1,
+        _tactic,
+        (
+            Fault(0.10, _utility_out_of_range),
+            Fault(0.03, _no_selected_rule),
+        ),
+    ),
+)
 
 
 def _output(pattern: Pattern, rng: random.Random, days_ago: int) -> tuple[Output, frozenset[str] | None]:

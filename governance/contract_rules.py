@@ -515,8 +515,13 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
                     hint = ""
                     if dict in allowed and _decoded(item).__class__ is dict:
                         hint = "an object serialised inside a string: send it as JSON, not as text"
-                    fail(ctx, f"{path}[{index}]", Code.WRONG_TYPE,
-                         f"expected {item_words[allowed]}, got {type_name(item)}", hint)  # fmt: skip
+                    fail(
+                        ctx,
+                        f"{path}[{index}]",
+                        Code.WRONG_TYPE,
+                        f"expected {item_words[allowed]}, got {type_name(item)}",
+                        hint,
+                    )
 
         return check
     if kind is Kind.MAPPING:
@@ -656,11 +661,15 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                 inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
                 declared.setdefault(inner, set()).update(rule.type.keys)
     compiled = [
-        _Compiled(c.rule, c.parents, c.names, c.check, any(
-            c.parents[: depth + 1] not in owned for depth in range(len(c.parents)) if c.parents[depth] != "*"
-        ))
+        _Compiled(
+            c.rule,
+            c.parents,
+            c.names,
+            c.check,
+            any(c.parents[: depth + 1] not in owned for depth in range(len(c.parents)) if c.parents[depth] != "*"),
+        )
         for c in compiled
-    ]  # fmt: skip
+    ]
     group_rules = list(groups.items())
     whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
     unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
@@ -766,10 +775,14 @@ def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], pr
     elif rule.requirement is Requirement.CONDITIONAL and rule.condition is not None:
         trigger = parent.get(rule.condition.field)
         if trigger in rule.condition.values:
-            report.violations.append(Violation(
-                path, Code.CONDITIONAL_MISSING,
-                f"required when {join(prefix, rule.condition.field)} is {trigger!r}", rule.effect,
-            ))  # fmt: skip
+            report.violations.append(
+                Violation(
+                    path,
+                    Code.CONDITIONAL_MISSING,
+                    f"required when {join(prefix, rule.condition.field)} is {trigger!r}",
+                    rule.effect,
+                )
+            )
     elif rule.requirement is Requirement.IMPLICIT:
         message = "implicitly required field is missing"
         report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))

@@ -329,9 +329,13 @@ def _log_time(value: Any) -> datetime | None:
 
 
 def audit_log(
-    lines: Iterable[str], *, source: str, principal: Principal,
-    progress: Callable[[str, int], None] | None = None, warn: Callable[[str], None] = print,
-) -> LogReport:  # fmt: skip
+    lines: Iterable[str],
+    *,
+    source: str,
+    principal: Principal,
+    progress: Callable[[str, int], None] | None = None,
+    warn: Callable[[str], None] = print,
+) -> LogReport:
     """Audit a JSONL log of LLM calls (``{"contract", "output", "agent"?, "ts"?}`` per line) in
     batches of LOG_BATCH checks, each batch one transaction. A bad line is reported through
     ``warn`` as ``[audit] rejected: line N: reason`` and the others go on."""
@@ -395,8 +399,9 @@ class Stats:
         return round(self.compliant / self.checks, 4) if self.checks else None
 
 
-def stats(*, contract_name: str | None = None, agent_label: str | None = None, since: date | None = None,
-          top: int = 10) -> Stats:  # fmt: skip
+def stats(
+    *, contract_name: str | None = None, agent_label: str | None = None, since: date | None = None, top: int = 10
+) -> Stats:
     """Compliance and top violations from the daily aggregates (never from the checks table)."""
     daily = ContractDailyStat.objects.all()
     broken = ContractViolationStat.objects.all()

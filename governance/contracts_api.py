@@ -171,8 +171,9 @@ def list_contracts(request: HttpRequest, section: str | None = None, q: str | No
 def _submission(principal: Principal, contract: Contract, data: ValidateIn) -> contracts.Submission:
     session_id = job_id = None
     if data.session is not None:
-        session_id = get_for(principal, AISession.objects, data.session, perm="ai_sessions.view_aisession",
-                             what="session").pk  # fmt: skip
+        session_id = get_for(
+            principal, AISession.objects, data.session, perm="ai_sessions.view_aisession", what="session"
+        ).pk
     if data.job is not None:
         job_id = get_for(principal, Job.objects, data.job, perm="agents.view_job", what="job").pk
     known = frozenset(str(i) for i in data.known_ids) if data.known_ids is not None else None

@@ -175,9 +175,12 @@ def check_seed_messages(messages: list[dict[str, Any]] | None) -> None:
         for j, segment in enumerate(message.get("segments") or []):
             try:
                 enrichments.rich_message(
-                    [segment], is_relative=True, now=timezone.now(), day_start_hour=settings.SESSION_DAY_START_HOUR,
+                    [segment],
+                    is_relative=True,
+                    now=timezone.now(),
+                    day_start_hour=settings.SESSION_DAY_START_HOUR,
                     week_start_day=settings.SESSION_WEEK_START_DAY,
-                )  # fmt: skip
+                )
             except (ValueError, TypeError, AttributeError) as exc:
                 message_text = str(exc).replace("segment 0 ", "the segment ")
                 errors.append(error(["body", "messages", i, "segments", j], message_text, "segment_invalid"))

@@ -40,8 +40,9 @@ def client_ip(request: HttpRequest) -> str | None:
 class LoginThrottleBackend(AxesStandaloneBackend):
     """Refuses logins for a locked-out username and address; leaves request-less calls alone."""
 
-    def authenticate(self, request: HttpRequest | None, username: str | None = None,
-                     password: str | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def authenticate(
+        self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
+    ) -> None:
         if request is None:
             return None
         return super().authenticate(request, username, password, **kwargs)

@@ -250,8 +250,16 @@ class SubjectCounterAdmin(SubjectRowAdmin):
 @admin.register(Conversation)
 class ConversationAdmin(SubjectRowAdmin):
     anchor = "conversations-heading"
-    list_display = ["conv_id", "subject", "start_timestamp", "end_timestamp", "message_count", "overall_sentiment",
-                    "sentiment_score", "dominant_emotion"]  # fmt: skip
+    list_display = [
+        "conv_id",
+        "subject",
+        "start_timestamp",
+        "end_timestamp",
+        "message_count",
+        "overall_sentiment",
+        "sentiment_score",
+        "dominant_emotion",
+    ]
     list_filter = ["overall_sentiment", "dominant_emotion"]
     search_fields = ["subject__key", "conv_id", "summary"]
     date_hierarchy = "start_timestamp"
@@ -312,8 +320,14 @@ class SubjectMemoryAdmin(SubjectRowAdmin):
 @admin.register(PersonalityState)
 class PersonalityStateAdmin(SubjectRowAdmin):
     anchor = "personality-heading"
-    list_display = ["subject", "total_interactions", "interactions_since_update", "update_frequency",
-                    "last_trait_update", "last_updated"]  # fmt: skip
+    list_display = [
+        "subject",
+        "total_interactions",
+        "interactions_since_update",
+        "update_frequency",
+        "last_trait_update",
+        "last_updated",
+    ]
     search_fields = ["subject__key"]
 
 
@@ -332,8 +346,16 @@ class TraitSnapshotAdmin(SubjectRowAdmin):
 @admin.register(EmotionState)
 class EmotionStateAdmin(SubjectRowAdmin):
     anchor = "emotions-heading"
-    list_display = ["subject", "current_emotion", "current_intensity", "current_since", "total_emotions_recorded",
-                    "total_transitions", "max_history", "last_updated"]  # fmt: skip
+    list_display = [
+        "subject",
+        "current_emotion",
+        "current_intensity",
+        "current_since",
+        "total_emotions_recorded",
+        "total_transitions",
+        "max_history",
+        "last_updated",
+    ]
     list_filter = ["current_emotion"]
     search_fields = ["subject__key"]
 

@@ -93,8 +93,10 @@ def get_learning(request: HttpRequest, learning_id: int) -> dict:
         .values_list("reuse_score", flat=True)
         .first()
     )
-    return {**{f: getattr(item, f) for f in LearningOut.model_fields if f != "reuse_score"},
-            "reuse_score": float(score or Decimal(0))}  # fmt: skip
+    return {
+        **{f: getattr(item, f) for f in LearningOut.model_fields if f != "reuse_score"},
+        "reuse_score": float(score or Decimal(0)),
+    }
 
 
 @router.post("/gate-results", operation_id="create_gate_result", response={201: dict})
@@ -138,14 +140,38 @@ def search_memory(
     if kind == "learning":
         hits = search.nearest_learnings(vector, domain=domain, project=project, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
-        return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": f"{rows[h.object_id].story} "
-                 f"gate {rows[h.object_id].gate}", "text": rows[h.object_id].text} for h in hits]  # fmt: skip
+        return [
+            {
+                "id": h.object_id,
+                "kind": kind,
+                "score": h.similarity,
+                "title": f"{rows[h.object_id].story} gate {rows[h.object_id].gate}",
+                "text": rows[h.object_id].text,
+            }
+            for h in hits
+        ]
     if kind == "veille":
         hits = search.nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
         notes = VeilleNote.objects.in_bulk([h.object_id for h in hits])
-        return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": notes[h.object_id].title,
-                 "text": notes[h.object_id].summary} for h in hits]  # fmt: skip
+        return [
+            {
+                "id": h.object_id,
+                "kind": kind,
+                "score": h.similarity,
+                "title": notes[h.object_id].title,
+                "text": notes[h.object_id].summary,
+            }
+            for h in hits
+        ]
     hits = search.nearest_clarifications(vector, domain=domain, project=project, **common)
     answers = Clarification.objects.in_bulk([h.object_id for h in hits])
-    return [{"id": h.object_id, "kind": kind, "score": h.similarity, "title": f"{answers[h.object_id].story} "
-             f"Q{answers[h.object_id].question_idx}", "text": answers[h.object_id].verbatim} for h in hits]  # fmt: skip
+    return [
+        {
+            "id": h.object_id,
+            "kind": kind,
+            "score": h.similarity,
+            "title": f"{answers[h.object_id].story} Q{answers[h.object_id].question_idx}",
+            "text": answers[h.object_id].verbatim,
+        }
+        for h in hits
+    ]

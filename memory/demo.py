@@ -73,52 +73,152 @@ class Domain:
 
 
 DOMAINS = (
-    Domain("seo", 201, ("shop-front", "blog"), ("#seo", "#content", "#crawl"), "agent.seo.vlevel", (
-        Lesson("canonical URLs", "paginated pages pointed to themselves and split the ranking",
-               "set the canonical of a series to its first page", "#canonical"),
-        Lesson("the sitemap index", "redirected URLs stayed listed for weeks",
-               "regenerate the sitemap after every redirect batch", "#sitemap"),
-        Lesson("hreflang tags", "missing return links made the whole locale set ignored",
-               "emit hreflang pairs from one table for every locale", "#hreflang"),
-        Lesson("meta descriptions", "one template produced the same description on 400 pages",
-               "derive descriptions from the product attributes", "#meta"),
-        Lesson("structured data", "prices typed as strings failed validation",
-               "validate the JSON-LD against its schema in CI", "#structured-data"),
-        Lesson("faceted navigation", "filter combinations produced millions of crawlable URLs",
-               "keep facet combinations out of the crawl with robots rules", "#facets"),
-    )),
-    Domain("rag", 221, ("catalog-search", "support-bot"), ("#rag", "#retrieval", "#embeddings"), "agent.rag.indexer", (
-        Lesson("chunk sizes", "answers quoted half of a table", "split on headings before splitting on length",
-               "#chunking"),
-        Lesson("the embedding model", "a silent model upgrade mixed two vector spaces",
-               "store the model name with every vector", "#models"),
-        Lesson("reranking", "the top hit was a near-duplicate of the question",
-               "drop near-duplicates before reranking", "#reranking"),
-        Lesson("the HNSW index", "recall dropped after a bulk import", "rebuild the index after large imports",
-               "#pgvector"),
-        Lesson("document metadata", "date filters matched nothing because dates were strings",
-               "normalise metadata when indexing, not when querying", "#metadata"),
-    )),
-    Domain("checkout", 241, ("shop-front", "payments"), ("#checkout", "#payments"), "agent.seo.architect", (
-        Lesson("payment webhooks", "a duplicate delivery charged a customer twice",
-               "key every webhook by its event id", "#webhooks"),
-        Lesson("VAT rounding", "totals differed from the invoice by one cent", "round per line, then sum", "#vat"),
-        Lesson("the capture retries", "a timeout retried a capture that had succeeded",
-               "make captures idempotent before adding retries", "#idempotency"),
-        Lesson("address validation", "valid overseas addresses were refused",
-               "warn instead of blocking on unknown address formats", "#addresses"),
-    )),
-    Domain("platform", 261, ("control-plane", "ci"), ("#platform", "#ops"), None, (
-        Lesson("database migrations", "renaming a column locked the table for minutes",
-               "add the new column, backfill, then switch reads", "#migrations"),
-        Lesson("Celery retries", "a task retried a validation error forever",
-               "retry only on named transient errors, with backoff", "#celery"),
-        Lesson("test fixtures", "the suite passed on SQLite and failed on PostgreSQL",
-               "run the tests on the production database engine", "#postgres"),
-        Lesson("log formatting", "debug logs leaked API tokens", "redact secrets in the log formatter",
-               "#observability"),
-    )),
-)  # fmt: skip
+    Domain(
+        "seo",
+        201,
+        ("shop-front", "blog"),
+        ("#seo", "#content", "#crawl"),
+        "agent.seo.vlevel",
+        (
+            Lesson(
+                "canonical URLs",
+                "paginated pages pointed to themselves and split the ranking",
+                "set the canonical of a series to its first page",
+                "#canonical",
+            ),
+            Lesson(
+                "the sitemap index",
+                "redirected URLs stayed listed for weeks",
+                "regenerate the sitemap after every redirect batch",
+                "#sitemap",
+            ),
+            Lesson(
+                "hreflang tags",
+                "missing return links made the whole locale set ignored",
+                "emit hreflang pairs from one table for every locale",
+                "#hreflang",
+            ),
+            Lesson(
+                "meta descriptions",
+                "one template produced the same description on 400 pages",
+                "derive descriptions from the product attributes",
+                "#meta",
+            ),
+            Lesson(
+                "structured data",
+                "prices typed as strings failed validation",
+                "validate the JSON-LD against its schema in CI",
+                "#structured-data",
+            ),
+            Lesson(
+                "faceted navigation",
+                "filter combinations produced millions of crawlable URLs",
+                "keep facet combinations out of the crawl with robots rules",
+                "#facets",
+            ),
+        ),
+    ),
+    Domain(
+        "rag",
+        221,
+        ("catalog-search", "support-bot"),
+        ("#rag", "#retrieval", "#embeddings"),
+        "agent.rag.indexer",
+        (
+            Lesson(
+                "chunk sizes",
+                "answers quoted half of a table",
+                "split on headings before splitting on length",
+                "#chunking",
+            ),
+            Lesson(
+                "the embedding model",
+                "a silent model upgrade mixed two vector spaces",
+                "store the model name with every vector",
+                "#models",
+            ),
+            Lesson(
+                "reranking",
+                "the top hit was a near-duplicate of the question",
+                "drop near-duplicates before reranking",
+                "#reranking",
+            ),
+            Lesson(
+                "the HNSW index",
+                "recall dropped after a bulk import",
+                "rebuild the index after large imports",
+                "#pgvector",
+            ),
+            Lesson(
+                "document metadata",
+                "date filters matched nothing because dates were strings",
+                "normalise metadata when indexing, not when querying",
+                "#metadata",
+            ),
+        ),
+    ),
+    Domain(
+        "checkout",
+        241,
+        ("shop-front", "payments"),
+        ("#checkout", "#payments"),
+        "agent.seo.architect",
+        (
+            Lesson(
+                "payment webhooks",
+                "a duplicate delivery charged a customer twice",
+                "key every webhook by its event id",
+                "#webhooks",
+            ),
+            Lesson("VAT rounding", "totals differed from the invoice by one cent", "round per line, then sum", "#vat"),
+            Lesson(
+                "the capture retries",
+                "a timeout retried a capture that had succeeded",
+                "make captures idempotent before adding retries",
+                "#idempotency",
+            ),
+            Lesson(
+                "address validation",
+                "valid overseas addresses were refused",
+                "warn instead of blocking on unknown address formats",
+                "#addresses",
+            ),
+        ),
+    ),
+    Domain(
+        "platform",
+        261,
+        ("control-plane", "ci"),
+        ("#platform", "#ops"),
+        None,
+        (
+            Lesson(
+                "database migrations",
+                "renaming a column locked the table for minutes",
+                "add the new column, backfill, then switch reads",
+                "#migrations",
+            ),
+            Lesson(
+                "Celery retries",
+                "a task retried a validation error forever",
+                "retry only on named transient errors, with backoff",
+                "#celery",
+            ),
+            Lesson(
+                "test fixtures",
+                "the suite passed on SQLite and failed on PostgreSQL",
+                "run the tests on the production database engine",
+                "#postgres",
+            ),
+            Lesson(
+                "log formatting",
+                "debug logs leaked API tokens",
+                "redact secrets in the log formatter",
+                "#observability",
+            ),
+        ),
+    ),
+)
 STORIES_PER_DOMAIN = 10
 
 TEMPLATES = (
@@ -131,47 +231,101 @@ TEMPLATES = (
 )
 
 NOTES = (
-    ("pgvector 0.8 adds iterative index scans", 6, "signal", "fort", ["pgvector", "rag"],
-     "Filtered vector searches no longer return too few rows: the index is scanned again until the "
-     "limit is met. Worth enabling for the catalog search, where filters are strict."),
-    ("FAQ rich results shown for fewer sites", 12, "signal", "modere", ["seo", "structured-data"],
-     "FAQ markup now earns rich results only on a few authoritative sites. Keep the markup, but stop "
-     "counting on it in SEO estimates."),
-    ("E-invoicing timeline for EU sellers", 20, "veille", "modere", ["vat", "checkout"],
-     "Mandatory structured e-invoices arrive in stages over the next years; the invoice model must "
-     "carry line-level VAT data."),
-    ("Celery 5.5: quorum queues on RabbitMQ", 26, "veille", "faible", ["celery", "platform"],
-     "Quorum queues are supported; nothing changes for a Redis broker."),
-    ("Another leaderboard of coding models", 3, "bruit", "aucun", ["llm"],
-     "A new ranking with a private test set; no method published, nothing to act on."),
-)  # fmt: skip
+    (
+        "pgvector 0.8 adds iterative index scans",
+        6,
+        "signal",
+        "fort",
+        ["pgvector", "rag"],
+        "Filtered vector searches no longer return too few rows: the index is scanned again until the "
+        "limit is met. Worth enabling for the catalog search, where filters are strict.",
+    ),
+    (
+        "FAQ rich results shown for fewer sites",
+        12,
+        "signal",
+        "modere",
+        ["seo", "structured-data"],
+        "FAQ markup now earns rich results only on a few authoritative sites. Keep the markup, but stop "
+        "counting on it in SEO estimates.",
+    ),
+    (
+        "E-invoicing timeline for EU sellers",
+        20,
+        "veille",
+        "modere",
+        ["vat", "checkout"],
+        "Mandatory structured e-invoices arrive in stages over the next years; the invoice model must "
+        "carry line-level VAT data.",
+    ),
+    (
+        "Celery 5.5: quorum queues on RabbitMQ",
+        26,
+        "veille",
+        "faible",
+        ["celery", "platform"],
+        "Quorum queues are supported; nothing changes for a Redis broker.",
+    ),
+    (
+        "Another leaderboard of coding models",
+        3,
+        "bruit",
+        "aucun",
+        ["llm"],
+        "A new ranking with a private test set; no method published, nothing to act on.",
+    ),
+)
 
 CLARIFICATIONS = (
-    ("PD-204", "seo", "shop-front", 9, (
-        "Only product and category pages; the blog stays out of scope.",
-        "Paginated categories point their canonical to page 1.",
-        "Done when Search Console reports no duplicate-canonical warning for a week.",
-        "No new redirects this quarter: keep the existing URLs.",
-    )),
-    ("PD-223", "rag", "catalog-search", 15, (
-        "The catalog only, not the support articles.",
-        "Answers must cite the product sheet they come from.",
-        "Recall@5 of at least 0.8 on the 200 reference questions.",
-        "Reindex at night; the day index must stay available.",
-    )),
-    ("PD-223", "rag", "catalog-search", 4, (
-        "The catalog and, since this week, the support articles about returns.",
-        "Answers must cite the product sheet or the article they come from.",
-        "Recall@5 of at least 0.8 on the 240 reference questions (40 added for returns).",
-        "Reindex at night; the day index must stay available.",
-    )),
-    ("PD-245", "checkout", "payments", 7, (
-        "Card and bank transfer; wallets come later.",
-        "A webhook delivered twice must never charge twice.",
-        "Zero duplicate charges over the replay of last month's webhook log.",
-        "The payment provider's sandbox only; no production keys in CI.",
-    )),
-)  # fmt: skip
+    (
+        "PD-204",
+        "seo",
+        "shop-front",
+        9,
+        (
+            "Only product and category pages; the blog stays out of scope.",
+            "Paginated categories point their canonical to page 1.",
+            "Done when Search Console reports no duplicate-canonical warning for a week.",
+            "No new redirects this quarter: keep the existing URLs.",
+        ),
+    ),
+    (
+        "PD-223",
+        "rag",
+        "catalog-search",
+        15,
+        (
+            "The catalog only, not the support articles.",
+            "Answers must cite the product sheet they come from.",
+            "Recall@5 of at least 0.8 on the 200 reference questions.",
+            "Reindex at night; the day index must stay available.",
+        ),
+    ),
+    (
+        "PD-223",
+        "rag",
+        "catalog-search",
+        4,
+        (
+            "The catalog and, since this week, the support articles about returns.",
+            "Answers must cite the product sheet or the article they come from.",
+            "Recall@5 of at least 0.8 on the 240 reference questions (40 added for returns).",
+            "Reindex at night; the day index must stay available.",
+        ),
+    ),
+    (
+        "PD-245",
+        "checkout",
+        "payments",
+        7,
+        (
+            "Card and bank transfer; wallets come later.",
+            "A webhook delivered twice must never charge twice.",
+            "Zero duplicate charges over the replay of last month's webhook log.",
+            "The payment provider's sandbox only; no production keys in CI.",
+        ),
+    ),
+)
 
 
 @dataclass
@@ -302,13 +456,19 @@ def load(out: TextIO) -> None:
     created = [
         (
             create_learning(
-                actor=authors[plan.domain.name], story=plan.story, gate=plan.gate, domain=plan.domain.name,
-                project=plan.project, tags=plan.tags, text=plan.text, date_created=plan.created,
+                actor=authors[plan.domain.name],
+                story=plan.story,
+                gate=plan.gate,
+                domain=plan.domain.name,
+                project=plan.project,
+                tags=plan.tags,
+                text=plan.text,
+                date_created=plan.created,
             ),
             plan,
         )
         for plan in plans
-    ]  # fmt: skip
+    ]
     to_global, to_domain = COHORTS["global"], COHORTS["global"] + COHORTS["domain"]
     cohorts = (created[:to_global], created[to_global:to_domain], created[to_domain : sum(COHORTS.values())])
     scoring.hold_inputs()
@@ -334,9 +494,13 @@ def load(out: TextIO) -> None:
         watch_notes.add_note(text, f"demo/{slugify(title)}.md", actor=SYSTEM)
     for story, domain, project, days_ago, answers in CLARIFICATIONS:
         clarifications.persist_clarifications(
-            story=story, domain=domain, project=project, answers=list(answers), actor=SYSTEM,
+            story=story,
+            domain=domain,
+            project=project,
+            answers=list(answers),
+            actor=SYSTEM,
             now=now - timedelta(days=days_ago),
-        )  # fmt: skip
+        )
 
     subject = _load_subject()
 

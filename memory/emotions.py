@@ -52,8 +52,16 @@ def matrix(source: str | None = None) -> dict[str, dict[str, float]]:
     return rows
 
 
-def record(subject: Subject, *, actor: Principal, emotion: str, intensity: float, context: str = "",
-           triggered_by: str, at: datetime | None = None) -> EmotionEvent:  # fmt: skip
+def record(
+    subject: Subject,
+    *,
+    actor: Principal,
+    emotion: str,
+    intensity: float,
+    context: str = "",
+    triggered_by: str,
+    at: datetime | None = None,
+) -> EmotionEvent:
     """Append one emotion. Refused (422 naming from, to and probability) when the move from the
     current emotion is not realistic; otherwise the history, the transition counts and averages
     and the statistics change together."""
@@ -69,8 +77,14 @@ def record(subject: Subject, *, actor: Principal, emotion: str, intensity: float
                 [{"loc": ["body", "emotion"], "msg": "unrealistic transition", "type": "transition"}],
                 **{"from": state.current_emotion, "to": emotion, "probability": verdict.probability},
             )
-        event = EmotionEvent.objects.create(subject=subject, timestamp=at, emotion=emotion, intensity=intensity,
-                                            context=context, triggered_by=triggered_by)  # fmt: skip
+        event = EmotionEvent.objects.create(
+            subject=subject,
+            timestamp=at,
+            emotion=emotion,
+            intensity=intensity,
+            context=context,
+            triggered_by=triggered_by,
+        )
         _trim(subject, state.max_history)
         if state.current_emotion and state.current_emotion != emotion:
             _count_transition(subject, state.current_emotion, emotion, state.current_since, at)

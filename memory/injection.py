@@ -71,10 +71,18 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
     now = timezone.now()
     for hit in hits:
         item = learnings[hit.object_id]
-        section.items.append({
-            "id": item.pk, "story": item.story, "gate": item.gate, "domain": item.domain, "tags": item.tags,
-            "text": item.text, "similarity": round(hit.similarity, 4), "reuse_score": float(hit.reuse_score),
-        })  # fmt: skip
+        section.items.append(
+            {
+                "id": item.pk,
+                "story": item.story,
+                "gate": item.gate,
+                "domain": item.domain,
+                "tags": item.tags,
+                "text": item.text,
+                "similarity": round(hit.similarity, 4),
+                "reuse_score": float(hit.reuse_score),
+            }
+        )
         tags = " ".join(item.tags)
         section.lines.append(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}".rstrip())
     if section.items:
@@ -93,10 +101,17 @@ def _veille(vector_of: Callable[[], tuple]) -> Section:
     section = Section("veille")
     for hit in hits:
         note = found[hit.object_id]
-        section.items.append({
-            "id": note.pk, "title": note.title, "date": note.date.isoformat(), "impact_pv": note.impact_pv,
-            "verdict_veille": note.verdict_veille, "summary": note.summary, "similarity": round(hit.similarity, 4),
-        })  # fmt: skip
+        section.items.append(
+            {
+                "id": note.pk,
+                "title": note.title,
+                "date": note.date.isoformat(),
+                "impact_pv": note.impact_pv,
+                "verdict_veille": note.verdict_veille,
+                "summary": note.summary,
+                "similarity": round(hit.similarity, 4),
+            }
+        )
         section.lines.append(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}")
     return section
 
@@ -104,9 +119,9 @@ def _veille(vector_of: Callable[[], tuple]) -> Section:
 def _clarifications(domain: str, project: str) -> Section:
     section = Section("clarifications")
     for entry in clarifications.latest_clarifications(domain, project, limit=LIMITS["clarifications"]):
-        section.items.append({k: entry[k] for k in ("story", "version", "name", "answers")} | {
-            "date": entry["date"].isoformat()
-        })  # fmt: skip
+        section.items.append(
+            {k: entry[k] for k in ("story", "version", "name", "answers")} | {"date": entry["date"].isoformat()}
+        )
         answers = " / ".join(a.replace("\n", " ") for a in entry["answers"])
         section.lines.append(f"- {entry['story']} (v{entry['version']}, {entry['date']:%Y-%m-%d}): {answers}")
     return section

@@ -21,16 +21,31 @@ from memory.tags import canonical_tags, compute_tags_hash
 
 @transaction.atomic
 def create_learning(
-    *, actor: Principal, story: str, gate: int, domain: str, project: str, tags: list[str], text: str,
+    *,
+    actor: Principal,
+    story: str,
+    gate: int,
+    domain: str,
+    project: str,
+    tags: list[str],
+    text: str,
     date_created: date | None = None,
-) -> Learning:  # fmt: skip
+) -> Learning:
     """A new learning starts at scope `story`; its vector is computed after commit, by a worker."""
     agent_or_perm(actor, "memory.add_learning")
     learning = Learning.objects.create(
-        story=story, gate=gate, domain=domain, project=project, tags=canonical_tags(tags),
-        tags_hash=compute_tags_hash(tags), text=text, date_created=date_created or timezone.localdate(),
-        scope=Learning.Scope.STORY, scope_migrated_at=timezone.now(), created_by=actor.label,
-    )  # fmt: skip
+        story=story,
+        gate=gate,
+        domain=domain,
+        project=project,
+        tags=canonical_tags(tags),
+        tags_hash=compute_tags_hash(tags),
+        text=text,
+        date_created=date_created or timezone.localdate(),
+        scope=Learning.Scope.STORY,
+        scope_migrated_at=timezone.now(),
+        created_by=actor.label,
+    )
     record(actor=actor, action="learning.created", target=learning, story=story, gate=gate)
     schedule_embedding("learning", [learning.pk])
     return learning

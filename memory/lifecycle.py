@@ -72,10 +72,15 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
     report = LifecycleReport()
     unscored = (
         Learning.objects.filter(scope__in=[Learning.Scope.STORY, Learning.Scope.DOMAIN])
-        .exclude(Exists(ReuseScore.objects.filter(story=OuterRef("story"), gate=OuterRef("gate"),
-                                                  tags_hash=OuterRef("tags_hash"))))
+        .exclude(
+            Exists(
+                ReuseScore.objects.filter(
+                    story=OuterRef("story"), gate=OuterRef("gate"), tags_hash=OuterRef("tags_hash")
+                )
+            )
+        )
         .count()
-    )  # fmt: skip
+    )
     if unscored:
         # ERR-295-10: no score row to join (never injected) -> 0.0, excluded from promotion.
         logger.info("[lifecycle] %s learning(s) without a reuse score: treated as 0.0, not promoted", unscored)

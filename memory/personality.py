@@ -97,14 +97,23 @@ def record_interactions(
         if state.interactions_since_update >= state.update_frequency:
             traits, changes = apply_changes(state.traits, pending)
             snapshot = TraitSnapshot.objects.create(
-                subject=subject, timestamp=now, traits=traits, interactions_count=state.interactions_since_update,
-                changes=changes, reason=f"Updated after {state.interactions_since_update} interactions ({reason})",
-            )  # fmt: skip
+                subject=subject,
+                timestamp=now,
+                traits=traits,
+                interactions_count=state.interactions_since_update,
+                changes=changes,
+                reason=f"Updated after {state.interactions_since_update} interactions ({reason})",
+            )
             state.traits, state.pending_changes = traits, {}
             state.interactions_since_update, state.last_trait_update = 0, now
         else:
             state.pending_changes = pending
         state.save()
-        audit(actor=actor, action="subject.interactions_recorded", target=subject, count=count,
-              traits_updated=snapshot is not None)  # fmt: skip
+        audit(
+            actor=actor,
+            action="subject.interactions_recorded",
+            target=subject,
+            count=count,
+            traits_updated=snapshot is not None,
+        )
     return snapshot

@@ -61,9 +61,14 @@ def _run(sql: str, params: dict, candidates: int) -> list[tuple]:
 
 
 def nearest_learnings(
-    vector: list[float], *, model: str, dimension: int, k: int = 5, domain: str | None = None,
+    vector: list[float],
+    *,
+    model: str,
+    dimension: int,
+    k: int = 5,
+    domain: str | None = None,
     project: str | None = None,
-) -> list[LearningHit]:  # fmt: skip
+) -> list[LearningHit]:
     """Top-k live learnings, sorted by cosine similarity, then reuse score (missing = 0.0), then
     newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03, TC-PLAN-05)."""
     candidates = _candidate_count(k)
@@ -79,15 +84,27 @@ def nearest_learnings(
          ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %(k)s
     """
-    params = {"q": _vector_literal(vector), "kind": "learning", "model": model, "candidates": candidates,
-              "domain": domain, "project": project, "k": k}  # fmt: skip
+    params = {
+        "q": _vector_literal(vector),
+        "kind": "learning",
+        "model": model,
+        "candidates": candidates,
+        "domain": domain,
+        "project": project,
+        "k": k,
+    }
     return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in _run(sql, params, candidates)]
 
 
 def nearest_veille(
-    vector: list[float], *, model: str, dimension: int, k: int = 3, impacts: tuple[str, ...] | None = None,
+    vector: list[float],
+    *,
+    model: str,
+    dimension: int,
+    k: int = 3,
+    impacts: tuple[str, ...] | None = None,
     verdict: str | None = None,
-) -> list[Hit]:  # fmt: skip
+) -> list[Hit]:
     """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)."""
     candidates = _candidate_count(k)
     sql = f"""
@@ -99,15 +116,27 @@ def nearest_veille(
          ORDER BY c.similarity DESC, v.date DESC, v.id DESC
          LIMIT %(k)s
     """
-    params = {"q": _vector_literal(vector), "kind": "veille", "model": model, "candidates": candidates,
-              "impacts": list(impacts) if impacts else None, "verdict": verdict, "k": k}  # fmt: skip
+    params = {
+        "q": _vector_literal(vector),
+        "kind": "veille",
+        "model": model,
+        "candidates": candidates,
+        "impacts": list(impacts) if impacts else None,
+        "verdict": verdict,
+        "k": k,
+    }
     return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
 
 
 def nearest_clarifications(
-    vector: list[float], *, model: str, dimension: int, k: int = 3, domain: str | None = None,
+    vector: list[float],
+    *,
+    model: str,
+    dimension: int,
+    k: int = 3,
+    domain: str | None = None,
     project: str | None = None,
-) -> list[Hit]:  # fmt: skip
+) -> list[Hit]:
     candidates = _candidate_count(k)
     sql = f"""
         WITH c AS ({_candidates_sql(dimension)})
@@ -118,8 +147,15 @@ def nearest_clarifications(
          ORDER BY c.similarity DESC, a.date DESC, a.id DESC
          LIMIT %(k)s
     """
-    params = {"q": _vector_literal(vector), "kind": "clarification", "model": model, "candidates": candidates,
-              "domain": domain, "project": project, "k": k}  # fmt: skip
+    params = {
+        "q": _vector_literal(vector),
+        "kind": "clarification",
+        "model": model,
+        "candidates": candidates,
+        "domain": domain,
+        "project": project,
+        "k": k,
+    }
     return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
 
 
@@ -131,11 +167,19 @@ EXACT_UP_TO = 10_000
 SUBJECT_CANDIDATES = 400
 
 
-def nearest_subject_memories(vector: list[float], *, model: str, dimension: int, subject_id: int,
-                             k: int = 5) -> list[Hit]:  # fmt: skip
+def nearest_subject_memories(
+    vector: list[float], *, model: str, dimension: int, subject_id: int, k: int = 5
+) -> list[Hit]:
     d = int(dimension)
-    params = {"q": _vector_literal(vector), "kind": "subject", "model": model, "subject": subject_id, "k": k,
-              "candidates": SUBJECT_CANDIDATES, "bound": EXACT_UP_TO + 1}  # fmt: skip
+    params = {
+        "q": _vector_literal(vector),
+        "kind": "subject",
+        "model": model,
+        "subject": subject_id,
+        "k": k,
+        "candidates": SUBJECT_CANDIDATES,
+        "bound": EXACT_UP_TO + 1,
+    }
     # How big the subject is, from its memories' (subject, key) index alone (an index-only scan):
     # counting its vectors would visit up to EXACT_UP_TO heap rows just to decide.
     own = "SELECT count(*) FROM (SELECT 1 FROM memory_subjectmemory WHERE subject_id = %(subject)s LIMIT %(bound)s) b"

@@ -66,10 +66,17 @@ def emotion_chart(points: Sequence[EmotionPoint]) -> dict[str, Any] | None:
         return None
     xs = _xs(len(points), inset=LABEL_INSET)
     markers = [
-        {"x": x, "y": _y(p.intensity, EMOTION_HEIGHT), "label_y": round(_y(p.intensity, EMOTION_HEIGHT) - 8, 2),
-         "at": p.at, "emotion": p.emotion, "intensity": p.intensity, "context": p.context}
+        {
+            "x": x,
+            "y": _y(p.intensity, EMOTION_HEIGHT),
+            "label_y": round(_y(p.intensity, EMOTION_HEIGHT) - 8, 2),
+            "at": p.at,
+            "emotion": p.emotion,
+            "intensity": p.intensity,
+            "context": p.context,
+        }
         for x, p in zip(xs, points, strict=True)
-    ]  # fmt: skip
+    ]
     return {
         "width": WIDTH,
         "height": EMOTION_HEIGHT,

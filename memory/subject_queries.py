@@ -151,8 +151,16 @@ def _emotions(subject: Subject) -> dict[str, Any]:
     transitions = []
     for t in subject.transitions.order_by("-count", "from_emotion", "to_emotion"):
         verdict = emotions.allowed(matrix, t.from_emotion, t.to_emotion)
-        transitions.append(TransitionRow(t.from_emotion, t.to_emotion, t.count, duration(t.avg_duration_seconds),
-                                         verdict.probability, verdict.allowed))  # fmt: skip
+        transitions.append(
+            TransitionRow(
+                t.from_emotion,
+                t.to_emotion,
+                t.count,
+                duration(t.avg_duration_seconds),
+                verdict.probability,
+                verdict.allowed,
+            )
+        )
     kept: dict[str, list[float]] = defaultdict(list)
     for event in history:
         kept[event.emotion].append(event.intensity)
@@ -165,11 +173,14 @@ def _emotions(subject: Subject) -> dict[str, Any]:
         total = state.total_emotions_recorded
         frequent = max(state.counts.items(), key=lambda item: (item[1], item[0]), default=(None, 0))
         stats = {
-            "total": total, "transitions": state.total_transitions,
+            "total": total,
+            "transitions": state.total_transitions,
             "mean_intensity": state.intensity_sum / total if total else None,
-            "most_frequent": frequent[0], "most_frequent_count": frequent[1],
-            "kept": len(history), "max_history": state.max_history,
-        }  # fmt: skip
+            "most_frequent": frequent[0],
+            "most_frequent_count": frequent[1],
+            "kept": len(history),
+            "max_history": state.max_history,
+        }
     points = [EmotionPoint(_moment(e.timestamp), e.emotion, e.intensity, e.context) for e in history]
     return {
         "emotion": state,

@@ -41,8 +41,11 @@ from memory.models import (
 
 SUBJECT_KEY = re.compile(r"[-a-zA-Z0-9_]{1,100}")  # what Subject.key, a slug, allows
 
-FACT_KINDS = {"preference": (Preference, "pref_id", "pref"), "event": (LifeEvent, "event_id", "event"),
-              "relationship": (Relationship, "rel_id", "rel")}  # fmt: skip
+FACT_KINDS = {
+    "preference": (Preference, "pref_id", "pref"),
+    "event": (LifeEvent, "event_id", "event"),
+    "relationship": (Relationship, "rel_id", "rel"),
+}
 
 
 def get(key: str) -> Subject:
@@ -120,13 +123,21 @@ def _import_conversations(subject: Subject, doc: docs.ConversationsDoc) -> int:
     Conversation.objects.filter(subject=subject).delete()
     Conversation.objects.bulk_create(
         Conversation(
-            subject=subject, conv_id=c.id, start_timestamp=c.start_timestamp, end_timestamp=c.end_timestamp,
-            message_count=c.message_count, summary=c.summary, key_points=c.key_points, topics=c.topics,
-            overall_sentiment=c.overall_sentiment, sentiment_score=c.sentiment_score,
-            dominant_emotion=c.dominant_emotion, message_ids=c.message_ids,
+            subject=subject,
+            conv_id=c.id,
+            start_timestamp=c.start_timestamp,
+            end_timestamp=c.end_timestamp,
+            message_count=c.message_count,
+            summary=c.summary,
+            key_points=c.key_points,
+            topics=c.topics,
+            overall_sentiment=c.overall_sentiment,
+            sentiment_score=c.sentiment_score,
+            dominant_emotion=c.dominant_emotion,
+            message_ids=c.message_ids,
         )
         for c in doc.conversations
-    )  # fmt: skip
+    )
     return len(doc.conversations)
 
 
@@ -134,26 +145,55 @@ def _import_facts(subject: Subject, doc: docs.FactsDoc) -> int:
     ProfileFact.objects.filter(subject=subject).delete()
     if doc.user_profile is not None:
         p = doc.user_profile
-        ProfileFact.objects.create(subject=subject, field="name", value=p.name, confidence=p.name_confidence,
-                                   extracted_from=p.name_extracted_from, timestamp=p.name_timestamp)  # fmt: skip
+        ProfileFact.objects.create(
+            subject=subject,
+            field="name",
+            value=p.name,
+            confidence=p.name_confidence,
+            extracted_from=p.name_extracted_from,
+            timestamp=p.name_timestamp,
+        )
     for model in (Preference, LifeEvent, Relationship):
         model.objects.filter(subject=subject).delete()
     Preference.objects.bulk_create(
-        Preference(subject=subject, pref_id=f.id, category=f.category, item=f.item, sentiment=f.sentiment,
-                   confidence=f.confidence, extracted_from=f.extracted_from, timestamp=f.timestamp, context=f.context)
+        Preference(
+            subject=subject,
+            pref_id=f.id,
+            category=f.category,
+            item=f.item,
+            sentiment=f.sentiment,
+            confidence=f.confidence,
+            extracted_from=f.extracted_from,
+            timestamp=f.timestamp,
+            context=f.context,
+        )
         for f in doc.preferences
-    )  # fmt: skip
+    )
     LifeEvent.objects.bulk_create(
-        LifeEvent(subject=subject, event_id=e.id, description=e.description, timestamp=e.timestamp,
-                  importance=e.importance, sentiment=e.sentiment, extracted_from=e.extracted_from,
-                  related_topics=e.related_topics)
+        LifeEvent(
+            subject=subject,
+            event_id=e.id,
+            description=e.description,
+            timestamp=e.timestamp,
+            importance=e.importance,
+            sentiment=e.sentiment,
+            extracted_from=e.extracted_from,
+            related_topics=e.related_topics,
+        )
         for e in doc.events
-    )  # fmt: skip
+    )
     Relationship.objects.bulk_create(
-        Relationship(subject=subject, rel_id=r.id, entity_1=r.entity_1, relation_type=r.relation_type,
-                     entity_2=r.entity_2, confidence=r.confidence, extracted_from=r.extracted_from)
+        Relationship(
+            subject=subject,
+            rel_id=r.id,
+            entity_1=r.entity_1,
+            relation_type=r.relation_type,
+            entity_2=r.entity_2,
+            confidence=r.confidence,
+            extracted_from=r.extracted_from,
+        )
         for r in doc.relationships
-    )  # fmt: skip
+    )
     _raise_counters(subject, "pref", (f.id for f in doc.preferences))
     _raise_counters(subject, "event", (e.id for e in doc.events))
     _raise_counters(subject, "rel", (r.id for r in doc.relationships))
@@ -176,8 +216,17 @@ def _import_embeddings(subject: Subject, doc: docs.EmbeddingsDoc) -> int:
     for row, entry in zip(rows, doc.embeddings, strict=True):
         if keep and entry.embedding is not None:
             digest = hashlib.sha256(entry.text.encode("utf-8")).hexdigest()
-            vectors.append(Embedding(kind="subject", object_id=row.pk, model=model, dimension=dimension,
-                                     embedding=entry.embedding, text_sha256=digest, subject=subject))  # fmt: skip
+            vectors.append(
+                Embedding(
+                    kind="subject",
+                    object_id=row.pk,
+                    model=model,
+                    dimension=dimension,
+                    embedding=entry.embedding,
+                    text_sha256=digest,
+                    subject=subject,
+                )
+            )
         else:
             later.append(row.pk)
     Embedding.objects.bulk_create(vectors)
@@ -189,17 +238,27 @@ def _import_personality(subject: Subject, doc: docs.PersonalityDoc) -> int:
     PersonalityState.objects.update_or_create(
         subject=subject,
         defaults={
-            "traits": doc.current_traits, "total_interactions": doc.total_interactions,
-            "interactions_since_update": 0, "pending_changes": {}, "last_trait_update": doc.last_trait_update,
-            "update_frequency": doc.update_frequency, "last_updated": doc.last_updated,
+            "traits": doc.current_traits,
+            "total_interactions": doc.total_interactions,
+            "interactions_since_update": 0,
+            "pending_changes": {},
+            "last_trait_update": doc.last_trait_update,
+            "update_frequency": doc.update_frequency,
+            "last_updated": doc.last_updated,
         },
-    )  # fmt: skip
+    )
     TraitSnapshot.objects.filter(subject=subject).delete()
     TraitSnapshot.objects.bulk_create(
-        TraitSnapshot(subject=subject, timestamp=t.timestamp, traits=t.traits, reason=t.reason,
-                      interactions_count=t.interactions_count, changes=t.changes)
+        TraitSnapshot(
+            subject=subject,
+            timestamp=t.timestamp,
+            traits=t.traits,
+            reason=t.reason,
+            interactions_count=t.interactions_count,
+            changes=t.changes,
+        )
         for t in doc.trait_history
-    )  # fmt: skip
+    )
     return 1 + len(doc.trait_history)
 
 
@@ -212,25 +271,40 @@ def _import_emotions(subject: Subject, doc: docs.EmotionHistoryDoc) -> int:
     EmotionState.objects.update_or_create(
         subject=subject,
         defaults={
-            "current_emotion": doc.current_emotion or "", "current_intensity": doc.current_intensity,
-            "current_since": doc.history[-1].timestamp if doc.history else None, "max_history": doc.max_history,
-            "total_emotions_recorded": total, "total_transitions": stats.total_transitions if stats else 0,
+            "current_emotion": doc.current_emotion or "",
+            "current_intensity": doc.current_intensity,
+            "current_since": doc.history[-1].timestamp if doc.history else None,
+            "max_history": doc.max_history,
+            "total_emotions_recorded": total,
+            "total_transitions": stats.total_transitions if stats else 0,
             "intensity_sum": (stats.avg_intensity_overall * total) if stats else sum(h.intensity for h in doc.history),
-            "counts": counts, "last_updated": doc.last_updated,
+            "counts": counts,
+            "last_updated": doc.last_updated,
         },
-    )  # fmt: skip
+    )
     EmotionEvent.objects.filter(subject=subject).delete()
     EmotionEvent.objects.bulk_create(
-        EmotionEvent(subject=subject, timestamp=h.timestamp, emotion=h.emotion, intensity=h.intensity,
-                     context=h.context, triggered_by=h.triggered_by)
-        for h in doc.history[-doc.max_history:]
-    )  # fmt: skip
+        EmotionEvent(
+            subject=subject,
+            timestamp=h.timestamp,
+            emotion=h.emotion,
+            intensity=h.intensity,
+            context=h.context,
+            triggered_by=h.triggered_by,
+        )
+        for h in doc.history[-doc.max_history :]
+    )
     EmotionTransition.objects.filter(subject=subject).delete()
     EmotionTransition.objects.bulk_create(
-        EmotionTransition(subject=subject, from_emotion=t.from_, to_emotion=t.to, count=t.count,
-                          avg_duration_seconds=t.avg_duration_seconds)
+        EmotionTransition(
+            subject=subject,
+            from_emotion=t.from_,
+            to_emotion=t.to,
+            count=t.count,
+            avg_duration_seconds=t.avg_duration_seconds,
+        )
         for t in doc.transitions
-    )  # fmt: skip
+    )
     return len(doc.history) + len(doc.transitions)
 
 
@@ -261,60 +335,108 @@ def export(subject: Subject) -> dict[str, Any]:
         return meta.get(name, {}).get("last_updated") or stamp(docs.now())
 
     conversations = [
-        {"id": c.conv_id, "start_timestamp": stamp(c.start_timestamp), "end_timestamp": stamp(c.end_timestamp),
-         "message_count": c.message_count, "summary": c.summary, "key_points": c.key_points, "topics": c.topics,
-         "overall_sentiment": c.overall_sentiment, "sentiment_score": c.sentiment_score,
-         "dominant_emotion": c.dominant_emotion, "message_ids": c.message_ids}
+        {
+            "id": c.conv_id,
+            "start_timestamp": stamp(c.start_timestamp),
+            "end_timestamp": stamp(c.end_timestamp),
+            "message_count": c.message_count,
+            "summary": c.summary,
+            "key_points": c.key_points,
+            "topics": c.topics,
+            "overall_sentiment": c.overall_sentiment,
+            "sentiment_score": c.sentiment_score,
+            "dominant_emotion": c.dominant_emotion,
+            "message_ids": c.message_ids,
+        }
         for c in subject.conversations.order_by("pk")
-    ]  # fmt: skip
+    ]
     name = subject.profile.filter(field="name").first()
     preferences = [
-        {"id": p.pref_id, "category": p.category, "item": p.item, "sentiment": p.sentiment, "confidence": p.confidence,
-         "extracted_from": p.extracted_from, "timestamp": stamp(p.timestamp), "context": p.context}
+        {
+            "id": p.pref_id,
+            "category": p.category,
+            "item": p.item,
+            "sentiment": p.sentiment,
+            "confidence": p.confidence,
+            "extracted_from": p.extracted_from,
+            "timestamp": stamp(p.timestamp),
+            "context": p.context,
+        }
         for p in subject.preferences.order_by("pk")
-    ]  # fmt: skip
+    ]
     events = [
-        {"id": e.event_id, "description": e.description, "timestamp": stamp(e.timestamp), "importance": e.importance,
-         "sentiment": e.sentiment, "extracted_from": e.extracted_from, "related_topics": e.related_topics}
+        {
+            "id": e.event_id,
+            "description": e.description,
+            "timestamp": stamp(e.timestamp),
+            "importance": e.importance,
+            "sentiment": e.sentiment,
+            "extracted_from": e.extracted_from,
+            "related_topics": e.related_topics,
+        }
         for e in subject.events.order_by("pk")
-    ]  # fmt: skip
+    ]
     relationships = [
-        {"id": r.rel_id, "entity_1": r.entity_1, "relation_type": r.relation_type, "entity_2": r.entity_2,
-         "confidence": r.confidence, "extracted_from": r.extracted_from}
+        {
+            "id": r.rel_id,
+            "entity_1": r.entity_1,
+            "relation_type": r.relation_type,
+            "entity_2": r.entity_2,
+            "confidence": r.confidence,
+            "extracted_from": r.extracted_from,
+        }
         for r in subject.relationships.order_by("pk")
-    ]  # fmt: skip
+    ]
     facts: dict[str, Any] = {"version": docs.CURRENT_VERSION, "last_updated": updated("facts")}
     if name is not None:
         facts["user_profile"] = {
-            "name": name.value, "name_confidence": name.confidence, "name_extracted_from": name.extracted_from,
+            "name": name.value,
+            "name_confidence": name.confidence,
+            "name_extracted_from": name.extracted_from,
             "name_timestamp": stamp(name.timestamp),
-        }  # fmt: skip
-    facts |= {"preferences": preferences, "events": events, "relationships": relationships,
-              "total_preferences": len(preferences), "total_events": len(events),
-              "total_relationships": len(relationships)}  # fmt: skip
+        }
+    facts |= {
+        "preferences": preferences,
+        "events": events,
+        "relationships": relationships,
+        "total_preferences": len(preferences),
+        "total_events": len(events),
+        "total_relationships": len(relationships),
+    }
     model, dimension = _vector_space()
     vectors = dict(
         Embedding.objects.filter(kind="subject", subject=subject, model=model).values_list("object_id", "embedding")
     )
     embeddings = [
-        {"id": m.key, "type": m.type, "text": m.text,
-         "embedding": list(vectors[m.pk]) if m.pk in vectors else None, "timestamp": stamp(m.timestamp)}
+        {
+            "id": m.key,
+            "type": m.type,
+            "text": m.text,
+            "embedding": list(vectors[m.pk]) if m.pk in vectors else None,
+            "timestamp": stamp(m.timestamp),
+        }
         for m in subject.memories.order_by("pk")
-    ]  # fmt: skip
+    ]
     return {
         "conversations": {
-            "version": docs.CURRENT_VERSION, "last_updated": updated("conversations"), "conversations": conversations,
+            "version": docs.CURRENT_VERSION,
+            "last_updated": updated("conversations"),
+            "conversations": conversations,
             "total_conversations": len(conversations),
             "total_messages": sum(c["message_count"] for c in conversations),
         },
         "facts": facts,
         "embeddings": {
-            "version": docs.CURRENT_VERSION, "model": model, "embedding_dim": dimension,
-            "last_updated": updated("embeddings"), "embeddings": embeddings, "total_embeddings": len(embeddings),
+            "version": docs.CURRENT_VERSION,
+            "model": model,
+            "embedding_dim": dimension,
+            "last_updated": updated("embeddings"),
+            "embeddings": embeddings,
+            "total_embeddings": len(embeddings),
         },
         "personality": _export_personality(subject, updated("personality")),
         "emotion_history": _export_emotions(subject, updated("emotion_history")),
-    }  # fmt: skip
+    }
 
 
 def _export_personality(subject: Subject, last_updated: str | None) -> dict[str, Any] | None:
@@ -330,10 +452,14 @@ def _export_personality(subject: Subject, last_updated: str | None) -> dict[str,
             item["changes"] = t.changes
         history.append(item)
     return {
-        "version": docs.CURRENT_VERSION, "last_updated": docs.stamp(state.last_updated) or last_updated,
-        "current_traits": state.traits, "trait_history": history, "total_interactions": state.total_interactions,
-        "last_trait_update": docs.stamp(state.last_trait_update), "update_frequency": state.update_frequency,
-    }  # fmt: skip
+        "version": docs.CURRENT_VERSION,
+        "last_updated": docs.stamp(state.last_updated) or last_updated,
+        "current_traits": state.traits,
+        "trait_history": history,
+        "total_interactions": state.total_interactions,
+        "last_trait_update": docs.stamp(state.last_trait_update),
+        "update_frequency": state.update_frequency,
+    }
 
 
 def _export_emotions(subject: Subject, last_updated: str | None) -> dict[str, Any] | None:
@@ -341,28 +467,42 @@ def _export_emotions(subject: Subject, last_updated: str | None) -> dict[str, An
     if state is None:
         return None
     history = [
-        {"timestamp": docs.stamp(h.timestamp), "emotion": h.emotion, "intensity": h.intensity, "context": h.context,
-         "triggered_by": h.triggered_by}
+        {
+            "timestamp": docs.stamp(h.timestamp),
+            "emotion": h.emotion,
+            "intensity": h.intensity,
+            "context": h.context,
+            "triggered_by": h.triggered_by,
+        }
         for h in subject.emotion_history.all()
-    ]  # fmt: skip
+    ]
     transitions = [
-        {"from": t.from_emotion, "to": t.to_emotion, "count": t.count,
-         "avg_duration_seconds": _number(t.avg_duration_seconds)}
+        {
+            "from": t.from_emotion,
+            "to": t.to_emotion,
+            "count": t.count,
+            "avg_duration_seconds": _number(t.avg_duration_seconds),
+        }
         for t in subject.transitions.order_by("id")
-    ]  # fmt: skip
+    ]
     frequent = max(state.counts.items(), key=lambda item: (item[1], item[0]), default=(None, 0))
     total = state.total_emotions_recorded
     return {
-        "version": docs.CURRENT_VERSION, "last_updated": docs.stamp(state.last_updated) or last_updated,
-        "max_history": state.max_history, "current_emotion": state.current_emotion or None,
-        "current_intensity": state.current_intensity, "history": history, "transitions": transitions,
+        "version": docs.CURRENT_VERSION,
+        "last_updated": docs.stamp(state.last_updated) or last_updated,
+        "max_history": state.max_history,
+        "current_emotion": state.current_emotion or None,
+        "current_intensity": state.current_intensity,
+        "history": history,
+        "transitions": transitions,
         "statistics": {
-            "total_emotions_recorded": total, "most_frequent_emotion": frequent[0],
+            "total_emotions_recorded": total,
+            "most_frequent_emotion": frequent[0],
             "most_frequent_emotion_count": frequent[1],
             "avg_intensity_overall": round(state.intensity_sum / total, 4) if total else 0.0,
             "total_transitions": state.total_transitions,
         },
-    }  # fmt: skip
+    }
 
 
 # --- Facts ---------------------------------------------------------------------------------------
@@ -376,8 +516,9 @@ def add_fact(subject: Subject, kind: str, values: dict[str, Any], *, actor: Prin
         fact = model.objects.create(subject=subject, **{id_field: next_id(subject, prefix)}, **values)
         text = _fact_text(kind, fact)
         at = getattr(fact, "timestamp", None) or docs.now()
-        memory = SubjectMemory.objects.create(subject=subject, key=getattr(fact, id_field), type=kind, text=text,
-                                              timestamp=at)  # fmt: skip
+        memory = SubjectMemory.objects.create(
+            subject=subject, key=getattr(fact, id_field), type=kind, text=text, timestamp=at
+        )
         schedule_embedding("subject", [memory.pk])
         record(actor=actor, action=f"subject.{kind}_added", target=subject, fact=getattr(fact, id_field))
     return fact
@@ -450,7 +591,10 @@ def erase(subject: Subject, *, actor: Principal) -> str:
         AuditEvent.objects.filter(target_type=Subject._meta.label_lower, target_id=str(locked.pk)).delete()
         locked.delete()  # every other table cascades from the subject
         AuditEvent.objects.create(
-            actor=actor.label, action="subject.erased", target_type=Subject._meta.label_lower, target_id="",
+            actor=actor.label,
+            action="subject.erased",
+            target_type=Subject._meta.label_lower,
+            target_id="",
             data={"key_sha256": digest},
-        )  # fmt: skip
+        )
     return digest

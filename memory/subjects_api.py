@@ -54,9 +54,11 @@ class MemoryHit(Schema):
 
 @router.get("/subjects/{subject}/search", operation_id="search_subject", response=list[MemoryHit])
 def search_subject(
-    request: HttpRequest, subject: str, q: str = Query(..., min_length=1, max_length=10_000),
+    request: HttpRequest,
+    subject: str,
+    q: str = Query(..., min_length=1, max_length=10_000),
     k: int = Query(5, ge=1, le=100),
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """The subject's memories nearest to ``q`` (cosine similarity as ``score``)."""
     from memory.embeddings import EmbeddingError, get_backend
 
@@ -70,8 +72,15 @@ def search_subject(
         vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
     )
     rows = SubjectMemory.objects.in_bulk([h.object_id for h in hits])
-    return [{"id": rows[h.object_id].key, "type": rows[h.object_id].type, "text": rows[h.object_id].text,
-             "score": h.similarity} for h in hits]  # fmt: skip
+    return [
+        {
+            "id": rows[h.object_id].key,
+            "type": rows[h.object_id].type,
+            "text": rows[h.object_id].text,
+            "score": h.similarity,
+        }
+        for h in hits
+    ]
 
 
 class EmotionIn(Schema):
@@ -87,9 +96,15 @@ class EmotionIn(Schema):
 )
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
-    event = emotions.record(subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
-                            actor=request.auth, emotion=data.emotion, intensity=data.intensity,
-                            context=data.context, triggered_by=data.triggered_by, at=data.timestamp)  # fmt: skip
+    event = emotions.record(
+        subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
+        actor=request.auth,
+        emotion=data.emotion,
+        intensity=data.intensity,
+        context=data.context,
+        triggered_by=data.triggered_by,
+        at=data.timestamp,
+    )
     return Status(201, {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp})
 
 
@@ -116,8 +131,12 @@ def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn
         found, actor=request.auth, count=data.count, feedback=data.feedback, reason=data.reason
     )
     state = PersonalityState.objects.get(subject=found)
-    return {"traits": state.traits, "total_interactions": state.total_interactions,
-            "updated": snapshot is not None, "changes": snapshot.changes if snapshot else {}}  # fmt: skip
+    return {
+        "traits": state.traits,
+        "total_interactions": state.total_interactions,
+        "updated": snapshot is not None,
+        "changes": snapshot.changes if snapshot else {},
+    }
 
 
 class FactIn(Schema):

@@ -27,8 +27,15 @@ def evict() -> dict:
     return asdict(lifecycle.evict())
 
 
-@shared_task(name="memory.embed", ignore_result=True, autoretry_for=(EmbeddingError, ConnectionError),
-             dont_autoretry_for=(DimensionMismatch,), retry_backoff=True, retry_jitter=True, max_retries=5)  # fmt: skip
+@shared_task(
+    name="memory.embed",
+    ignore_result=True,
+    autoretry_for=(EmbeddingError, ConnectionError),
+    dont_autoretry_for=(DimensionMismatch,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
 def embed(kind: str, object_ids: list[int]) -> int:
     """Retried when the backend is down or refuses (an Ollama or OpenAI outage): the vectors are
     computed again only for rows whose text has no current vector, so a redelivery is harmless. A

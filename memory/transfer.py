@@ -65,8 +65,19 @@ PROGRESS_EVERY = 1000
 _KEY_MAX = 100  # story, domain, project columns
 _GATE_MAX = 99  # as the API accepts
 _SCOPES = {choice.value for choice in Learning.Scope}
-_EXPORT_FIELDS = ("story", "gate", "domain", "project", "tags", "tags_hash", "text", "scope", "date_created", "date",
-                  "scope_migrated_at")  # fmt: skip
+_EXPORT_FIELDS = (
+    "story",
+    "gate",
+    "domain",
+    "project",
+    "tags",
+    "tags_hash",
+    "text",
+    "scope",
+    "date_created",
+    "date",
+    "scope_migrated_at",
+)
 
 Warn = Callable[[str], None]
 Progress = Callable[[int], None]
@@ -98,10 +109,17 @@ class ImportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "kind": self.kind, "lines": self.lines, "created": self.created,
-            "skipped": self.skipped, "migrated": self.migrated, "corrected": self.corrected,
-            "rejected": len(self.rejected), "missing": self.missing, "seconds": round(self.seconds, 3),
-        }  # fmt: skip
+            "source": self.source,
+            "kind": self.kind,
+            "lines": self.lines,
+            "created": self.created,
+            "skipped": self.skipped,
+            "migrated": self.migrated,
+            "corrected": self.corrected,
+            "rejected": len(self.rejected),
+            "missing": self.missing,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -273,8 +291,9 @@ def parse_injection(raw: str, *, hash_aliases: HashAliases) -> dict[str, Any]:
     elif given_hash is not None:
         tags_hash = hash_aliases.get((story, gate, given_hash), given_hash)
         if tags_hash is None:
-            raise InvalidLine(f"tags_hash {given_hash[:16]} was corrected to several hashes for this story and gate; "
-                              "give the tags")  # fmt: skip
+            raise InvalidLine(
+                f"tags_hash {given_hash[:16]} was corrected to several hashes for this story and gate; give the tags"
+            )
     else:
         raise InvalidLine("missing field(s): tags_hash (or tags)")
     text = entry.get("text")
@@ -362,15 +381,24 @@ def _flush_learnings(pending: list[_Pending], report: ImportReport, created_by: 
 
 def _finish(report: ImportReport, *, actor: Principal, started: float) -> ImportReport:
     report.seconds = time.monotonic() - started
-    record(actor=actor, action=f"memory.{report.kind}_imported", target=_ImportedFile(report.source[:200]),
-           **{k: v for k, v in report.as_dict().items() if k not in ("source", "seconds")})  # fmt: skip
+    record(
+        actor=actor,
+        action=f"memory.{report.kind}_imported",
+        target=_ImportedFile(report.source[:200]),
+        **{k: v for k, v in report.as_dict().items() if k not in ("source", "seconds")},
+    )
     return report
 
 
 def import_learnings(
-    lines: Iterable[str], *, source: str, actor: Principal, progress: Progress | None = None,
-    archive: bool = False, warn: Warn | None = None,
-) -> ImportReport:  # fmt: skip
+    lines: Iterable[str],
+    *,
+    source: str,
+    actor: Principal,
+    progress: Progress | None = None,
+    archive: bool = False,
+    warn: Warn | None = None,
+) -> ImportReport:
     """Import a learnings.jsonl stream (or learnings-archive.jsonl with ``archive=True``: every
     row becomes scope archived, with the line's `archived_at` or now), in one transaction.
 
@@ -483,9 +511,14 @@ def _flush_injections(pending: list[tuple[int, dict[str, Any]]], report: ImportR
 
 
 def import_injections(
-    lines: Iterable[str], *, source: str, actor: Principal, progress: Progress | None = None,
-    warn: Warn | None = None, hash_aliases: HashAliases | None = None,
-) -> ImportReport:  # fmt: skip
+    lines: Iterable[str],
+    *,
+    source: str,
+    actor: Principal,
+    progress: Progress | None = None,
+    warn: Warn | None = None,
+    hash_aliases: HashAliases | None = None,
+) -> ImportReport:
     """Import a learnings-injections.jsonl stream in one transaction; import the learnings first.
 
     Each line is matched to its learning (see `_match`); an unmatched line is rejected with the
@@ -533,9 +566,14 @@ def read_lines(path: Path) -> Iterator[str]:
 
 
 def import_files(
-    learnings: Path, *, actor: Principal, archive: Path | None = None, injections: Path | None = None,
-    progress: Callable[[str, int], None] | None = None, warn: Warn | None = None,
-) -> list[ImportReport]:  # fmt: skip
+    learnings: Path,
+    *,
+    actor: Principal,
+    archive: Path | None = None,
+    injections: Path | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    warn: Warn | None = None,
+) -> list[ImportReport]:
     """Import learnings, then the archive, then injections (which refer to both), each file in its
     own transaction. The learnings file must exist (FileNotFoundError); a missing archive or
     injections file is an empty corpus with a note (TC-ERR-03), as the seed's scoring treats it."""
@@ -546,12 +584,21 @@ def import_files(
     def tick(name: Path) -> Progress | None:
         return None if progress is None else lambda count: progress(str(name), count)
 
-    reports = [import_learnings(read_lines(learnings), source=str(learnings), actor=actor, progress=tick(learnings),
-                                warn=warn)]  # fmt: skip
+    reports = [
+        import_learnings(read_lines(learnings), source=str(learnings), actor=actor, progress=tick(learnings), warn=warn)
+    ]
     if archive is not None:
         if Path(archive).is_file():
-            reports.append(import_learnings(read_lines(archive), source=str(archive), actor=actor, archive=True,
-                                            progress=tick(archive), warn=warn))  # fmt: skip
+            reports.append(
+                import_learnings(
+                    read_lines(archive),
+                    source=str(archive),
+                    actor=actor,
+                    archive=True,
+                    progress=tick(archive),
+                    warn=warn,
+                )
+            )
         else:
             warn(f"[import] archive corpus empty: {archive} not found")
             reports.append(ImportReport(source=str(archive), kind="archive", missing=True))
@@ -561,8 +608,16 @@ def import_files(
             for report in reports:
                 for old, new in report.hash_corrections.items():
                     _add_alias(aliases, old, new)
-            reports.append(import_injections(read_lines(injections), source=str(injections), actor=actor,
-                                             progress=tick(injections), warn=warn, hash_aliases=aliases))  # fmt: skip
+            reports.append(
+                import_injections(
+                    read_lines(injections),
+                    source=str(injections),
+                    actor=actor,
+                    progress=tick(injections),
+                    warn=warn,
+                    hash_aliases=aliases,
+                )
+            )
         else:
             warn(f"[import] injections corpus empty: {injections} not found")
             reports.append(ImportReport(source=str(injections), kind="injections", missing=True))
@@ -594,12 +649,28 @@ def _learning_rows(*, archived: bool) -> Iterator[dict[str, Any]]:
 
 
 def _injection_rows() -> Iterator[dict[str, Any]]:
-    fields = ("learning__story", "learning__gate", "learning__tags_hash", "learning__text", "story", "domain",
-              "project", "at")  # fmt: skip
+    fields = (
+        "learning__story",
+        "learning__gate",
+        "learning__tags_hash",
+        "learning__text",
+        "story",
+        "domain",
+        "project",
+        "at",
+    )
     rows = LearningInjection.objects.order_by("pk").values_list(*fields)
     for story, gate, tags_hash, text, injected_into, domain, project, at in rows.iterator(chunk_size=BATCH_SIZE):
-        line = {"story": story, "gate": gate, "tags_hash": tags_hash, "text": text, "injected_into": injected_into,
-                "domain": domain, "project": project, "injected_at": _iso(at)}  # fmt: skip
+        line = {
+            "story": story,
+            "gate": gate,
+            "tags_hash": tags_hash,
+            "text": text,
+            "injected_into": injected_into,
+            "domain": domain,
+            "project": project,
+            "injected_at": _iso(at),
+        }
         if not project:  # optional on the way in, so left out rather than written empty
             del line["project"]
         yield line

@@ -188,8 +188,14 @@ def command_result(
     ``data`` (which must already be JSON)."""
     resource, operation = route_of(command)
     status = CommandStatus(status).value
-    result = {"commandId": command.id, "type": command.type, "resource": resource, "operation": operation,
-              "status": status, "summary": summary or f"{command.type} {_STATUS_WORDS[status]}"}  # fmt: skip
+    result = {
+        "commandId": command.id,
+        "type": command.type,
+        "resource": resource,
+        "operation": operation,
+        "status": status,
+        "summary": summary or f"{command.type} {_STATUS_WORDS[status]}",
+    }
     if status == CommandStatus.FAILED:
         result["error"] = error or "failed without a message"
     elif data is not None:

@@ -48,23 +48,47 @@ def load(out: TextIO) -> None:
     if None in (vlevel, indexer, architect) or AISession.objects.filter(agent__in=agents.values()).exists():
         return
     # Finished conversations first (each new chat suspends the previous one of its agent).
-    _chat(indexer, "Reindex status", [
-        _say("How did last night's reindex go?"),
-        (Event.AI_RESPONSE_RECEIVED, _ai(preText="Let me check.", dataCommands=[{"type": "JOBS", "params": {}}])),
-        (Event.AI_RESPONSE_RECEIVED, _ai(preText="Two reindex jobs ran; one failed INDEX_OVERCOUNT.")),
-    ])  # fmt: skip
-    _chat(indexer, "Which documents next?", [
-        _say("Which catalogue should I reindex next?"),
-        (Event.AI_RESPONSE_RECEIVED, _ai(preText="I can start with one of these.", communicationModule={
-            "type": "MultipleChoice", "data": {"question": "Which catalogue first?",
-                                               "options": ["Brakes", "Lighting", "Tyres"]}})),
-    ])  # fmt: skip
-    _chat(vlevel, "Snapshot the brake pages", [
-        _say("Take a snapshot of the brake pads page before we change it."),
-        (Event.AI_RESPONSE_RECEIVED, _ai(
-            preText="I will snapshot the page first.", postText="Snapshot stored.",
-            actionCommands=[{"type": SNAPSHOT, "params": {"url": "https://shop.example.com/brake-pads"}}])),
-    ])  # fmt: skip
+    _chat(
+        indexer,
+        "Reindex status",
+        [
+            _say("How did last night's reindex go?"),
+            (Event.AI_RESPONSE_RECEIVED, _ai(preText="Let me check.", dataCommands=[{"type": "JOBS", "params": {}}])),
+            (Event.AI_RESPONSE_RECEIVED, _ai(preText="Two reindex jobs ran; one failed INDEX_OVERCOUNT.")),
+        ],
+    )
+    _chat(
+        indexer,
+        "Which documents next?",
+        [
+            _say("Which catalogue should I reindex next?"),
+            (
+                Event.AI_RESPONSE_RECEIVED,
+                _ai(
+                    preText="I can start with one of these.",
+                    communicationModule={
+                        "type": "MultipleChoice",
+                        "data": {"question": "Which catalogue first?", "options": ["Brakes", "Lighting", "Tyres"]},
+                    },
+                ),
+            ),
+        ],
+    )
+    _chat(
+        vlevel,
+        "Snapshot the brake pages",
+        [
+            _say("Take a snapshot of the brake pads page before we change it."),
+            (
+                Event.AI_RESPONSE_RECEIVED,
+                _ai(
+                    preText="I will snapshot the page first.",
+                    postText="Snapshot stored.",
+                    actionCommands=[{"type": SNAPSHOT, "params": {"url": "https://shop.example.com/brake-pads"}}],
+                ),
+            ),
+        ],
+    )
     _hosted_automation(architect)
     out.write("Demo sessions: 3 chats (2 waiting for a reviewer), 1 hosted automation every 15 minutes\n")
 

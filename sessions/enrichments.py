@@ -231,9 +231,13 @@ def rich_message(
             block_type, config = cast(str, segment.get("enrichmentType")), segment.get("config")
             pieces.append(f"[{generate_summary(block_type, config)}]")
             for command in generate_commands(
-                block_type, config, is_relative=is_relative, now=now,
-                day_start_hour=day_start_hour, week_start_day=week_start_day,
-            ):  # fmt: skip
+                block_type,
+                config,
+                is_relative=is_relative,
+                now=now,
+                day_start_hour=day_start_hour,
+                week_start_day=week_start_day,
+            ):
                 commands.setdefault(command.id, command)
         else:
             raise ValueError(f"segment {position} is neither a text nor an enrichment: {segment!r}")

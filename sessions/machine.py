@@ -356,10 +356,17 @@ def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple
     automation = state.session_type == SessionType.AUTOMATION
     if automation and parsed.get("completed"):
         at = event.at + COMPLETION_CONFIRMATION_DELAY
-        context = {"type": "CompletionConfirmation", "aiMessageId": parsed.get("aiMessageId"),
-                   "scheduledConfirmationTime": at.isoformat()}  # fmt: skip
-        new = replace(state, phase=Phase.WAITING_COMPLETION_CONFIRMATION, waiting_context=context,
-                      **_timer(at, Event.COMPLETION_CONFIRMED))  # fmt: skip
+        context = {
+            "type": "CompletionConfirmation",
+            "aiMessageId": parsed.get("aiMessageId"),
+            "scheduledConfirmationTime": at.isoformat(),
+        }
+        new = replace(
+            state,
+            phase=Phase.WAITING_COMPLETION_CONFIRMATION,
+            waiting_context=context,
+            **_timer(at, Event.COMPLETION_CONFIRMED),
+        )
         return new, [effect(EffectKind.SCHEDULE)]
     if parsed.get("validationRequired") and parsed.get("actionCommands"):
         context = {"type": "Validation", "validationContext": parsed.get("validationContext", {})}
@@ -369,8 +376,10 @@ def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple
         if automation:
             summary = "Communication modules are not available in AUTOMATION sessions; continue on your own."
             new = replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR)
-            return new, [effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
-                         effect(EffectKind.RETRY)]  # fmt: skip
+            return new, [
+                effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
+                effect(EffectKind.RETRY),
+            ]
         context = {"type": "Communication", "communicationModule": parsed["communicationModule"]}
         new = replace(state, phase=Phase.WAITING_COMMUNICATION_RESPONSE, waiting_context=context)
         return new, [effect(EffectKind.REQUEST_COMMUNICATION)]
@@ -404,8 +413,11 @@ def validation_received(state: State, event: EventInput, limits: Limits) -> tupl
         return new, [effect(EffectKind.REMOVE_FALLBACK), effect(EffectKind.EXECUTE_ACTIONS)]
     # Refused: the fallback message stays. Decision: CHAT returns to IDLE (a chat never closes by
     # itself); AUTOMATION tells the model its actions were refused and lets it adapt.
-    refused = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.ACTIONS_EXECUTED.value,
-                     summary="The requested actions were rejected by a reviewer; they were not run.")  # fmt: skip
+    refused = effect(
+        EffectKind.SYSTEM_MESSAGE,
+        type=SystemMessageType.ACTIONS_EXECUTED.value,
+        summary="The requested actions were rejected by a reviewer; they were not run.",
+    )
     new = replace(state, waiting_context=None, last_user_interaction_time=event.at)
     if _is_chat(state):
         return replace(new, phase=Phase.IDLE), [refused]
@@ -504,8 +516,15 @@ def session_completed(state: State, event: EventInput, limits: Limits) -> tuple[
         else:
             # Suspended or cut off by the network: the phase is kept so the session resumes there.
             return replace(state, is_active=False, end_reason=reason), [effect(EffectKind.SESSION_RELEASED)]
-    new = replace(state, phase=Phase.COMPLETED, is_active=False, end_reason=reason, pending_end_reason=None,
-                  waiting_context=None, **_timer(None, None))  # fmt: skip
+    new = replace(
+        state,
+        phase=Phase.COMPLETED,
+        is_active=False,
+        end_reason=reason,
+        pending_end_reason=None,
+        waiting_context=None,
+        **_timer(None, None),
+    )
     return new, [effect(EffectKind.SESSION_RELEASED)]
 
 
@@ -517,8 +536,11 @@ def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, l
     since = state.last_user_interaction_time if state.phase in WAITING_PHASES else state.last_event_time
     if since is None or event.at - since < limits.inactivity_timeout:
         return state, []
-    message = effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.SESSION_TIMEOUT.value,
-                     summary=f"No activity for {limits.inactivity_timeout}; the session was closed.")  # fmt: skip
+    message = effect(
+        EffectKind.SYSTEM_MESSAGE,
+        type=SystemMessageType.SESSION_TIMEOUT.value,
+        summary=f"No activity for {limits.inactivity_timeout}; the session was closed.",
+    )
     return _close(state, event, EndReason.TIMEOUT, message)
 
 

@@ -86,10 +86,21 @@ def _simulates_actions(session: AISession) -> bool:
 
 
 SAVED_FIELDS = [
-    "phase", "total_roundtrips", "last_event_time", "last_user_interaction_time", "waiting_context", "is_active",
-    "end_reason", "pending_end_reason", "timer_at", "timer_event", "tokens_used", "last_activity",
-    "phase_deadline_at", "queued_at",
-]  # fmt: skip
+    "phase",
+    "total_roundtrips",
+    "last_event_time",
+    "last_user_interaction_time",
+    "waiting_context",
+    "is_active",
+    "end_reason",
+    "pending_end_reason",
+    "timer_at",
+    "timer_event",
+    "tokens_used",
+    "last_activity",
+    "phase_deadline_at",
+    "queued_at",
+]
 
 
 def _store_state(session: AISession, state: machine.State) -> None:
@@ -329,10 +340,14 @@ class _Run:
         )
         # Before suspending, a trace that stays if nobody ever answers (seed section 12).
         fallback = self._add_system(
-            {"type": SystemMessageType.ACTIONS_EXECUTED.value, "commandResults": [],
-             "summary": "VALIDATION_CANCELLED: the actions were not approved.", "formattedData": None},
+            {
+                "type": SystemMessageType.ACTIONS_EXECUTED.value,
+                "commandResults": [],
+                "summary": "VALIDATION_CANCELLED: the actions were not approved.",
+                "formattedData": None,
+            },
             fallback_kind="VALIDATION_CANCELLED",
-        )  # fmt: skip
+        )
         self.session.waiting_context = {
             **self.session.waiting_context,
             "cancelMessageId": str(fallback.pk),
@@ -346,9 +361,11 @@ class _Run:
             "communication", f"{self.session.agent.agent_id} asks: {question}", {"module": module}
         )
         fallback = self._add(
-            "AI", text_content="COMMUNICATION_CANCELLED: the question was not answered.",
-            exclude_from_prompt=True, fallback_kind="COMMUNICATION_CANCELLED",
-        )  # fmt: skip
+            "AI",
+            text_content="COMMUNICATION_CANCELLED: the question was not answered.",
+            exclude_from_prompt=True,
+            fallback_kind="COMMUNICATION_CANCELLED",
+        )
         self.session.waiting_context = {
             **self.session.waiting_context,
             "cancelMessageId": str(fallback.pk),
@@ -364,9 +381,12 @@ class _Run:
         item_id = (before.waiting_context or {}).get("reviewItemId")
         if item_id:
             reviews.decide(
-                item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE,
-                comment="Withdrawn: the user sent a new message instead.", notify=False,
-            )  # fmt: skip
+                item_id,
+                actor=SYSTEM,
+                decision=ReviewDecision.Decision.EXPIRE,
+                comment="Withdrawn: the user sent a new message instead.",
+                notify=False,
+            )
 
     def _store_communication_response(self, before: machine.State, event: EventInput, data: dict) -> None:
         response = event.payload.get("response")
@@ -528,9 +548,13 @@ def _check_actor(session: AISession, actor: Principal, event: Event) -> None:
 
 
 def apply_event(
-    session_id: UUID | str, event: str, payload: dict[str, Any] | None = None, *, actor: Principal,
+    session_id: UUID | str,
+    event: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    actor: Principal,
     now: datetime | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     """Apply one event (and whatever it sets off on the server) in one transaction."""
     try:
         kind = Event(event)
@@ -561,8 +585,9 @@ def apply_event(
             raise
         raise Conflict(
             "The agent already has an active session; this one waits for the slot.",
-            phase=session.phase, event=kind.value,
-        ) from exc  # fmt: skip
+            phase=session.phase,
+            event=kind.value,
+        ) from exc
     return Outcome(session=session, next=next_action(session))
 
 

@@ -158,9 +158,13 @@ def queue_automation_session(
     _require_manifest(agent)
     _check_queue_quota(agent, actor)
     session = AISession.objects.create(
-        agent=agent, name=name, type=SessionType.AUTOMATION.value, require_validation=require_validation,
-        queued_at=now, trigger=Automation.Trigger.MANUAL.value,
-    )  # fmt: skip
+        agent=agent,
+        name=name,
+        type=SessionType.AUTOMATION.value,
+        require_validation=require_validation,
+        queued_at=now,
+        trigger=Automation.Trigger.MANUAL.value,
+    )
     record(actor=actor, action="session.queued", target=session, type=session.type, name=name)
     fill_slot(agent.pk, now=now)
     session.refresh_from_db()
@@ -188,9 +192,12 @@ def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now:
     for n, message in enumerate(messages, start=1):
         segments = message.get("segments") or [{"type": "text", "text": message.get("text", "")}]
         rich = enrichments.rich_message(
-            segments, is_relative=True, now=now, day_start_hour=settings.SESSION_DAY_START_HOUR,
+            segments,
+            is_relative=True,
+            now=now,
+            day_start_hour=settings.SESSION_DAY_START_HOUR,
             week_start_day=settings.SESSION_WEEK_START_DAY,
-        )  # fmt: skip
+        )
         SessionMessage.objects.create(session=seed, seq=n, timestamp=now, sender="USER", rich_content=rich)
     return seed
 
@@ -321,8 +328,9 @@ def _expire_reviews(now: datetime) -> int:
     ).values_list("pk", flat=True)
     for item_id in due:
         try:
-            reviews.decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE,
-                           comment="Not decided in time: rejected.")  # fmt: skip
+            reviews.decide(
+                item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment="Not decided in time: rejected."
+            )
             expired += 1
         except Conflict:
             continue

@@ -210,10 +210,24 @@ def served(transactional_db, tmp_path):
     child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
     log = open(tmp_path / "gunicorn.log", "w")  # noqa: SIM115  (closed below)
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-         "--threads", "8", "--no-control-socket"],
-        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "governance.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "8",
+            "--no-control-socket",
+        ],
+        cwd=BASE_DIR,
+        env=child_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:

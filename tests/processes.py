@@ -133,9 +133,13 @@ def sending_to(queue: str, broker_url: str, transport_options: dict | None = Non
 
 @contextmanager
 def celery_worker_process(
-    tmp_path: Path, *, wait_ready: bool = False, own_group: bool = False, log_name: str = "worker.log",
+    tmp_path: Path,
+    *,
+    wait_ready: bool = False,
+    own_group: bool = False,
+    log_name: str = "worker.log",
     **extra_env: str,
-) -> Iterator[Worker]:  # fmt: skip
+) -> Iterator[Worker]:
     """A real Celery worker (concurrency 2) on the test database, with this process sending to its
     queue; yields the `Worker`. ``own_group=True`` starts it in a session of its own, so
     `Worker.kill` can SIGKILL the main process and its pool children together.
@@ -151,8 +155,12 @@ def celery_worker_process(
     with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"], options), open(log_path, "w") as log:
         process = subprocess.Popen(
             [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
-            cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=own_group,
-        )  # fmt: skip
+            cwd=BASE_DIR,
+            env=child_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=own_group,
+        )
         worker = Worker(process, log_path, child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"], own_group)
         try:
             if wait_ready:

@@ -20,10 +20,14 @@ class Embedding(models.Model):
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     subject = models.ForeignKey(
-        "memory.Subject", null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        "memory.Subject",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
         help_text="Per-subject memories (kind subject): a subject's search scans its own rows, and "
         "erasing the subject erases its vectors",
-    )  # fmt: skip
+    )
 
     class Meta:
         constraints = [

@@ -89,10 +89,15 @@ def world(client, db) -> World:
         name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
     }
     subjects.import_documents("alice", documents, actor=SYSTEM)
-    job = owner.post("/jobs", {
-        "intent": "seo_audit", "scope": {"entityType": "page"},
-        "payload": {"urls": ["https://example.com/"]}, "context": {"source": "manual"},
-    })  # fmt: skip
+    job = owner.post(
+        "/jobs",
+        {
+            "intent": "seo_audit",
+            "scope": {"entityType": "page"},
+            "payload": {"urls": ["https://example.com/"]},
+            "context": {"source": "manual"},
+        },
+    )
     assert job.status_code == 201, job.content
     session = owner.post("/sessions", {"type": "CHAT", "name": "hostile"}).json()
     pending = owner.post(

@@ -38,8 +38,14 @@ def test_an_injection_records_who_was_served(vlevel):
 
     learning("retry the flaky deploy with backoff")
 
-    build_block(actor=Principal(agent=vlevel), story="PD-2", domain="tooling", project="gov",
-                query_text="flaky deploy", backend=HASHING)  # fmt: skip
+    build_block(
+        actor=Principal(agent=vlevel),
+        story="PD-2",
+        domain="tooling",
+        project="gov",
+        query_text="flaky deploy",
+        backend=HASHING,
+    )
 
     assert list(LearningInjection.objects.values_list("served_to", flat=True)) == [AGENT]
 

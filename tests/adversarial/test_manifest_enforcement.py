@@ -264,8 +264,10 @@ def test_a_missing_contract_output_is_a_violation_and_no_check_is_stored(client,
 @pytest.mark.parametrize(
     ("change", "loc"),
     [
-        ({"inputs": [{"name": "urls", "type": "z.array(z.string().url()", "required": True}]},
-         ["body", "inputs", 0, "type"]),
+        (
+            {"inputs": [{"name": "urls", "type": "z.array(z.string().url()", "required": True}]},
+            ["body", "inputs", 0, "type"],
+        ),
         ({"inputs": [{"name": "urls", "type": "__import__('os').system('id')"}]}, ["body", "inputs", 0, "type"]),
         ({"outputs": [{"name": "scores", "type": "z.number().url()"}]}, ["body", "outputs", 0, "type"]),
         ({"outputs": [{"name": "scores"}]}, ["body", "outputs", 0]),
@@ -273,10 +275,12 @@ def test_a_missing_contract_output_is_a_violation_and_no_check_is_stored(client,
         ({"schemas": {"Bad": {"field": "z.object({"}}}, ["body", "schemas", "Bad", "field"]),
         ({"schemas": {"not-a-name": "z.string()"}}, ["body", "schemas", "not-a-name", "[key]"]),
         ({"schemas": {"A": "z.array(B)", "B": "z.object({a: A})"}}, ["body", "schemas", "A"]),
-        ({"inputs": [{"name": "urls", "type": "z.array(" * 20 + "z.string()" + ")" * 20}]},
-         ["body", "inputs", 0, "type"]),
+        (
+            {"inputs": [{"name": "urls", "type": "z.array(" * 20 + "z.string()" + ")" * 20}]},
+            ["body", "inputs", 0, "type"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_type_that_cannot_be_enforced_is_refused_at_load_with_its_path(admin_api, change, loc):
     with nothing_written():
         response = admin_api.put(URL, typed_document(**change))
@@ -327,18 +331,27 @@ def test_an_alias_bomb_from_an_operator_without_the_permission_is_403(viewer_api
         pytest.param(alias_bomb(), YAML, "at most 256 KiB", id="450 KB alias fan-out"),
         pytest.param(alias_bomb(40 * 1024), YAML, "more than 100 YAML anchors and aliases", id="alias count"),
         pytest.param(laughs(), YAML, "values (YAML aliases expanded)", id="billion laughs in 90 aliases"),
-        pytest.param("Agent:\n  id: x\n  l: [" + ",".join(["1"] * 120_000) + "]\n", YAML, "more than 10000 values",
-                     id="many small values"),
+        pytest.param(
+            "Agent:\n  id: x\n  l: [" + ",".join(["1"] * 120_000) + "]\n",
+            YAML,
+            "more than 10000 values",
+            id="many small values",
+        ),
         pytest.param("[" * 10_000 + "]" * 10_000, YAML, "nested deeper than 32 levels", id="YAML brackets"),
-        pytest.param("a:\n" + "".join(f"{' ' * n} b:\n" for n in range(1, 60)), YAML, "nested deeper",
-                     id="YAML indentation"),
+        pytest.param(
+            "a:\n" + "".join(f"{' ' * n} b:\n" for n in range(1, 60)), YAML, "nested deeper", id="YAML indentation"
+        ),
         # Deep JSON is refused by the API's input guard before the manifest's own limit is reached.
         pytest.param("[" * 10_000 + "]" * 10_000, "application/json", "nested", id="JSON brackets"),
         pytest.param('{"a":' * 5_000 + "1" + "}" * 5_000, "application/json", "nested", id="JSON objects"),
-        pytest.param(json.dumps({"id": "agent.seo.vlevel", "pad": "x" * 300_000}), "application/json",
-                     "at most 256 KiB", id="JSON size"),
+        pytest.param(
+            json.dumps({"id": "agent.seo.vlevel", "pad": "x" * 300_000}),
+            "application/json",
+            "at most 256 KiB",
+            id="JSON size",
+        ),
     ],
-)  # fmt: skip
+)
 def test_hostile_documents_from_an_operator_are_422_not_cpu_or_500(admin_api, raw, content_type, message):
     with nothing_written():
         response = admin_api.put(URL, raw=raw, content_type=content_type)

@@ -77,8 +77,10 @@ def test_a_restricted_subject_does_not_exist_for_the_other_agents(vlevel_api, in
     assert restricted.json() == {"agents": ["agent.rag.indexer"]}
 
     with nothing_written():
-        refused = [vlevel_api.get("/memory/subjects/alice/system-prompt"),
-                   vlevel_api.post("/memory/subjects/alice/emotions", EMOTION)]  # fmt: skip
+        refused = [
+            vlevel_api.get("/memory/subjects/alice/system-prompt"),
+            vlevel_api.post("/memory/subjects/alice/emotions", EMOTION),
+        ]
 
     assert [r.status_code for r in refused] == [404, 404]
     assert refused[0].json()["detail"] == "No subject 'alice'."  # word for word what an unknown subject gets

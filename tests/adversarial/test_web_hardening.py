@@ -201,8 +201,12 @@ def production_env(tmp_path) -> dict[str, str]:
 def test_the_production_environment_passes_the_deploy_checks(db, tmp_path):
     result = subprocess.run(
         [PYTHON, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=BASE_DIR, env=production_env(tmp_path), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=BASE_DIR,
+        env=production_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout

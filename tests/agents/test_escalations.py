@@ -136,8 +136,12 @@ def test_a_late_escalation_is_escalated_again_then_expires(vlevel_api, job):
     assert escalation.review_item.status == "expired"
     assert escalation.review_item.decision.decided_by == "system"
     assert [s["action"] for s in escalation.steps] == [
-        "opened", "routed_to_agent", "reescalated", "routed_to_human", "expired",
-    ]  # fmt: skip
+        "opened",
+        "routed_to_agent",
+        "reescalated",
+        "routed_to_human",
+        "expired",
+    ]
     assert AuditEvent.objects.filter(target_type="agents.escalation", action="escalation.expired").count() == 1
 
 

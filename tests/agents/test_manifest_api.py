@@ -117,12 +117,16 @@ def test_an_unknown_version_is_404(admin_api, seed):
         ({"role": "overlord"}, ["body", "role"]),
         ({"version": "v1"}, ["body", "version"]),
         ({"id": "agent.other"}, ["body", "id"]),
-        ({"validation": {"pre_conditions": [{"expression": "urls.length >>", "error_code": "X"}]}},
-         ["body", "validation", "pre_conditions", 0, "expression"]),
-        ({"kpis": [{"metric_id": "m", "target": 1, "threshold_warning": 2, "threshold_critical": 0.5}]},
-         ["body", "kpis", 0]),
+        (
+            {"validation": {"pre_conditions": [{"expression": "urls.length >>", "error_code": "X"}]}},
+            ["body", "validation", "pre_conditions", 0, "expression"],
+        ),
+        (
+            {"kpis": [{"metric_id": "m", "target": 1, "threshold_warning": 2, "threshold_critical": 0.5}]},
+            ["body", "kpis", 0],
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_manifests_are_422_with_the_field_path_and_write_nothing(admin_api, seed, change, loc):
     response = admin_api.put(URL, {**seed, **change})
 

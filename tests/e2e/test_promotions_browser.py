@@ -18,13 +18,24 @@ from tests.e2e.test_inbox_browser import log_in, row_of
 def proposed(story: str) -> Learning:
     tags = [f"#{story.lower()}"]
     item = Learning.objects.create(
-        story=story, gate=3, domain="tooling", project="gov", tags=tags, tags_hash=compute_tags_hash(tags),
+        story=story,
+        gate=3,
+        domain="tooling",
+        project="gov",
+        tags=tags,
+        tags_hash=compute_tags_hash(tags),
         text=f"What {story} taught us",
-    )  # fmt: skip
+    )
     ReuseScore.objects.create(
-        story=story, gate=3, tags_hash=item.tags_hash, nb_injections=1, nb_stories_gate8_go=0, nb_domains=1,
-        reuse_score=Decimal("0.6"), computed_at=timezone.now(),
-    )  # fmt: skip
+        story=story,
+        gate=3,
+        tags_hash=item.tags_hash,
+        nb_injections=1,
+        nb_stories_gate8_go=0,
+        nb_domains=1,
+        reuse_score=Decimal("0.6"),
+        computed_at=timezone.now(),
+    )
     return item
 
 

@@ -19,8 +19,9 @@ ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 
 
 def import_alice() -> None:
-    documents = {name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
-                 for name in subject_documents.DOCUMENTS}  # fmt: skip
+    documents = {
+        name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
+    }
     subjects.import_documents("alice", documents, actor=SYSTEM)
 
 

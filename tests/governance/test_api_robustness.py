@@ -210,8 +210,9 @@ def test_a_body_of_a_media_type_the_operation_does_not_take_is_415(admin_api, pa
 def test_the_manifest_put_still_takes_yaml(admin_api, content_type):
     from tests.conftest import manifest_text
 
-    response = admin_api.put("/agents/agent.seo.vlevel/manifest", raw=manifest_text("agent.seo.vlevel"),
-                             content_type=content_type)  # fmt: skip
+    response = admin_api.put(
+        "/agents/agent.seo.vlevel/manifest", raw=manifest_text("agent.seo.vlevel"), content_type=content_type
+    )
     assert response.status_code in {200, 201}, response.content[:500]
 
 

@@ -613,11 +613,16 @@ def test_saving_the_same_markdown_stores_no_version(admin_client, catalog):
         (lambda md: md.replace("| nombre |", "| nombre | extra |"), "a field row has 4 cells"),
         (lambda md: md.replace("| entier |", "| quaternion |"), "Row 6 (`rankings[*].rank`)"),
         (lambda md: md.replace(f"`{RANKING}`", "`another_name`"), "Renaming is not an edit"),
-        (lambda md: md + "\n### `second` — `x.py`\n\n| Champ | Type attendu | Obligatoire | Effet runtime |\n"
-         "| --- | --- | --- | --- |\n| `a` | `str` | Oui | x |\n", "Write exactly one contract here"),
+        (
+            lambda md: (
+                md + "\n### `second` — `x.py`\n\n| Champ | Type attendu | Obligatoire | Effet runtime |\n"
+                "| --- | --- | --- | --- |\n| `a` | `str` | Oui | x |\n"
+            ),
+            "Write exactly one contract here",
+        ),
         (lambda md: "no contract here", "Write exactly one contract here; this text holds 0"),
     ],
-)  # fmt: skip
+)
 def test_markdown_mistakes_come_back_as_form_errors(admin_client, catalog, change, error):
     first = contracts.current(RANKING)
     _, data = _change_form(admin_client, first)

@@ -20,8 +20,12 @@ def test_the_catalog_lists_the_seventy_contracts_with_their_field_counts(agent_a
     assert body["count"] == 70
     by_name = {item["name"]: item for item in body["items"]}
     assert by_name[RANKING] == {
-        "name": RANKING, "module": "AGI_Evolutive/memory/retrieval.py", "section": "Mémoire", "version": 1, "fields": 6,
-    }  # fmt: skip
+        "name": RANKING,
+        "module": "AGI_Evolutive/memory/retrieval.py",
+        "section": "Mémoire",
+        "version": 1,
+        "fields": 6,
+    }
 
 
 def test_the_catalog_filters_by_section_and_name(viewer_api, catalog):
@@ -168,8 +172,12 @@ def test_aggregates_follow_every_check(agent_api, agent, catalog):
     agent_api.post("/contracts/audit", {"items": [{"contract": RANKING, "output": o} for o in outputs]})
     (daily,) = ContractDailyStat.objects.all()
     assert (daily.contract_name, daily.agent_label, daily.checks, daily.compliant, daily.violations) == (
-        RANKING, agent.agent_id, 3, 1, 3,
-    )  # fmt: skip
+        RANKING,
+        agent.agent_id,
+        3,
+        1,
+        3,
+    )
     counts = {(s.path, s.code): s.count for s in ContractViolationStat.objects.all()}
     assert counts == {("rankings[*].id", "wrong_type"): 2, ("rankings[*].adjusted_score", "alternative_missing"): 1}
 

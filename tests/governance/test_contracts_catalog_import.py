@@ -100,12 +100,19 @@ def _log(tmp_path, lines: list) -> str:
 
 
 def test_an_llm_log_is_audited_line_by_line_with_a_summary(catalog, agent, tmp_path):
-    path = _log(tmp_path, [
-        {"contract": "retrieval_answer", "output": {"status": "ok"}, "agent": agent.agent_id, "ts": 1_700_000_000},
-        {"contract": "retrieval_answer", "output": {"status": "nope"}, "agent": agent.agent_id,
-         "ts": "2023-11-15T10:00:00+00:00"},
-        {"contract": "memory_retrieval_ranking", "output": {"rankings": [{"id": "4", "score": 0.2}]}},
-    ])  # fmt: skip
+    path = _log(
+        tmp_path,
+        [
+            {"contract": "retrieval_answer", "output": {"status": "ok"}, "agent": agent.agent_id, "ts": 1_700_000_000},
+            {
+                "contract": "retrieval_answer",
+                "output": {"status": "nope"},
+                "agent": agent.agent_id,
+                "ts": "2023-11-15T10:00:00+00:00",
+            },
+            {"contract": "memory_retrieval_ranking", "output": {"rankings": [{"id": "4", "score": 0.2}]}},
+        ],
+    )
     out, err = StringIO(), StringIO()
     call_command("audit_llm_log", path, stdout=out, stderr=err)
     assert "3 line(s), 3 checked, 1 compliant (33.3%), 0 rejected" in out.getvalue()
@@ -122,14 +129,17 @@ def test_an_llm_log_is_audited_line_by_line_with_a_summary(catalog, agent, tmp_p
 
 
 def test_bad_log_lines_are_rejected_on_stderr_and_the_others_go_on(catalog, tmp_path):
-    path = _log(tmp_path, [
-        "{not json",
-        {"contract": "nope", "output": {}},
-        {"contract": "retrieval_answer"},
-        {"contract": "retrieval_answer", "output": {"status": "ok"}, "agent": "agent.ghost"},
-        {"contract": "retrieval_answer", "output": {"status": "ok"}, "ts": "yesterday"},
-        {"contract": "retrieval_answer", "output": {"status": "ok"}},
-    ])  # fmt: skip
+    path = _log(
+        tmp_path,
+        [
+            "{not json",
+            {"contract": "nope", "output": {}},
+            {"contract": "retrieval_answer"},
+            {"contract": "retrieval_answer", "output": {"status": "ok"}, "agent": "agent.ghost"},
+            {"contract": "retrieval_answer", "output": {"status": "ok"}, "ts": "yesterday"},
+            {"contract": "retrieval_answer", "output": {"status": "ok"}},
+        ],
+    )
     out, err = StringIO(), StringIO()
     call_command("audit_llm_log", path, stdout=out, stderr=err)
     rejected = err.getvalue().splitlines()

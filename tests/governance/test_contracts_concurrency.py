@@ -21,9 +21,11 @@ pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
 def _post(url: str, key: str, body: dict) -> int:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST",
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         return response.status
 

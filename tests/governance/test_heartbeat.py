@@ -18,8 +18,12 @@ pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 def _start(args: list[str], child_env: dict, log) -> subprocess.Popen:
     return subprocess.Popen(
         [PYTHON, "-m", "celery", "-A", "governance", *args],
-        cwd=BASE_DIR, env=child_env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=BASE_DIR,
+        env=child_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _stop(*processes: subprocess.Popen) -> None:

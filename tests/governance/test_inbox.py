@@ -456,19 +456,32 @@ def fill_inbox(agent, n: int, decider) -> None:
     for i in range(n):
         session = str(uuid4())
         reviews.open_item(
-            actor=SYSTEM, kind="session_validation", title=f"validation {i}", agent=agent,
-            payload={"session": session, "sessionName": f"S{i}", "lastAiMessage": "Hi",
-                     "validationContext": {"actions": ["Run x"], "reasons": ["r"], "warnings": ["w"]},
-                     "actionCommands": [SNAPSHOT]},
-        )  # fmt: skip
+            actor=SYSTEM,
+            kind="session_validation",
+            title=f"validation {i}",
+            agent=agent,
+            payload={
+                "session": session,
+                "sessionName": f"S{i}",
+                "lastAiMessage": "Hi",
+                "validationContext": {"actions": ["Run x"], "reasons": ["r"], "warnings": ["w"]},
+                "actionCommands": [SNAPSHOT],
+            },
+        )
         reviews.open_item(
-            actor=SYSTEM, kind="session_communication", title=f"question {i}", agent=agent,
+            actor=SYSTEM,
+            kind="session_communication",
+            title=f"question {i}",
+            agent=agent,
             payload={"session": session, "sessionName": f"S{i}", "lastAiMessage": "Hi", "module": CHOICE},
-        )  # fmt: skip
+        )
         reviews.open_item(
-            actor=SYSTEM, kind="escalation", title=f"escalation {i}", agent=agent,
+            actor=SYSTEM,
+            kind="escalation",
+            title=f"escalation {i}",
+            agent=agent,
             payload={"escalation": 0, "job": str(uuid4()), "triggers": ["confidence < 0.7"], "output": {}},
-        )  # fmt: skip
+        )
         done = reviews.open_item(actor=SYSTEM, kind="memory_promotion", title=f"done {i}", agent=agent, payload={})
         reviews.decide(done.pk, actor=Principal(user=decider), decision="approve", comment=f"c{i}")
 
@@ -489,8 +502,9 @@ def rows(response) -> int:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("name", "few_rows", "many_rows"), [("inbox", 3, 75), ("inbox-pending", 4, 100),
-                                                             ("inbox-decisions-csv", 1, 25)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "few_rows", "many_rows"), [("inbox", 3, 75), ("inbox-pending", 4, 100), ("inbox-decisions-csv", 1, 25)]
+)
 def test_queries_do_not_grow_with_the_number_of_items(
     client, reviewer, vlevel, name, few_rows, many_rows, django_assert_max_num_queries
 ):

@@ -46,13 +46,20 @@ def test_importing_the_settings_starts_nothing_and_writes_nothing(tmp_path):
 def test_a_management_command_prepares_the_install_once(tmp_path):
     var_dir = tmp_path / "var"
     try:
-        command = [sys.executable, "manage.py", "shell", "-c",
-                   "from django.conf import settings; from django.db import connection; "
-                   "connection.ensure_connection(); print(settings.SECRET_KEY)"]  # fmt: skip
-        first = subprocess.run(command, cwd=BASE_DIR, env=child_env(var_dir), capture_output=True, text=True,
-                               timeout=180)  # fmt: skip
-        second = subprocess.run(command, cwd=BASE_DIR, env=child_env(var_dir), capture_output=True, text=True,
-                                timeout=180)  # fmt: skip
+        command = [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.conf import settings; from django.db import connection; "
+            "connection.ensure_connection(); print(settings.SECRET_KEY)",
+        ]
+        first = subprocess.run(
+            command, cwd=BASE_DIR, env=child_env(var_dir), capture_output=True, text=True, timeout=180
+        )
+        second = subprocess.run(
+            command, cwd=BASE_DIR, env=child_env(var_dir), capture_output=True, text=True, timeout=180
+        )
         assert first.returncode == 0, first.stderr
         assert second.returncode == 0, second.stderr
         key = (var_dir / "secret_key").read_text().strip()

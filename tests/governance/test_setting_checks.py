@@ -11,8 +11,10 @@ from governance.checks import CHOICES, enumerated_settings_are_known
 from memory.embeddings import BACKEND_NAMES
 
 
-@pytest.mark.parametrize(("name", "typo"), [("JOB_LOCK_BACKOFF", "exponentiel"), ("LEARNINGS_PROMOTION_MODE", "Auto"),
-                                            ("EMBEDDING_BACKEND", "olama")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "typo"),
+    [("JOB_LOCK_BACKOFF", "exponentiel"), ("LEARNINGS_PROMOTION_MODE", "Auto"), ("EMBEDDING_BACKEND", "olama")],
+)
 def test_a_typo_in_an_enumerated_setting_is_an_error(settings, name, typo):
     setattr(settings, name, typo)
 

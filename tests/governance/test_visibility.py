@@ -21,9 +21,16 @@ def fleet(db):
         AISession.objects.create(agent=agent, name=f"{agent.agent_id} chat", type="CHAT")
         ReviewItem.objects.create(kind="escalation", title=agent.agent_id, agent=agent)
         ContractCheck.objects.create(
-            contract=contract, contract_name="x", agent=agent, submitted_by="test", compliant=True,
-            violations=[], warnings=[], output_sha256="0" * 64, checked_at=timezone.now(),
-        )  # fmt: skip
+            contract=contract,
+            contract_name="x",
+            agent=agent,
+            submitted_by="test",
+            compliant=True,
+            violations=[],
+            warnings=[],
+            output_sha256="0" * 64,
+            checked_at=timezone.now(),
+        )
     Learning.objects.create(story="S-1", gate=1, domain="seo", project="p", tags=[], tags_hash="h", text="shared")
     open_subject = Subject.objects.create(key="bob")
     Subject.objects.create(key="carol").allowed_agents.add(indexer)

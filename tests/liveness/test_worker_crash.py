@@ -118,10 +118,18 @@ class SlowOllama:
 def import_learnings(first: int, chunks: int) -> list[Learning]:
     """New learnings through the import, which queues one memory.embed task per CHUNK rows."""
     lines = [
-        json.dumps({"story": f"CR-{n % 30}", "gate": 1 + n % 3, "domain": "seo", "project": "shop",
-                    "tags": [f"t{n % 2}"], "text": f"crash learning {n}: cache the sitemap before the crawl"})
+        json.dumps(
+            {
+                "story": f"CR-{n % 30}",
+                "gate": 1 + n % 3,
+                "domain": "seo",
+                "project": "shop",
+                "tags": [f"t{n % 2}"],
+                "text": f"crash learning {n}: cache the sitemap before the crawl",
+            }
+        )
         for n in range(first, first + chunks * CHUNK)
-    ]  # fmt: skip
+    ]
     report = transfer.import_learnings(lines, source="crash.jsonl", actor=SYSTEM, warn=lambda _: None)
     assert report.created == len(lines), report
     return list(Learning.objects.order_by("pk")[first : first + len(lines)])
@@ -131,10 +139,16 @@ def inject(learnings: list[Learning], wave: int) -> None:
     """Injections of these learnings into a few stories, then gate-8 GOs for some of the stories."""
     now = timezone.now()
     LearningInjection.objects.bulk_create(
-        LearningInjection(learning=learning, story=f"W{wave}-S{(n + k) % 7}", domain=("seo", "rag", "ops")[k % 3],
-                          project="shop", at=now - timedelta(minutes=10 - k))
-        for n, learning in enumerate(learnings) for k in range(1 + n % 3)
-    )  # fmt: skip
+        LearningInjection(
+            learning=learning,
+            story=f"W{wave}-S{(n + k) % 7}",
+            domain=("seo", "rag", "ops")[k % 3],
+            project="shop",
+            at=now - timedelta(minutes=10 - k),
+        )
+        for n, learning in enumerate(learnings)
+        for k in range(1 + n % 3)
+    )
     GateResult.objects.bulk_create(GateResult(story=f"W{wave}-S{s}", gate=8, verdict="GO", at=now) for s in (0, 2, 4))
 
 
@@ -145,9 +159,14 @@ def due_automations(count: int, *, now) -> list[int]:
         text = seed_manifest_text("agent.seo.architect", id=f"agent.crash.a{n:02d}")
         agent = load_manifest(text, actor=SYSTEM)[0].agent
         automation = create_automation(
-            agent, actor=SYSTEM, name=f"Nightly {n}", trigger=Automation.Trigger.SCHEDULED, interval_minutes=60,
-            messages=[{"text": "Check the pages"}], first_run_at=now + timedelta(days=1),
-        )  # fmt: skip
+            agent,
+            actor=SYSTEM,
+            name=f"Nightly {n}",
+            trigger=Automation.Trigger.SCHEDULED,
+            interval_minutes=60,
+            messages=[{"text": "Check the pages"}],
+            first_run_at=now + timedelta(days=1),
+        )
         automations.append(automation.pk)
     return automations
 
@@ -204,9 +223,13 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
     embedder = SlowOllama()
     queue = f"test-crash-{uuid.uuid4().hex[:8]}"
     worker_env = {
-        "CELERY_QUEUE": queue, "CELERY_BROKER_URL": BROKER, "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
-        "EMBEDDING_BACKEND": "ollama", "EMBEDDING_MODEL": MODEL, "EMBEDDING_DIMENSION": str(DIMENSION),
-    }  # fmt: skip
+        "CELERY_QUEUE": queue,
+        "CELERY_BROKER_URL": BROKER,
+        "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+        "EMBEDDING_BACKEND": "ollama",
+        "EMBEDDING_MODEL": MODEL,
+        "EMBEDDING_DIMENSION": str(DIMENSION),
+    }
     runs = AISession.objects.filter(automation__in=automations, trigger=Automation.Trigger.SCHEDULED)
     after_task_publish.connect(on_publish, weak=False, dispatch_uid="crash-test")
     try:
@@ -290,9 +313,10 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
     # Promotions: one open proposal and one inbox item per eligible learning.
     threshold = Decimal(str(PROMOTE_TO_DOMAIN))
     eligible = [
-        learning.pk for learning in Learning.objects.filter(scope=Learning.Scope.STORY)
+        learning.pk
+        for learning in Learning.objects.filter(scope=Learning.Scope.STORY)
         if fresh.get((learning.story, learning.gate, learning.tags_hash), (0, 0, 0, Decimal(0)))[3] >= threshold
-    ]  # fmt: skip
+    ]
     open_proposals = PromotionProposal.objects.filter(status=PromotionProposal.Status.PROPOSED)
     proposals = Counter(open_proposals.values_list("learning_id", flat=True))
     items = Counter(item.payload["learning"] for item in ReviewItem.objects.filter(kind=REVIEW_KIND))

@@ -51,9 +51,14 @@ def changelist(client, model: str, params: dict | None = None) -> str:
 
 def learning(story: str, **kw) -> Learning:
     return create_learning(
-        actor=SYSTEM, story=story, gate=kw.pop("gate", 3), domain=kw.pop("domain", "seo"),
-        project=kw.pop("project", "shop"), tags=kw.pop("tags", ["#api"]), text=kw.pop("text", f"Lesson of {story}"),
-    )  # fmt: skip
+        actor=SYSTEM,
+        story=story,
+        gate=kw.pop("gate", 3),
+        domain=kw.pop("domain", "seo"),
+        project=kw.pop("project", "shop"),
+        tags=kw.pop("tags", ["#api"]),
+        text=kw.pop("text", f"Lesson of {story}"),
+    )
 
 
 @pytest.fixture

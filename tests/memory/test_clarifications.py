@@ -85,8 +85,11 @@ def test_tc_nom_03_the_exported_markdown_gives_the_answers_back_byte_for_byte():
     assert [sha(a) for a in read["answers"]] == [sha(a) for a in VERBATIM]
     assert read["answers_sha256"] == [sha(a) for a in VERBATIM]
     assert (read["story"], read["domain"], read["project"], read["version"]) == (
-        "PD-295", "tooling", "ia-governance", 1,
-    )  # fmt: skip
+        "PD-295",
+        "tooling",
+        "ia-governance",
+        1,
+    )
 
 
 def test_tc_nom_03_the_markdown_has_the_seed_shape():
@@ -312,8 +315,9 @@ def test_tc_neg_04_valid_file_names_are_read(name):
 
 def test_tc_neg_04_a_timestamped_name_gives_its_utc_time():
     assert clarifications.parse_clarification_name("PD-1-clarifications-2025-06-02-101507.md") == (
-        "PD-1", dt.datetime(2025, 6, 2, 10, 15, 7, tzinfo=dt.UTC),
-    )  # fmt: skip
+        "PD-1",
+        dt.datetime(2025, 6, 2, 10, 15, 7, tzinfo=dt.UTC),
+    )
 
 
 @pytest.mark.parametrize(

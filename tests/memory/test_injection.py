@@ -25,23 +25,40 @@ def learning(
 ) -> Learning:
     tags = [f"#{story.lower()}"]
     item = Learning.objects.create(
-        story=story, gate=3, domain="tooling", project="gov", tags=tags, tags_hash=compute_tags_hash(tags), text=text,
-        date_created=created or date(2026, 1, 1), scope=scope,
-    )  # fmt: skip
+        story=story,
+        gate=3,
+        domain="tooling",
+        project="gov",
+        tags=tags,
+        tags_hash=compute_tags_hash(tags),
+        text=text,
+        date_created=created or date(2026, 1, 1),
+        scope=scope,
+    )
     if score is not None:
         ReuseScore.objects.create(
-            story=story, gate=3, tags_hash=item.tags_hash, nb_injections=1, nb_stories_gate8_go=0, nb_domains=1,
-            reuse_score=Decimal(score), computed_at=timezone.now(),
-        )  # fmt: skip
+            story=story,
+            gate=3,
+            tags_hash=item.tags_hash,
+            nb_injections=1,
+            nb_stories_gate8_go=0,
+            nb_domains=1,
+            reuse_score=Decimal(score),
+            computed_at=timezone.now(),
+        )
     indexing.embed("learning", [item.pk], backend=HASHING)
     return item
 
 
 def note(title: str, summary: str, impact: str) -> VeilleNote:
     item = VeilleNote.objects.create(
-        path=f"api/{title}.md", title=title, date=date(2026, 5, 1), verdict_veille="signal", impact_pv=impact,
+        path=f"api/{title}.md",
+        title=title,
+        date=date(2026, 5, 1),
+        verdict_veille="signal",
+        impact_pv=impact,
         summary=summary,
-    )  # fmt: skip
+    )
     indexing.embed("veille", [item.pk], backend=HASHING)
     return item
 
@@ -62,9 +79,13 @@ def test_tc_nom_12_three_sections_with_at_most_5_3_3():
         note(f"note {n}", f"retry the flaky deploy {n}", "fort")
     for n in range(5):
         clarifications.persist_clarifications(
-            story=f"PD-{100 + n}", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM,
+            story=f"PD-{100 + n}",
+            domain="tooling",
+            project="gov",
+            answers=["a", "b", "c", "d"],
+            actor=SYSTEM,
             now=timezone.now() + timedelta(minutes=n),
-        )  # fmt: skip
+        )
 
     result = block()
 
@@ -94,8 +115,11 @@ def test_every_learning_served_is_recorded_as_an_injection():
     block()
     injection = LearningInjection.objects.get()
     assert (injection.learning_id, injection.story, injection.domain, injection.project) == (
-        served.pk, "PD-9", "tooling", "gov",
-    )  # fmt: skip
+        served.pk,
+        "PD-9",
+        "tooling",
+        "gov",
+    )
 
 
 @pytest.mark.django_db
@@ -192,13 +216,23 @@ def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
 
     local = get_backend("local")
     migrations = Learning.objects.create(
-        story="PD-1", gate=3, domain="data", project="p", tags=[], tags_hash=compute_tags_hash([]),
+        story="PD-1",
+        gate=3,
+        domain="data",
+        project="p",
+        tags=[],
+        tags_hash=compute_tags_hash([]),
         text="Adding a column with a default rewrites the table and locks it during the migration.",
-    )  # fmt: skip
+    )
     styling = Learning.objects.create(
-        story="PD-2", gate=3, domain="web", project="p", tags=[], tags_hash=compute_tags_hash([]),
+        story="PD-2",
+        gate=3,
+        domain="web",
+        project="p",
+        tags=[],
+        tags_hash=compute_tags_hash([]),
         text="Button colours must follow the design system palette.",
-    )  # fmt: skip
+    )
     indexing.embed("learning", [migrations.pk, styling.pk], backend=local)
 
     hits = agent_api.get("/memory/search", {"q": "schema change blocks writes on a big table", "k": 2}).json()

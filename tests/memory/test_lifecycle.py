@@ -26,25 +26,47 @@ TODAY = date(2026, 11, 21)
 def learning(*, scope: str = "story", created: date | None = TODAY, legacy_date: date | None = None, **kw) -> Learning:
     tags = kw.pop("tags", ["#api"])
     return Learning.objects.create(
-        story=kw.pop("story", "PD-1"), gate=kw.pop("gate", 3), domain="tooling", project="p", tags=tags,
-        tags_hash=compute_tags_hash(tags), text="t", scope=scope, date_created=created, date=legacy_date, **kw,
-    )  # fmt: skip
+        story=kw.pop("story", "PD-1"),
+        gate=kw.pop("gate", 3),
+        domain="tooling",
+        project="p",
+        tags=tags,
+        tags_hash=compute_tags_hash(tags),
+        text="t",
+        scope=scope,
+        date_created=created,
+        date=legacy_date,
+        **kw,
+    )
 
 
 def scored(item: Learning, value: str) -> None:
     ReuseScore.objects.update_or_create(
-        story=item.story, gate=item.gate, tags_hash=item.tags_hash,
-        defaults={"nb_injections": 1, "nb_stories_gate8_go": 0, "nb_domains": 1, "reuse_score": Decimal(value),
-                  "computed_at": timezone.now()},
-    )  # fmt: skip
+        story=item.story,
+        gate=item.gate,
+        tags_hash=item.tags_hash,
+        defaults={
+            "nb_injections": 1,
+            "nb_stories_gate8_go": 0,
+            "nb_domains": 1,
+            "reuse_score": Decimal(value),
+            "computed_at": timezone.now(),
+        },
+    )
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("scope", "score", "target"),
-    [("story", "0.29", None), ("story", "0.30", "domain"), ("story", "0.80", "domain"),
-     ("domain", "0.59", None), ("domain", "0.60", "global"), ("global", "5.0", None)],
-)  # fmt: skip
+    [
+        ("story", "0.29", None),
+        ("story", "0.30", "domain"),
+        ("story", "0.80", "domain"),
+        ("domain", "0.59", None),
+        ("domain", "0.60", "global"),
+        ("global", "5.0", None),
+    ],
+)
 def test_tc_nom_09_promotions_follow_the_thresholds_in_auto_mode(scope, score, target):
     item = learning(scope=scope)
     scored(item, score)
@@ -169,8 +191,11 @@ def test_tc_nom_10_eviction_matrix_archives_only_old_and_never_injected():
 
     assert report.archived == 1
     assert {x.story: x.scope for x in Learning.objects.all()} == {
-        "A": "archived", "B": "story", "C": "story", "D": "story",
-    }  # fmt: skip
+        "A": "archived",
+        "B": "story",
+        "C": "story",
+        "D": "story",
+    }
     assert Learning.objects.count() == 4  # archived, never deleted
     assert AuditEvent.objects.filter(action="learning.archived", target_id=str(a.pk)).exists()
 

@@ -46,8 +46,15 @@ def run(*args: Any, **options: Any) -> tuple[str, str]:
 
 def entry(text: str, **overrides: Any) -> dict[str, Any]:
     tags = overrides.pop("tags", ["#deploy"])
-    values = {"story": "PD-1", "gate": 3, "domain": "tooling", "project": "gov", "tags": tags,
-              "tags_hash": compute_tags_hash(tags), "text": text}  # fmt: skip
+    values = {
+        "story": "PD-1",
+        "gate": 3,
+        "domain": "tooling",
+        "project": "gov",
+        "tags": tags,
+        "tags_hash": compute_tags_hash(tags),
+        "text": text,
+    }
     values.update(overrides)
     return values
 
@@ -128,9 +135,11 @@ def test_import_with_archive_and_injections(tmp_path):
 
     out, _ = run("import_learnings", str(learnings), "--archive", str(archive), "--injections", str(injections))
 
-    assert [line.split(":")[0] for line in out.splitlines()] == ["[import] learnings.jsonl",
-                                                                  "[import] learnings-archive.jsonl",
-                                                                  "[import] learnings-injections.jsonl"]  # fmt: skip
+    assert [line.split(":")[0] for line in out.splitlines()] == [
+        "[import] learnings.jsonl",
+        "[import] learnings-archive.jsonl",
+        "[import] learnings-injections.jsonl",
+    ]
     assert Learning.objects.get(text="old").scope == "archived"
     assert LearningInjection.objects.get().learning.text == "live"
 
@@ -182,21 +191,29 @@ def test_export_writes_the_three_files(tmp_path):
 def test_tc_nom_12_inject_prints_exactly_the_block_markdown(hashing):
     learning("retry the flaky deploy once", hashing)
     note = VeilleNote.objects.create(
-        path="api/n.md", title="Deploy retries", date="2026-05-01", verdict_veille="signal", impact_pv="fort",
+        path="api/n.md",
+        title="Deploy retries",
+        date="2026-05-01",
+        verdict_veille="signal",
+        impact_pv="fort",
         summary="retry the flaky deploy",
-    )  # fmt: skip
+    )
     indexing.embed("veille", [note.pk], backend=hashing)
-    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
-                                 actor=SYSTEM)  # fmt: skip
+    clarifications.persist_clarifications(
+        story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM
+    )
     args = {"story": "PD-9", "domain": "tooling", "project": "gov", "query_text": "retry the flaky deploy"}
 
-    out, err = run("inject", "--story", "PD-9", "--domain", "tooling", "--project", "gov",
-                   "--query-text", "retry the flaky deploy")  # fmt: skip
+    out, err = run(
+        "inject", "--story", "PD-9", "--domain", "tooling", "--project", "gov", "--query-text", "retry the flaky deploy"
+    )
 
     assert out == build_block(actor=SYSTEM, **args)["markdown"]
     assert [line for line in out.splitlines() if line.startswith("## ")] == [
-        "## Learnings", "## Veille", "## Clarifications",
-    ]  # fmt: skip
+        "## Learnings",
+        "## Veille",
+        "## Clarifications",
+    ]
     assert "retry the flaky deploy once" in out
     assert "**Deploy retries**" in out
     assert "PD-5 (v1" in out
@@ -213,8 +230,9 @@ def test_tc_nom_14_inject_exits_0_when_the_embedding_backend_is_down(settings):
     settings.EMBEDDING_BACKEND = "ollama"
     settings.EMBEDDING_URL = "http://127.0.0.1:9"  # nothing listens: connection refused at once
     settings.EMBEDDING_TIMEOUT_SECONDS = 2
-    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"],
-                                 actor=SYSTEM)  # fmt: skip
+    clarifications.persist_clarifications(
+        story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM
+    )
 
     out, _ = run("inject", "--story", "PD-9", "--domain", "tooling", "--project", "gov", "--query-text", "q")
 
@@ -252,10 +270,17 @@ def test_search_memory_prints_hits_best_first_with_their_scores(hashing):
 def test_search_memory_filters(hashing):
     learning("retry the flaky deploy", hashing, domain="web")
     kept = learning("retry the flaky deploy again", hashing, domain="tooling")
-    weak = VeilleNote.objects.create(path="a.md", title="weak", date="2026-05-01", verdict_veille="signal",
-                                     impact_pv="faible", summary="retry the flaky deploy")  # fmt: skip
-    strong = VeilleNote.objects.create(path="b.md", title="strong", date="2026-05-01", verdict_veille="veille",
-                                       impact_pv="fort", summary="deploy")  # fmt: skip
+    weak = VeilleNote.objects.create(
+        path="a.md",
+        title="weak",
+        date="2026-05-01",
+        verdict_veille="signal",
+        impact_pv="faible",
+        summary="retry the flaky deploy",
+    )
+    strong = VeilleNote.objects.create(
+        path="b.md", title="strong", date="2026-05-01", verdict_veille="veille", impact_pv="fort", summary="deploy"
+    )
     indexing.embed("veille", [weak.pk, strong.pk], backend=hashing)
 
     by_domain, _ = run("search_memory", "retry the flaky deploy", "--domain", "tooling")
@@ -268,8 +293,9 @@ def test_search_memory_filters(hashing):
 
 
 def test_search_memory_clarifications_and_no_results(hashing):
-    clarifications.persist_clarifications(story="PD-5", domain="tooling", project="gov",
-                                 answers=["retry the flaky deploy", "b", "c", "d"], actor=SYSTEM)  # fmt: skip
+    clarifications.persist_clarifications(
+        story="PD-5", domain="tooling", project="gov", answers=["retry the flaky deploy", "b", "c", "d"], actor=SYSTEM
+    )
     indexing.embed("clarification", indexing.missing("clarification", hashing.model), backend=hashing)
 
     out, _ = run("search_memory", "retry the flaky deploy", "--kind", "clarification", "-k", "1")

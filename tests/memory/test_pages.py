@@ -30,9 +30,15 @@ BULK = "inbox-bulk-approve"
 
 def learning(story: str = "PD-1", *, gate: int = 3, tags: tuple[str, ...] = ("#api",), **kw) -> Learning:
     return create_learning(
-        actor=SYSTEM, story=story, gate=gate, domain=kw.pop("domain", "seo"), project=kw.pop("project", "shop"),
-        tags=list(tags), text=kw.pop("text", f"Check the canonical URLs of {story}."), **kw,
-    )  # fmt: skip
+        actor=SYSTEM,
+        story=story,
+        gate=gate,
+        domain=kw.pop("domain", "seo"),
+        project=kw.pop("project", "shop"),
+        tags=list(tags),
+        text=kw.pop("text", f"Check the canonical URLs of {story}."),
+        **kw,
+    )
 
 
 def inject(item: Learning, times: int = 1, *, days_ago: int = 0, story: str = "PD-900", domain: str = "seo") -> None:
@@ -222,11 +228,17 @@ def fill_memory(learnings: int) -> None:
     today = timezone.localdate()
     rows = Learning.objects.bulk_create(
         Learning(
-            story=f"PD-{n % 40}", gate=n % 8 + 1, domain=f"d{n % 4}", project="p", tags=[f"#t{n}"],
-            tags_hash=compute_tags_hash([f"#t{n}"]), text=f"Lesson {n}", date_created=today - timedelta(days=n % 90),
+            story=f"PD-{n % 40}",
+            gate=n % 8 + 1,
+            domain=f"d{n % 4}",
+            project="p",
+            tags=[f"#t{n}"],
+            tags_hash=compute_tags_hash([f"#t{n}"]),
+            text=f"Lesson {n}",
+            date_created=today - timedelta(days=n % 90),
         )
         for n in range(learnings)
-    )  # fmt: skip
+    )
     now = timezone.now()
     LearningInjection.objects.bulk_create(
         LearningInjection(learning=row, story=f"PD-{n % 7}", domain="d0", project="p", at=now - timedelta(days=n % 30))
@@ -281,8 +293,14 @@ def test_the_detail_page_costs_the_same_queries_with_few_or_many_injections(as_v
 
 @pytest.mark.django_db
 def test_the_detail_shows_text_tags_hash_scope_and_dates(as_viewer):
-    item = learning("PD-42", gate=5, tags=("Python", "#API"), text="Pin the client version.", domain="rag",
-                    date_created=date(2026, 10, 1))  # fmt: skip
+    item = learning(
+        "PD-42",
+        gate=5,
+        tags=("Python", "#API"),
+        text="Pin the client version.",
+        domain="rag",
+        date_created=date(2026, 10, 1),
+    )
 
     html = page(as_viewer, DETAIL, item.pk)
 

@@ -23,9 +23,14 @@ T0 = timezone.now() - timedelta(days=10)
 
 def learning(story: str = "PD-1", gate: int = 3, tags=("#api",), domain: str = "tooling") -> Learning:
     return Learning.objects.create(
-        story=story, gate=gate, domain=domain, project="p", tags=list(tags), tags_hash=compute_tags_hash(list(tags)),
+        story=story,
+        gate=gate,
+        domain=domain,
+        project="p",
+        tags=list(tags),
+        tags_hash=compute_tags_hash(list(tags)),
         text=f"learned in {story}",
-    )  # fmt: skip
+    )
 
 
 def inject(item: Learning, story: str, domain: str, at) -> LearningInjection:

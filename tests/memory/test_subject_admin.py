@@ -32,10 +32,23 @@ from memory.models import (
 )
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
-READ_ONLY = {model._meta.model_name: model for model in (
-    SubjectCounter, Conversation, ProfileFact, Preference, LifeEvent, Relationship, SubjectMemory,
-    PersonalityState, TraitSnapshot, EmotionState, EmotionEvent, EmotionTransition,
-)}  # fmt: skip
+READ_ONLY = {
+    model._meta.model_name: model
+    for model in (
+        SubjectCounter,
+        Conversation,
+        ProfileFact,
+        Preference,
+        LifeEvent,
+        Relationship,
+        SubjectMemory,
+        PersonalityState,
+        TraitSnapshot,
+        EmotionState,
+        EmotionEvent,
+        EmotionTransition,
+    )
+}
 
 
 def page(response) -> str:
@@ -45,8 +58,9 @@ def page(response) -> str:
 
 @pytest.fixture
 def alice(db) -> Subject:
-    documents = {name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
-                 for name in subject_documents.DOCUMENTS}  # fmt: skip
+    documents = {
+        name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
+    }
     subjects.import_documents("alice", documents, actor=SYSTEM)
     return Subject.objects.get(key="alice")
 
@@ -140,4 +154,6 @@ def test_rows_of_the_matrix_are_added_and_deleted_with_an_audit_row(admin_client
     assert deleted.status_code == 302
     assert not TransitionProbability.objects.filter(from_emotion="frustré").exists()
     assert list(AuditEvent.objects.order_by("at", "pk").values_list("action", flat=True)) == [
-        "transition_probability.added", "transition_probability.deleted"]  # fmt: skip
+        "transition_probability.added",
+        "transition_probability.deleted",
+    ]

@@ -29,8 +29,9 @@ def test_no_data_draws_no_chart():
 
 
 def test_emotion_intensities_use_a_fixed_scale_and_are_evenly_spaced():
-    chart = emotion_chart([EmotionPoint("a", "neutre", 0.0), EmotionPoint("b", "joyeux", 1.0),
-                           EmotionPoint("c", "triste", 0.5)])  # fmt: skip
+    chart = emotion_chart(
+        [EmotionPoint("a", "neutre", 0.0), EmotionPoint("b", "joyeux", 1.0), EmotionPoint("c", "triste", 0.5)]
+    )
 
     low, high, middle = ys(chart["points"])
     grid = {line["label"]: line["y"] for line in chart["grid"]}

@@ -39,12 +39,47 @@ ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 # is allowed, and every one of the forty is a change of emotion whatever order the server applies
 # them in, so the expected transition count does not depend on the schedule.
 EMOTIONS = (
-    "calme", "serein", "curieux", "nostalgique", "reconnaissant", "fier", "amusé", "inquiet", "ému", "soulagé",
-    "impatient", "confiant", "déçu", "touché", "intrigué", "détendu", "enthousiaste", "attendri", "perplexe",
-    "rassuré", "admiratif", "motivé", "content", "apaisé", "émerveillé", "embarrassé", "gêné", "optimiste",
-    "pensif", "excité", "tendre", "joueur", "concentré", "méfiant", "songeur", "ravi", "agacé", "mélancolique",
-    "étonné", "rêveur",
-)  # fmt: skip
+    "calme",
+    "serein",
+    "curieux",
+    "nostalgique",
+    "reconnaissant",
+    "fier",
+    "amusé",
+    "inquiet",
+    "ému",
+    "soulagé",
+    "impatient",
+    "confiant",
+    "déçu",
+    "touché",
+    "intrigué",
+    "détendu",
+    "enthousiaste",
+    "attendri",
+    "perplexe",
+    "rassuré",
+    "admiratif",
+    "motivé",
+    "content",
+    "apaisé",
+    "émerveillé",
+    "embarrassé",
+    "gêné",
+    "optimiste",
+    "pensif",
+    "excité",
+    "tendre",
+    "joueur",
+    "concentré",
+    "méfiant",
+    "songeur",
+    "ravi",
+    "agacé",
+    "mélancolique",
+    "étonné",
+    "rêveur",
+)
 
 
 def _document(name: str) -> dict[str, Any]:
@@ -66,9 +101,11 @@ def _agent_key(agent: Any) -> str:
 
 def _post(url: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST",
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -100,9 +137,16 @@ def test_forty_simultaneous_emotions_keep_the_history_bounded_and_the_statistics
     # Each emotion carries its own moment, a minute apart (the response's timestamp is to the
     # millisecond, too coarse to order forty requests), while the order the server applies them in
     # is the schedule's.
-    bodies = [{"emotion": emotion, "intensity": round(0.2 + n / 100, 2), "context": f"message {n}",
-               "triggered_by": "user_message", "timestamp": f"2026-01-01T10:{n:02d}:00Z"}
-              for n, emotion in enumerate(EMOTIONS)]  # fmt: skip
+    bodies = [
+        {
+            "emotion": emotion,
+            "intensity": round(0.2 + n / 100, 2),
+            "context": f"message {n}",
+            "triggered_by": "user_message",
+            "timestamp": f"2026-01-01T10:{n:02d}:00Z",
+        }
+        for n, emotion in enumerate(EMOTIONS)
+    ]
 
     results = _all_at_once(bodies, lambda body: _post(url, key, body))
 
@@ -141,12 +185,19 @@ def test_thirty_simultaneous_facts_get_the_next_ids_without_gaps_or_duplicates(s
     subjects.import_documents("alice", {"facts": _document("facts")}, actor=SYSTEM)
     subject = Subject.objects.get(key="alice")
     assert sorted(Preference.objects.filter(subject=subject).values_list("pref_id", flat=True)) == [
-        "pref_001", "pref_002", "pref_003",
-    ]  # fmt: skip
+        "pref_001",
+        "pref_002",
+        "pref_003",
+    ]
     key = _agent_key(agent)
     url = f"{served}/api/v1/memory/subjects/alice/facts"
-    bodies = [{"kind": "preference", "values": {"category": "musique", "item": f"groupe {n}", "sentiment": "positive",
-                                                 "confidence": 0.8}} for n in range(30)]  # fmt: skip
+    bodies = [
+        {
+            "kind": "preference",
+            "values": {"category": "musique", "item": f"groupe {n}", "sentiment": "positive", "confidence": 0.8},
+        }
+        for n in range(30)
+    ]
 
     results = _all_at_once(bodies, lambda body: _post(url, key, body))
 

@@ -26,8 +26,9 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def documents() -> dict:
-    return {name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
-            for name in subject_documents.DOCUMENTS}  # fmt: skip
+    return {
+        name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
+    }
 
 
 @pytest.fixture
@@ -62,16 +63,26 @@ def fact_url(name: str, kind: str = "preference", fact_id: str = "pref_001", key
 
 
 EDIT, DELETE, ROW = "subject-fact-edit", "subject-fact-delete", "subject-fact"
-JAZZ = {"category": "musique", "item": "jazz", "sentiment": "positive", "confidence": "0.95",
-        "context": "Alice a dit 'j'aime beaucoup la musique jazz'"}  # fmt: skip
+JAZZ = {
+    "category": "musique",
+    "item": "jazz",
+    "sentiment": "positive",
+    "confidence": "0.95",
+    "context": "Alice a dit 'j'aime beaucoup la musique jazz'",
+}
 
 
 # Access ------------------------------------------------------------------------------------------
 
 
 def page_urls() -> list[str]:
-    return [reverse("subject-list"), reverse("subject-detail", args=["alice"]), fact_url(ROW), fact_url(EDIT),
-            fact_url(DELETE)]  # fmt: skip
+    return [
+        reverse("subject-list"),
+        reverse("subject-detail", args=["alice"]),
+        fact_url(ROW),
+        fact_url(EDIT),
+        fact_url(DELETE),
+    ]
 
 
 def test_anonymous_visitors_are_sent_to_the_login(client, alice):
@@ -188,7 +199,12 @@ def test_the_detail_page_shows_emotions_with_their_chart_transitions_and_statist
 
     chart = re.search(r'<svg class="line-chart emotion-chart".*?</svg>', html, re.S).group(0)
     assert re.findall(r'<text class="emotion-label"[^>]*>([^<]+)</text>', chart) == [
-        "neutre", "joyeux", "joyeux", "frustré", "empathique"]  # fmt: skip
+        "neutre",
+        "joyeux",
+        "joyeux",
+        "frustré",
+        "empathique",
+    ]
     assert chart.count("<circle") == 5
     assert '98</span><span class="stat-label">Emotions recorded (5 kept of at most 100)' in html
     assert 'joyeux</span><span class="stat-label">Most frequent (35 times)' in html
@@ -280,18 +296,27 @@ def test_an_edit_changes_the_row_and_is_audited_with_the_user(as_admin, admin_op
 
 
 def test_an_edit_of_an_event_and_a_relationship(as_admin, alice):
-    event = {"description": "Alice a fini son projet", "importance": "0.4", "sentiment": "positive",
-             "related_topics": "travail, fierté , "}  # fmt: skip
+    event = {
+        "description": "Alice a fini son projet",
+        "importance": "0.4",
+        "sentiment": "positive",
+        "related_topics": "travail, fierté , ",
+    }
     assert "Saved." in text(as_admin.post(fact_url(EDIT, "event", "event_001"), event, **HTMX))
     saved = LifeEvent.objects.get(subject=alice, event_id="event_001")
-    assert (saved.description, saved.importance, saved.related_topics) == ("Alice a fini son projet", 0.4,
-                                                                           ["travail", "fierté"])  # fmt: skip
+    assert (saved.description, saved.importance, saved.related_topics) == (
+        "Alice a fini son projet",
+        0.4,
+        ["travail", "fierté"],
+    )
     relationship = {"entity_1": "Alice", "relation_type": "admire", "entity_2": "Miles Davis", "confidence": "1"}
     assert "Saved." in text(as_admin.post(fact_url(EDIT, "relationship", "rel_001"), relationship, **HTMX))
     assert Relationship.objects.get(subject=alice, rel_id="rel_001").relation_type == "admire"
     fields = dict(AuditEvent.objects.filter(action__endswith="_edited").values_list("action", "data__fields"))
-    assert fields == {"subject.event_edited": ["description", "importance", "related_topics", "sentiment"],
-                      "subject.relationship_edited": ["confidence", "relation_type"]}  # fmt: skip
+    assert fields == {
+        "subject.event_edited": ["description", "importance", "related_topics", "sentiment"],
+        "subject.relationship_edited": ["confidence", "relation_type"],
+    }
 
 
 def test_an_unchanged_form_writes_nothing(as_admin, alice):
@@ -353,8 +378,15 @@ def test_deleting_asks_for_confirmation_first(as_admin, alice):
 
 def test_a_delete_removes_the_fact_its_memory_and_vector_and_is_audited(as_admin, admin_operator, alice):
     memory = SubjectMemory.objects.get(subject=alice, key="pref_001")
-    Embedding.objects.create(kind="subject", object_id=memory.pk, model="m", dimension=3, embedding=[0.1, 0.2, 0.3],
-                             text_sha256="x", subject=alice)  # fmt: skip
+    Embedding.objects.create(
+        kind="subject",
+        object_id=memory.pk,
+        model="m",
+        dimension=3,
+        embedding=[0.1, 0.2, 0.3],
+        text_sha256="x",
+        subject=alice,
+    )
 
     html = text(as_admin.post(fact_url(DELETE), **HTMX))
 

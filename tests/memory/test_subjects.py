@@ -35,8 +35,9 @@ def minilm() -> LocalMiniLM:
 def alice(minilm) -> dict:
     """The seed's documents, with real all-MiniLM-L6-v2 vectors where the seed elides them, each
     component in float4's shortest decimal form (how PostgreSQL stores and returns it)."""
-    documents = {name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
-                 for name in subject_documents.DOCUMENTS}  # fmt: skip
+    documents = {
+        name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
+    }
     entries = documents["embeddings"]["embeddings"]
     for entry, vector in zip(entries, minilm.embed([e["text"] for e in entries]), strict=True):
         entry["embedding"] = [float(str(numpy.float32(x))) for x in vector]
@@ -46,8 +47,7 @@ def alice(minilm) -> dict:
 def test_the_seed_documents_round_trip_equal(admin_api, alice):
     response = admin_api.post("/memory/subjects/alice/import", alice)
     assert response.status_code == 200
-    assert response.json() == {"conversations": 2, "facts": 7, "embeddings": 6, "personality": 3,
-                               "emotion_history": 8}  # fmt: skip
+    assert response.json() == {"conversations": 2, "facts": 7, "embeddings": 6, "personality": 3, "emotion_history": 8}
     exported = admin_api.get("/memory/subjects/alice/export")
     assert exported.status_code == 200
     assert exported.json() == alice
@@ -126,8 +126,10 @@ def test_import_and_export_are_for_operators_with_the_permission(agent_api, view
 
 def test_new_facts_get_the_next_id_of_their_subject(admin_api, agent_api, alice):
     admin_api.post("/memory/subjects/alice/import", alice)
-    body = {"kind": "preference", "values": {"category": "musique", "item": "rock", "sentiment": "positive",
-                                             "confidence": 0.8}}  # fmt: skip
+    body = {
+        "kind": "preference",
+        "values": {"category": "musique", "item": "rock", "sentiment": "positive", "confidence": 0.8},
+    }
     response = agent_api.post("/memory/subjects/alice/facts", body)
     assert response.status_code == 201
     assert response.json() == {"id": "pref_004"}
@@ -154,8 +156,7 @@ def test_erasing_a_subject_leaves_no_row_of_it_in_any_table(admin_api, agent_api
 
     admin_api.post("/memory/subjects/alice/import", alice)
     admin_api.post("/memory/subjects/bob/import", {"facts": alice["facts"]})
-    agent_api.post("/memory/subjects/alice/emotions", {"emotion": "neutre", "intensity": 0.5,
-                                                        "triggered_by": "system"})  # fmt: skip
+    agent_api.post("/memory/subjects/alice/emotions", {"emotion": "neutre", "intensity": 0.5, "triggered_by": "system"})
     alice_id = Subject.objects.get(key="alice").pk
     response = admin_api.delete("/memory/subjects/alice")
     assert response.status_code == 204
@@ -181,12 +182,14 @@ def test_only_operators_with_the_permission_erase(agent_api, viewer_api, admin_a
 
 def test_emotions_follow_the_transition_matrix(admin_api, agent_api, alice):
     admin_api.post("/memory/subjects/alice/import", alice)  # current emotion: joyeux
-    refused = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "énervé", "intensity": 0.6,
-                                                                  "triggered_by": "user_message"})  # fmt: skip
+    refused = agent_api.post(
+        "/memory/subjects/alice/emotions", {"emotion": "énervé", "intensity": 0.6, "triggered_by": "user_message"}
+    )
     assert refused.status_code == 422
     assert (refused.json()["from"], refused.json()["to"], refused.json()["probability"]) == ("joyeux", "énervé", 0.0)
-    at_threshold = agent_api.post("/memory/subjects/alice/emotions", {"emotion": "triste", "intensity": 0.3,
-                                                                       "triggered_by": "user_message"})  # fmt: skip
+    at_threshold = agent_api.post(
+        "/memory/subjects/alice/emotions", {"emotion": "triste", "intensity": 0.3, "triggered_by": "user_message"}
+    )
     assert at_threshold.status_code == 422
     assert at_threshold.json()["probability"] == 0.05
     news = {"emotion": "surpris", "intensity": 0.6, "context": "news", "triggered_by": "user_message"}

@@ -29,9 +29,16 @@ pytestmark = pytest.mark.django_db
 def entry(text: str = "retry flaky deploys once", **overrides: Any) -> dict[str, Any]:
     """A learnings.jsonl entry as the seed's producers wrote it (no scope: before the migration)."""
     tags = overrides.pop("tags", ["#deploy", "#ci"])
-    values = {"story": "PD-1", "gate": 3, "domain": "tooling", "project": "gov", "tags": tags, "text": text,
-              "tags_hash": compute_tags_hash(tags) if isinstance(tags, list) else None,
-              "date_created": "2026-01-05"}  # fmt: skip
+    values = {
+        "story": "PD-1",
+        "gate": 3,
+        "domain": "tooling",
+        "project": "gov",
+        "tags": tags,
+        "text": text,
+        "tags_hash": compute_tags_hash(tags) if isinstance(tags, list) else None,
+        "date_created": "2026-01-05",
+    }
     values.update(overrides)
     return {name: value for name, value in values.items() if value is not None}
 
@@ -52,10 +59,30 @@ def import_lines(lines: list[str], **kwargs: Any) -> tuple[transfer.ImportReport
     return report, messages
 
 
-LEARNING_FIELDS = ("story", "gate", "domain", "project", "tags", "tags_hash", "text", "scope", "date_created", "date",
-                   "scope_migrated_at", "archived_at")  # fmt: skip
-INJECTION_FIELDS = ("learning__story", "learning__gate", "learning__tags_hash", "learning__text", "story", "domain",
-                    "project", "at")  # fmt: skip
+LEARNING_FIELDS = (
+    "story",
+    "gate",
+    "domain",
+    "project",
+    "tags",
+    "tags_hash",
+    "text",
+    "scope",
+    "date_created",
+    "date",
+    "scope_migrated_at",
+    "archived_at",
+)
+INJECTION_FIELDS = (
+    "learning__story",
+    "learning__gate",
+    "learning__tags_hash",
+    "learning__text",
+    "story",
+    "domain",
+    "project",
+    "at",
+)
 
 
 def rows() -> list[tuple]:
@@ -165,16 +192,24 @@ def test_the_archive_imports_as_archived_with_archived_at():
 
 
 def injection(text: str | None, **overrides: Any) -> dict[str, Any]:
-    values = {"story": "PD-1", "gate": 3, "tags_hash": compute_tags_hash(["#deploy", "#ci"]), "text": text,
-              "injected_into": "PD-9", "domain": "tooling", "project": "gov",
-              "injected_at": "2026-04-01T10:00:00+00:00"}  # fmt: skip
+    values = {
+        "story": "PD-1",
+        "gate": 3,
+        "tags_hash": compute_tags_hash(["#deploy", "#ci"]),
+        "text": text,
+        "injected_into": "PD-9",
+        "domain": "tooling",
+        "project": "gov",
+        "injected_at": "2026-04-01T10:00:00+00:00",
+    }
     values.update(overrides)
     return {name: value for name, value in values.items() if value is not None}
 
 
 def test_injections_are_matched_by_key_and_text_or_by_the_key_alone_when_unique(tmp_path):
-    import_lines(jsonl(entry("twin one"), entry("twin two"), entry("alone", story="PD-2", tags=["#Solo"],
-                                                                    tags_hash="f" * 64)))  # fmt: skip
+    import_lines(
+        jsonl(entry("twin one"), entry("twin two"), entry("alone", story="PD-2", tags=["#Solo"], tags_hash="f" * 64))
+    )
     learnings = tmp_path / "learnings.jsonl"
     write(learnings, [])
     injections = write(
@@ -222,9 +257,13 @@ def test_injections_written_with_the_old_hash_find_the_corrected_learning(tmp_pa
 
 def test_an_old_hash_corrected_two_ways_matches_nothing(tmp_path):
     """A placeholder hash shared by learnings with different tags must not pick one of them."""
-    learnings = write(tmp_path / "learnings.jsonl", jsonl(
-        entry("first", tags=["#a"], tags_hash="bad"), entry("second", tags=["#b"], tags_hash="bad"),
-    ))  # fmt: skip
+    learnings = write(
+        tmp_path / "learnings.jsonl",
+        jsonl(
+            entry("first", tags=["#a"], tags_hash="bad"),
+            entry("second", tags=["#b"], tags_hash="bad"),
+        ),
+    )
     injections = write(tmp_path / "learnings-injections.jsonl", jsonl(injection(None, tags_hash="bad")))
     messages: list[str] = []
 
@@ -256,10 +295,14 @@ def test_a_missing_learnings_file_is_an_error(tmp_path):
 def test_round_trip_import_export_import_gives_the_same_rows(tmp_path):
     source = tmp_path / "in"
     source.mkdir()
-    write(source / transfer.LEARNINGS_FILE, jsonl(
-        entry("no scope"), entry("domain one", scope="domain", date=None, date_created=None, extra_field="ignored"),
-        entry("older entry", story="PD-2", date="2025-11-30", date_created=None, tags=["Ünïcode", "ops"]),
-    ))  # fmt: skip
+    write(
+        source / transfer.LEARNINGS_FILE,
+        jsonl(
+            entry("no scope"),
+            entry("domain one", scope="domain", date=None, date_created=None, extra_field="ignored"),
+            entry("older entry", story="PD-2", date="2025-11-30", date_created=None, tags=["Ünïcode", "ops"]),
+        ),
+    )
     write(source / transfer.ARCHIVE_FILE, jsonl(entry("evicted", story="PD-3", archived_at="2026-03-01T00:00:00Z")))
     write(
         source / transfer.INJECTIONS_FILE,
@@ -273,8 +316,12 @@ def test_round_trip_import_export_import_gives_the_same_rows(tmp_path):
     LearningInjection.objects.all().delete()
     Learning.objects.all().delete()
     out1 = tmp_path / "out1"
-    transfer.import_files(out1 / transfer.LEARNINGS_FILE, archive=out1 / transfer.ARCHIVE_FILE,
-                          injections=out1 / transfer.INJECTIONS_FILE, actor=SYSTEM)  # fmt: skip
+    transfer.import_files(
+        out1 / transfer.LEARNINGS_FILE,
+        archive=out1 / transfer.ARCHIVE_FILE,
+        injections=out1 / transfer.INJECTIONS_FILE,
+        actor=SYSTEM,
+    )
     after = rows()
     transfer.export_learnings(tmp_path / "out2")
 
@@ -296,8 +343,19 @@ def test_export_writes_the_seed_formats_with_iso_dates(tmp_path):
     assert live[0]["date_created"] == "2026-01-05"
     assert live[0]["date"] == "2025-12-31"
     assert datetime.fromisoformat(live[0]["scope_migrated_at"]).tzinfo is not None
-    assert set(live[0]) == {"story", "gate", "domain", "project", "tags", "tags_hash", "text", "scope",
-                            "date_created", "date", "scope_migrated_at"}  # fmt: skip
+    assert set(live[0]) == {
+        "story",
+        "gate",
+        "domain",
+        "project",
+        "tags",
+        "tags_hash",
+        "text",
+        "scope",
+        "date_created",
+        "date",
+        "scope_migrated_at",
+    }
     assert [(item["text"], item["scope"]) for item in archived] == [("gone", "archived")]
     assert datetime.fromisoformat(archived[0]["archived_at"]).date() <= date.today()
     assert (tmp_path / transfer.INJECTIONS_FILE).read_text() == ""
@@ -323,8 +381,11 @@ def test_each_file_import_is_audited_once():
     import_lines(jsonl(entry("a"), entry("b"), "{bad"))
     event = AuditEvent.objects.get(action="memory.learnings_imported")
     assert (event.target_type, event.target_id, event.data["created"], event.data["rejected"]) == (
-        "memory.imported_file", "learnings.jsonl", 2, 1,
-    )  # fmt: skip
+        "memory.imported_file",
+        "learnings.jsonl",
+        2,
+        1,
+    )
 
 
 def test_progress_is_reported_on_large_inputs(monkeypatch):
@@ -335,11 +396,18 @@ def test_progress_is_reported_on_large_inputs(monkeypatch):
 
 
 def test_a_20k_line_import_finishes(capsys):
-    lines = jsonl(*(
-        entry(f"lesson {n}: keep deploys small", story=f"PD-{n % 500}", gate=n % 9, tags=[f"t{n % 37}", "ops"],
-              scope=None if n % 3 else "domain")
-        for n in range(20_000)
-    ))  # fmt: skip
+    lines = jsonl(
+        *(
+            entry(
+                f"lesson {n}: keep deploys small",
+                story=f"PD-{n % 500}",
+                gate=n % 9,
+                tags=[f"t{n % 37}", "ops"],
+                scope=None if n % 3 else "domain",
+            )
+            for n in range(20_000)
+        )
+    )
 
     started = time.perf_counter()
     report, _ = import_lines(lines)

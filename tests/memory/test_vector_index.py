@@ -23,10 +23,16 @@ def unit(rng: random.Random) -> list[float]:
 def test_the_knn_query_uses_the_partial_hnsw_index_of_its_kind_and_model():
     rng = random.Random(1)
     Embedding.objects.bulk_create(
-        Embedding(kind="learning", object_id=n, model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION,
-                  embedding=unit(rng), text_sha256="x")
+        Embedding(
+            kind="learning",
+            object_id=n,
+            model=DEFAULT_MODEL,
+            dimension=DEFAULT_DIMENSION,
+            embedding=unit(rng),
+            text_sha256="x",
+        )
         for n in range(200)
-    )  # fmt: skip
+    )
     sql = _candidates_sql(DEFAULT_DIMENSION)
     params = {"q": _vector_literal(unit(rng)), "kind": "learning", "model": DEFAULT_MODEL, "candidates": 40}
     with connection.cursor() as cursor:

@@ -195,8 +195,13 @@ def test_tc_nom_01_valid_notes_are_indexed_and_invalid_ones_warned_about(
 
     root = veille_dir.resolve()
     assert report.as_dict() == {
-        "directory": str(root), "indexed": 3, "updated": 0, "unchanged": 0, "removed": 0, "skipped": 2,
-    }  # fmt: skip
+        "directory": str(root),
+        "indexed": 3,
+        "updated": 0,
+        "unchanged": 0,
+        "removed": 0,
+        "skipped": 2,
+    }
     assert sorted(VeilleNote.objects.values_list("path", flat=True)) == sorted(
         str(root / p) for p in ("2025-06-llm-pricing.md", "agents/memory.md", "agents/deep/nested.md")
     )
@@ -341,8 +346,11 @@ def test_tc_nom_02_an_agent_posts_a_markdown_note(agent_api, sent, django_captur
     body = response.json()
     assert body["name"] == "2025/pricing.md"
     assert (body["title"], body["date"], body["verdict_veille"], body["impact_pv"]) == (
-        "LLM pricing drops", "2025-06-01", "signal", "fort",
-    )  # fmt: skip
+        "LLM pricing drops",
+        "2025-06-01",
+        "signal",
+        "fort",
+    )
     assert body["tags"] == ["llm", "pricing"]
     saved = VeilleNote.objects.get(path="2025/pricing.md")
     assert sent == [["memory.embed", "veille", [saved.pk]]]

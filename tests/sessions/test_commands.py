@@ -57,8 +57,12 @@ def test_a_command_round_trips_through_the_seed_json():
 
     data = command.to_dict()
 
-    assert data == {"id": command.id, "type": "JOBS", "params": {"period": "-1_DAY", "status": "failed"},
-                    "isRelative": True}  # fmt: skip
+    assert data == {
+        "id": command.id,
+        "type": "JOBS",
+        "params": {"period": "-1_DAY", "status": "failed"},
+        "isRelative": True,
+    }
     assert DataCommand.from_dict(json.loads(json.dumps(data))) == command
 
 
@@ -201,9 +205,17 @@ def test_absolute_periods_pass_through():
 
 @pytest.mark.parametrize(
     "period",
-    ["yesterday", "-1_DECADE", "1_day_", "-99999_DAY", {"start": "2024-05-02T00:00:00Z", "end": "2024-05-01T00:00:00Z"},
-     {"start": "soon", "end": "later"}, {"start": "2024-05-01T00:00:00Z"}, 7],
-)  # fmt: skip
+    [
+        "yesterday",
+        "-1_DECADE",
+        "1_day_",
+        "-99999_DAY",
+        {"start": "2024-05-02T00:00:00Z", "end": "2024-05-01T00:00:00Z"},
+        {"start": "soon", "end": "later"},
+        {"start": "2024-05-01T00:00:00Z"},
+        7,
+    ],
+)
 def test_malformed_periods_are_refused(period):
     with pytest.raises(ValueError):  # noqa: PT011
         transform(make_command("JOBS", {"period": period}, is_relative=True), now=NOW)

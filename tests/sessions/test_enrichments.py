@@ -88,11 +88,13 @@ def test_use_without_period_or_filters():
     ("config", "summary"),
     [
         (USE_JOBS, "Uses jobs of agent.seo.vlevel over yesterday"),
-        ({"resource": "jobs", "filters": {"status": "failed", "intent": "seo_audit"}, "period": "0_WEEK"},
-         "Uses jobs with status failed and intent seo_audit over this week"),
+        (
+            {"resource": "jobs", "filters": {"status": "failed", "intent": "seo_audit"}, "period": "0_WEEK"},
+            "Uses jobs with status failed and intent seo_audit over this week",
+        ),
         ({"resource": "sessions", "period": YESTERDAY}, "Uses sessions over 2024-05-14 00:00 to 2024-05-15 00:00"),
     ],
-)  # fmt: skip
+)
 def test_use_summaries(config, summary):
     assert generate_summary("USE", config) == summary
 

@@ -239,8 +239,12 @@ def test_reported_query_results_become_data_added():
     message = record_agent_results(commands, results, kind="DATA_ADDED")
 
     tool, crm, forged, built_in, repeated = message["commandResults"]
-    assert (tool["status"], tool["resource"], tool["operation"], tool["summary"]) == ("SUCCESS", "tool_data", "query",
-                                                                                      "GSC clicks")  # fmt: skip
+    assert (tool["status"], tool["resource"], tool["operation"], tool["summary"]) == (
+        "SUCCESS",
+        "tool_data",
+        "query",
+        "GSC clicks",
+    )
     assert (crm["commandId"], crm["status"], crm["error"]) == (CRM.id, "FAILED", "the agent reported no result")
     assert (forged["status"], built_in["status"], repeated["status"]) == ("FAILED", "FAILED", "FAILED")
     assert "forged" in forged["error"]

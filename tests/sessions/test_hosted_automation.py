@@ -69,9 +69,14 @@ def test_a_hosted_call_the_broker_lost_is_sent_again_past_its_deadline(request, 
     carries the session to COMPLETED."""
     profiles.create_profile(actor=SYSTEM, name="lossy-script", provider="scripted", options={"responses": SCRIPT})
     created = automations.create_automation(
-        vlevel, actor=SYSTEM, name="Lossy", messages=[{"text": "Check jobs."}], trigger="SCHEDULED",
-        interval_minutes=60, profile_name="lossy-script",
-    )  # fmt: skip
+        vlevel,
+        actor=SYSTEM,
+        name="Lossy",
+        messages=[{"text": "Check jobs."}],
+        trigger="SCHEDULED",
+        interval_minutes=60,
+        profile_name="lossy-script",
+    )
     Automation.objects.update(next_run_at=timezone.now() - timedelta(seconds=1))
     assert scheduler.tick()["started"] == 1  # before any worker: the call goes to this run's idle queue
     session = AISession.objects.get(automation_id=created.pk)

@@ -73,10 +73,15 @@ def test_an_answer_stored_by_a_worker_that_died_is_applied_without_asking_again(
     """The worker stored the answer, then died before the session had it: the redelivered task
     applies the stored answer, and the model is not paid a second time."""
     ProviderCall.objects.create(
-        session_id=session_id, turn=current_turn(session_id), status="answered", attempts=1,
-        started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now(), content=ANSWER,
+        session_id=session_id,
+        turn=current_turn(session_id),
+        status="answered",
+        attempts=1,
+        started_at=timezone.now() - timedelta(seconds=5),
+        finished_at=timezone.now(),
+        content=ANSWER,
         tokens={"input": 3, "output": 4, "cacheWrite": 0, "cacheRead": 0},
-    )  # fmt: skip
+    )
 
     assert hosted.call_provider(session_id, actor=SYSTEM) == "answered"
 
@@ -89,9 +94,12 @@ def test_a_second_task_while_the_call_is_in_flight_leaves_it_alone(session_id, m
     """The phase deadline (2 minutes) re-queues the call while a slow provider is still thinking:
     the second task must not call as well."""
     ProviderCall.objects.create(
-        session_id=session_id, turn=current_turn(session_id), status="calling", attempts=1,
+        session_id=session_id,
+        turn=current_turn(session_id),
+        status="calling",
+        attempts=1,
         started_at=timezone.now() - timedelta(seconds=130),
-    )  # fmt: skip
+    )
 
     assert hosted.call_provider(session_id, actor=SYSTEM) == "in flight"
 
@@ -102,9 +110,12 @@ def test_a_second_task_while_the_call_is_in_flight_leaves_it_alone(session_id, m
 def test_a_call_whose_worker_is_surely_gone_is_made_again(session_id, model_server):
     """Started longer ago than the task's hard time limit: that worker was killed; call again."""
     ProviderCall.objects.create(
-        session_id=session_id, turn=current_turn(session_id), status="calling", attempts=1,
+        session_id=session_id,
+        turn=current_turn(session_id),
+        status="calling",
+        attempts=1,
         started_at=timezone.now() - hosted.CALL_LEASE - timedelta(seconds=1),
-    )  # fmt: skip
+    )
 
     assert hosted.call_provider(session_id, actor=SYSTEM) == "answered"
 

@@ -44,11 +44,14 @@ def test_tool_ids_keep_their_case():
         ('{"preText": "x", "dataCommands": "JOBS"}', "list of commands"),
         ('{"preText": "x", "dataCommands": [{"params": {}}]}', "type"),
         ('{"preText": "x", "keepControl": "yes"}', "keepControl"),
-        ('{"preText": "x", "communicationModule": {"type": "MultipleChoice", '
-         '"data": {"question": "?", "options": ["a"]}}}', "at least 2"),
+        (
+            '{"preText": "x", "communicationModule": {"type": "MultipleChoice", '
+            '"data": {"question": "?", "options": ["a"]}}}',
+            "at least 2",
+        ),
         ('{"preText": "x", "communicationModule": {"type": "Validation", "data": {}}}', "message"),
     ],
-)  # fmt: skip
+)
 def test_format_errors_say_what_to_fix(content, fragment):
     with pytest.raises(parsing.FormatError, match=fragment):
         parsing.parse(content)

@@ -33,15 +33,28 @@ def test_old_provider_configs_become_profiles_only_when_the_server_made_them():
         def automation(name: str, created_by: str, provider: str, config: dict) -> int:
             seed = session_model.objects.create(agent=agent, name=name, type="SEED", created_at=timezone.now())
             row = automation_model.objects.create(
-                agent=agent, name=name, seed_session=seed, trigger="MANUAL", created_by=created_by,
-                provider=provider, provider_config=config,
-            )  # fmt: skip
+                agent=agent,
+                name=name,
+                seed_session=seed,
+                trigger="MANUAL",
+                created_by=created_by,
+                provider=provider,
+                provider_config=config,
+            )
             return row.pk
 
         demo = automation("demo", "system", "scripted", {"responses": ["{}"], "simulate_actions": True})
-        stolen = automation("steal", "agent:agent.old", "openai",
-                            {"api_key_env": "DATABASE_URL", "base_url": "http://127.0.0.1:9", "model": "m",
-                             "api_key": "sk-literal-in-a-row"})  # fmt: skip
+        stolen = automation(
+            "steal",
+            "agent:agent.old",
+            "openai",
+            {
+                "api_key_env": "DATABASE_URL",
+                "base_url": "http://127.0.0.1:9",
+                "model": "m",
+                "api_key": "sk-literal-in-a-row",
+            },
+        )
         faked = automation("fake", "agent:agent.old", "scripted", {"responses": ["{}"], "simulate_actions": True})
         plain = automation("plain", "agent:agent.old", "", {})
 

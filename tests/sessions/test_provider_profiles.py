@@ -158,8 +158,15 @@ def test_the_admin_shows_whether_the_secret_is_set_never_its_value(admin_client,
 
 def test_the_admin_creates_profiles_through_the_guard_and_audits_them(admin_client):
     url = reverse("admin:ai_sessions_providerprofile_add")
-    form = {"name": "local", "provider": "ollama", "model": "llama3", "base_url": "http://127.0.0.1:11434",
-            "secret_name": "", "options": "{}", "enabled": "on"}  # fmt: skip
+    form = {
+        "name": "local",
+        "provider": "ollama",
+        "model": "llama3",
+        "base_url": "http://127.0.0.1:11434",
+        "secret_name": "",
+        "options": "{}",
+        "enabled": "on",
+    }
 
     refused = admin_client.post(url, form)
     scripted = admin_client.post(url, {**form, "provider": "scripted", "base_url": ""})
@@ -202,7 +209,10 @@ def test_a_profile_taken_out_of_the_manifest_stops_the_agents_hosted_calls(vleve
     assert AISession.objects.get(pk=session_id).phase == "CALLING_AI"
     hosted.call_provider(session_id, actor=SYSTEM)
 
-    texts = [m["systemMessage"]["summary"] for m in vlevel_api.get(f"/sessions/{session_id}/messages").json()["items"]
-             if m["systemMessage"]]  # fmt: skip
+    texts = [
+        m["systemMessage"]["summary"]
+        for m in vlevel_api.get(f"/sessions/{session_id}/messages").json()["items"]
+        if m["systemMessage"]
+    ]
     assert any("configuration" in text for text in texts), texts  # refused before any connection was tried
     assert not any("network" in text for text in texts)

@@ -40,12 +40,26 @@ def sessions_of_every_kind(db) -> dict[str, AISession]:
     """Rows as the scheduler leaves them, one agent each (one active session per agent)."""
     make = AISession.objects.create
     return {
-        "chat": make(agent=AgentFactory(agent_id="agent.test.chat"), name="Live chat", type="CHAT",
-                     phase="WAITING_VALIDATION", is_active=True, total_roundtrips=3, last_event_time=timezone.now()),
-        "done": make(agent=AgentFactory(agent_id="agent.test.done"), name="Nightly audit", type="AUTOMATION",
-                     phase="COMPLETED", is_active=False, end_reason="LIMIT_REACHED", total_roundtrips=20),
+        "chat": make(
+            agent=AgentFactory(agent_id="agent.test.chat"),
+            name="Live chat",
+            type="CHAT",
+            phase="WAITING_VALIDATION",
+            is_active=True,
+            total_roundtrips=3,
+            last_event_time=timezone.now(),
+        ),
+        "done": make(
+            agent=AgentFactory(agent_id="agent.test.done"),
+            name="Nightly audit",
+            type="AUTOMATION",
+            phase="COMPLETED",
+            is_active=False,
+            end_reason="LIMIT_REACHED",
+            total_roundtrips=20,
+        ),
         "seed": make(agent=AgentFactory(agent_id="agent.test.seed"), name="Audit template", type="SEED"),
-    }  # fmt: skip
+    }
 
 
 # Access ------------------------------------------------------------------------------------------
@@ -356,9 +370,15 @@ def test_a_scheduled_automation_needs_an_interval(admin_client, automation):
 def test_prompt_chunks_are_edited_in_the_admin_but_not_deleted(admin_client):
     response = admin_client.post(
         reverse("admin:ai_sessions_promptchunk_add"),
-        {"key": "tone", "title": "Tone", "body": "Be brief.", "importance": "60", "session_types": "[]",
-         "enabled": "on"},
-    )  # fmt: skip
+        {
+            "key": "tone",
+            "title": "Tone",
+            "body": "Be brief.",
+            "importance": "60",
+            "session_types": "[]",
+            "enabled": "on",
+        },
+    )
 
     assert response.status_code == 302
     chunk = PromptChunk.objects.get(key="tone")

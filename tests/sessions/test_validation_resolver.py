@@ -16,9 +16,13 @@ READ = [{"type": "sql", "params": {"query": "select 1"}}]
 
 def decide(actions=READ, *, automation=False, domain="seo", session=False, ai=False, **policy):
     return resolve(
-        actions=actions, automation=automation, domain=domain, session_requires=session, ai_requests=ai,
+        actions=actions,
+        automation=automation,
+        domain=domain,
+        session_requires=session,
+        ai_requests=ai,
         policy=Policy(tools=TOOLS, **policy),
-    )  # fmt: skip
+    )
 
 
 def test_a_read_tool_needs_nobody():

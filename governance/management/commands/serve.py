@@ -86,12 +86,35 @@ class Command(BaseCommand):
         python = sys.executable
         web_workers = os.environ.get("WEB_CONCURRENCY", "2")
         commands = {
-            "web": [python, "-m", "gunicorn", "governance.wsgi", "--bind", f"{host}:{port}", "--workers", web_workers,
-                    "--access-logfile", "-", "--graceful-timeout", "10", "--no-control-socket"],
-            "worker": [python, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO",
-                       "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2")],
+            "web": [
+                python,
+                "-m",
+                "gunicorn",
+                "governance.wsgi",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                web_workers,
+                "--access-logfile",
+                "-",
+                "--graceful-timeout",
+                "10",
+                "--no-control-socket",
+            ],
+            "worker": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "governance",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                os.environ.get("CELERY_CONCURRENCY", "2"),
+            ],
             "beat": [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"],
-        }  # fmt: skip
+        }
         self.commands = commands
         for name in commands:
             self._start(name)

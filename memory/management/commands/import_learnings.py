@@ -27,9 +27,13 @@ class Command(ProgressCommand):
     def handle(self, *args: object, learnings: Path, archive: Path | None, injections: Path | None, **options: object):
         try:
             reports = import_files(
-                learnings, archive=archive, injections=injections, actor=SYSTEM,
-                progress=self.progress_callback(), warn=self.warn,
-            )  # fmt: skip
+                learnings,
+                archive=archive,
+                injections=injections,
+                actor=SYSTEM,
+                progress=self.progress_callback(),
+                warn=self.warn,
+            )
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from exc
         finally:

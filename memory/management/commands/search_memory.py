@@ -16,8 +16,16 @@ VERDICTS = tuple(choice.value for choice in VeilleNote.Verdict)
 SNIPPET = 160
 
 
-def ranked_hits(query: str, *, kind: str, k: int, domain: str | None = None, project: str | None = None,
-                impact: str | None = None, verdict: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def ranked_hits(
+    query: str,
+    *,
+    kind: str,
+    k: int,
+    domain: str | None = None,
+    project: str | None = None,
+    impact: str | None = None,
+    verdict: str | None = None,
+) -> list[dict[str, Any]]:
     """The same ranking as GET /api/v1/memory/search: cosine similarity as `score`, best first."""
     from memory.embeddings import get_backend
 
@@ -27,17 +35,38 @@ def ranked_hits(query: str, *, kind: str, k: int, domain: str | None = None, pro
     if kind == "learning":
         hits = search.nearest_learnings(vector, domain=domain, project=project, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
-        return [{"id": h.object_id, "score": h.similarity, "title": f"{rows[h.object_id].story} gate "
-                 f"{rows[h.object_id].gate}", "text": rows[h.object_id].text} for h in hits]  # fmt: skip
+        return [
+            {
+                "id": h.object_id,
+                "score": h.similarity,
+                "title": f"{rows[h.object_id].story} gate {rows[h.object_id].gate}",
+                "text": rows[h.object_id].text,
+            }
+            for h in hits
+        ]
     if kind == "veille":
         hits = search.nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
         notes = VeilleNote.objects.in_bulk([h.object_id for h in hits])
-        return [{"id": h.object_id, "score": h.similarity, "title": notes[h.object_id].title,
-                 "text": notes[h.object_id].summary} for h in hits]  # fmt: skip
+        return [
+            {
+                "id": h.object_id,
+                "score": h.similarity,
+                "title": notes[h.object_id].title,
+                "text": notes[h.object_id].summary,
+            }
+            for h in hits
+        ]
     hits = search.nearest_clarifications(vector, domain=domain, project=project, **common)
     answers = Clarification.objects.in_bulk([h.object_id for h in hits])
-    return [{"id": h.object_id, "score": h.similarity, "title": f"{answers[h.object_id].story} "
-             f"Q{answers[h.object_id].question_idx}", "text": answers[h.object_id].verbatim} for h in hits]  # fmt: skip
+    return [
+        {
+            "id": h.object_id,
+            "score": h.similarity,
+            "title": f"{answers[h.object_id].story} Q{answers[h.object_id].question_idx}",
+            "text": answers[h.object_id].verbatim,
+        }
+        for h in hits
+    ]
 
 
 def hit_count(value: str) -> int:
