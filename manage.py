@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
     from django.core.management import execute_from_command_line
 
-    from governance import runtime
+    from governance.kernel import runtime
 
     runtime.prepare()
     try:

@@ -37,38 +37,14 @@ from agents.models import (
     ManifestTool,
     ToolCall,
 )
-from governance.exceptions import Conflict, Forbidden, InvalidInput
-from governance.principals import Principal
+from governance.kernel.admin import ReadOnlyAdmin, ReadOnlyStacked, ReadOnlyTabular
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
+from governance.kernel.principals import Principal
 
 
 def manifest_yaml(manifest: AgentManifest) -> str:
     """The one text form of a manifest document, shared by the detail page and the diff."""
     return yaml.safe_dump(manifest.document, sort_keys=True, allow_unicode=True)
-
-
-class ReadOnly:
-    """Written by services only: viewable, never added, changed or deleted by hand."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
-    pass
-
-
-class ReadOnlyTabular(ReadOnly, admin.TabularInline):
-    extra = 0
-
-
-class ReadOnlyStacked(ReadOnly, admin.StackedInline):
-    extra = 0
 
 
 # Agents -----------------------------------------------------------------------------------------

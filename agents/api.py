@@ -11,13 +11,13 @@ from ninja import Router, Status
 from ninja.pagination import paginate
 
 from agents import kpis, registry, tools
+from agents.access import get_agent_for
 from agents.manifest import MAX_DOCUMENT_BYTES
 from agents.models import Agent, Job
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
-from governance.access import get_agent_for
-from governance.exceptions import InvalidInput
-from governance.validation import BoundedLimitOffsetPagination
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["agents"])
 

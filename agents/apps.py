@@ -7,7 +7,7 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import escalations, tools
-        from governance import reviews
+        from governance.reviews import services as reviews
 
         reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided)
         reviews.register(tools.REVIEW_KIND, tools.on_review_decided)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from agents import jobs, registry
 from agents.envelope import AgentOutput, BudgetUsage, GraphError, GraphStateUpdate, JobEnvelopeIn
 from agents.models import Agent, Escalation, Job, KpiSample
-from governance.principals import SYSTEM, Principal
+from governance.kernel.principals import SYSTEM, Principal
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 VLEVEL, INDEXER, ARCHITECT = "agent.seo.vlevel", "agent.rag.indexer", "agent.seo.architect"

@@ -14,10 +14,10 @@ from django.utils import timezone
 from agents import conditions
 from agents.envelope import AgentOutput
 from agents.models import Agent, Escalation, Job
-from governance import reviews
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
-from governance.services import record
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 
 REVIEW_KIND = "escalation"
 ACTIVE = (Escalation.Status.OPEN, Escalation.Status.REESCALATED)

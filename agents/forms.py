@@ -11,18 +11,10 @@ from django.core.files.uploadedfile import UploadedFile
 
 from agents.manifest import AgentRole, Domain, JobIntent
 from agents.models import Agent, Job
+from governance.kernel.forms import ANY, FilterForm
 
-ANY = ("", "Any")
 KPI_STATUSES = [("critical", "Critical"), ("warning", "Warning"), ("ok", "OK"), ("no_data", "No data")]
 MAX_MANIFEST_BYTES = 1024 * 1024
-
-
-class FilterForm(forms.Form):
-    """A filter form bound to request.GET; ``values()`` are the fields that validated."""
-
-    def values(self) -> dict[str, Any]:
-        self.is_valid()
-        return {name: value for name, value in self.cleaned_data.items() if value not in ("", None)}
 
 
 class AgentFilterForm(FilterForm):

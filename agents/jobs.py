@@ -25,10 +25,10 @@ from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, conten
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
 from agents.registry import manifest_document, manifest_types
-from governance import contracts
-from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
-from governance.principals import SYSTEM, Principal
-from governance.services import record
+from governance.contracts import services as contracts
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
 
 
 def _evaluate(specs: list[dict[str, Any]], context: dict[str, Any]) -> list[dict[str, Any]]:

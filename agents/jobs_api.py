@@ -14,10 +14,10 @@ from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
 from agents.schemas import JobOut, JobResultOut, LeaseIn
-from governance.access import get_for, require_owner_agent
-from governance.exceptions import NotFound
-from governance.principals import Principal
-from governance.validation import BoundedLimitOffsetPagination
+from governance.kernel.access import get_for, require_owner_agent
+from governance.kernel.exceptions import NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["jobs"])
 

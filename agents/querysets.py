@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils import timezone
 
-from governance.querysets import PrincipalQuerySet
+from governance.kernel.querysets import PrincipalQuerySet
 
 if TYPE_CHECKING:
     from agents.models import Agent
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
 
 
 class AgentQuerySet(PrincipalQuerySet):

@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 
 from agents.models import Agent
 from agents.registry import manifest_document
-from governance.exceptions import RateLimited
-from governance.principals import Principal
+from governance.kernel.exceptions import RateLimited
+from governance.kernel.principals import Principal
 
 SETTINGS = {"automations": "AGENT_MAX_AUTOMATIONS", "queued_sessions": "AGENT_MAX_QUEUED_SESSIONS"}
 RETRY_AFTER_SECONDS = 60

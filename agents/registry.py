@@ -24,10 +24,10 @@ from agents.manifest import (
     version_key,
 )
 from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
-from governance.exceptions import Conflict, Forbidden, InvalidInput, NotFound
-from governance.models import Contract
-from governance.principals import Principal
-from governance.services import record
+from governance.contracts.models import Contract
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 
 
 def validation_errors(exc: pydantic.ValidationError, prefix: tuple = ("body",)) -> list[dict[str, Any]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent
-from governance.exceptions import Conflict, Forbidden
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.exceptions import Conflict, Forbidden
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 
 
 def register_agent(*, actor: Principal, agent_id: str, name: str = "") -> Agent:

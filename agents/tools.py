@@ -25,11 +25,11 @@ from django.utils import timezone
 
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document
-from governance import reviews
-from governance.exceptions import Forbidden, RateLimited
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
-from governance.services import record
+from governance.kernel.exceptions import Forbidden, RateLimited
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 
 WINDOW = timedelta(minutes=1)
 REVIEW_KIND = "tool_approval"
@@ -191,7 +191,7 @@ _GRANT_AFTER = {
 
 def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     """The reviewer's decision becomes the grant's status, in the decision's transaction (the
-    decision itself, with who and when, is already recorded by governance.reviews)."""
+    decision itself, with who and when, is already recorded by governance.reviews.services)."""
     grant = ToolGrant.objects.select_for_update().get(review_item=item)
     status = _GRANT_AFTER.get(ReviewDecision.Decision(decision.decision), ToolGrant.Status.REJECTED)
     grant.status, grant.decided_at = status, decision.decided_at

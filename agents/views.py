@@ -20,7 +20,8 @@ from django.utils.http import content_disposition_header
 from agents import kpis
 from agents.forms import AgentFilterForm, JobFilterForm, KpiWindowForm
 from agents.models import Agent, Job
-from governance.principals import Principal
+from governance.kernel.principals import Principal
+from governance.kernel.views import is_partial, render_page
 
 JOBS_PER_PAGE = 50
 RECENT_JOBS = 20
@@ -33,15 +34,6 @@ def _principal(request: HttpRequest) -> Principal:
     return Principal(user=request.user)
 
 
-def _partial(request: HttpRequest) -> bool:
-    """htmx swaps get the partial; a history restore after a cache miss needs the whole page."""
-    return bool(request.htmx) and not request.htmx.history_restore_request
-
-
-def _render(request: HttpRequest, page: str, partial: str, context: dict[str, Any]) -> HttpResponse:
-    return render(request, partial if _partial(request) else page, context)
-
-
 @login_required
 @view_agents
 def agent_list(request: HttpRequest) -> HttpResponse:
@@ -51,7 +43,7 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     status = filters.pop("status", "")
     agents = visible.filtered(**filters).ranked_by_kpi_status(settings.KPI_WINDOW_DAYS, status=status)
     context = {"form": form, "agents": agents, "window_days": settings.KPI_WINDOW_DAYS}
-    return _render(request, "agents/agent_list.html", "agents/partials/agent_rows.html", context)
+    return render_page(request, "agents/agent_list.html", "agents/partials/agent_rows.html", context)
 
 
 def _kpi_rows(agent: Agent, window_days: int) -> list[dict[str, Any]]:
@@ -75,7 +67,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
         "window_days": window_days,
         "kpis": _kpi_rows(agent, window_days),
     }
-    if _partial(request):
+    if is_partial(request):
         return render(request, "agents/partials/kpi_table.html", context)
     manifest = agent.active_manifest
     context.update(
@@ -109,7 +101,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     jobs = Job.objects.visible_to(principal).for_list().filtered(**form.values())
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": form, "page": page, "jobs": page.object_list}
-    return _render(request, "agents/job_list.html", "agents/partials/job_rows.html", context)
+    return render_page(request, "agents/job_list.html", "agents/partials/job_rows.html", context)
 
 
 def _visible_job(request: HttpRequest, job_id: Any) -> Job:

@@ -72,7 +72,7 @@ def prepare_database(
     os.environ.update(environ or {})
     import django
 
-    from governance import runtime
+    from governance.kernel import runtime
 
     runtime.prepare()
     django.setup()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.contract_schemas import LIST_KINDS, Contract, Node
-from governance.contract_rules import Kind, Requirement, TypeRule, join
+from governance.contracts.rules import Kind, Requirement, TypeRule, join
 
 OPTIONAL_P = 0.6
 NULL_P = 0.03

@@ -37,8 +37,8 @@ def fill(checks: int, days: int) -> dict[str, Any]:
     from django.db import connection
 
     from agents.models import Agent
-    from governance import contracts
-    from governance.principals import SYSTEM
+    from governance.contracts import services as contracts
+    from governance.kernel.principals import SYSTEM
 
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
     agents = [
@@ -144,7 +144,7 @@ def from_checks_table(name: str | None) -> Callable[[], None]:
     contract's, or the fleet's ranking over every check)."""
     from django.db.models import Count, Q
 
-    from governance.models import ContractCheck
+    from governance.contracts.models import ContractCheck
 
     totals = {"checks": Count("id"), "compliant": Count("id", filter=Q(compliant=True))}
 

@@ -1,7 +1,7 @@
 """Contract validation: our compiled validator vs jsonschema vs fastjsonschema on the same outputs.
 
 In process, one thread (so one core): every contract of the shipped catalog (seed 000, 70
-contracts) compiled by ``governance.contract_rules.compile_contract``, and the same rules as JSON
+contracts) compiled by ``governance.contracts.rules.compile_contract``, and the same rules as JSON
 Schemas (``bench/contract_schemas.py``) for two baselines:
 
 * ``jsonschema``: ``Draft202012Validator``, every error collected (``list(iter_errors(output))``),
@@ -62,7 +62,7 @@ from bench.common import (
 )
 from bench.contract_corpus import Sample, corpus
 from bench.contract_schemas import CATALOG, DRAFT_07, DRAFT_2020_12, Contract, json_schema, load_catalog
-from governance.contract_rules import compile_contract
+from governance.contracts.rules import compile_contract
 
 DB_NAME = "governance_bench_contracts"
 ENGINES = ("ours", "jsonschema", "fastjsonschema")
@@ -389,9 +389,9 @@ def prepare_api_database() -> tuple[str, str]:
     from django.contrib.auth.models import Permission
     from django.db import connection
 
-    from governance import contracts
-    from governance.principals import SYSTEM
-    from governance.services import issue_api_key
+    from governance.contracts import services as contracts
+    from governance.kernel.principals import SYSTEM
+    from governance.kernel.services import issue_api_key
 
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
     user, _ = get_user_model().objects.get_or_create(username="bench-contracts")
@@ -643,7 +643,7 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     for measured in corpora.values():
         measured.pop("_verdicts", None)
     database = "none: in process"
-    api: dict[str, Any] = {"status": "not measured: no POST /api/v1/contracts/audit in governance/contracts_api.py"}
+    api: dict[str, Any] = {"status": "not measured: no POST /api/v1/contracts/audit in governance/contracts/api.py"}
     if cfg.api and api_available():
         api, database = measure_api(corpora_samples["catalog"], verdicts, cfg)
     elif not cfg.api:
@@ -674,7 +674,7 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
             corpora["catalog"]["throughput"]["ours"]["mix"][HEADLINE], api.get("items_per_s") or float("nan")
         ),
         "not_here": {
-            "report_pages": "the contract report pages (governance/contract_views.py: catalog, detail, fleet, agent "
+            "report_pages": "the contract report pages (governance/contracts/views.py: catalog, detail, fleet, agent "
             "reports) are not timed by this benchmark; the API phase fills the audit tables they read",
         },
     }

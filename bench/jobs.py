@@ -220,8 +220,8 @@ def prepare_jobs_database() -> tuple[str, str]:
     from django.db import connection
 
     from agents.registry import load_manifest
-    from governance.principals import SYSTEM
-    from governance.services import issue_api_key
+    from governance.kernel.principals import SYSTEM
+    from governance.kernel.services import issue_api_key
 
     row, _ = load_manifest(MANIFEST.read_text(encoding="utf-8"), actor=SYSTEM)
     _, key = issue_api_key(actor=SYSTEM, name="bench", agent=row.agent)
@@ -296,7 +296,7 @@ def stop_server(server: subprocess.Popen) -> None:
 
 def stop_embedded_db_if_ours() -> None:
     """Like ``make run``: stop the embedded PostgreSQL only when this process started it."""
-    from governance import runtime
+    from governance.kernel import runtime
 
     runtime.release()
 

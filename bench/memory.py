@@ -784,7 +784,7 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
     the embedding alone on the same texts to show its share. Each call also records 5 injections."""
     from django.db import connection
 
-    from governance.principals import SYSTEM
+    from governance.kernel.principals import SYSTEM
     from memory.injection import build_block
 
     texts = ds.held_texts[: BLOCK_WARMUP + cfg.blocks]

@@ -143,7 +143,7 @@ def register_agents(count: int) -> list[Any]:
     """``bench.agent_<n>``: the shipped vlevel manifest with only its id changed."""
     from agents.manifest import read_text
     from agents.registry import load_manifest
-    from governance.principals import SYSTEM
+    from governance.kernel.principals import SYSTEM
 
     document = read_text(MANIFEST.read_text(encoding="utf-8"))
     rows = [load_manifest({**document, "id": f"bench.agent_{n}"}, actor=SYSTEM)[0] for n in range(count)]
@@ -154,7 +154,7 @@ def platform_worker(agent: Any, session_id: uuid.UUID, deadline: float, tally: T
     """Chat rounds through apply_event on this thread's own connection, until the deadline."""
     from django.db import connection
 
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
     from sessions.processor import apply_event
 
     actor = Principal(agent=agent)
@@ -252,7 +252,7 @@ def measure(targets: list[Callable[[float, Tally], None]], duration: float) -> d
 
 def run_events(threads: int, duration: float) -> dict[str, Any]:
     """Both measures on the same agents: the platform's chat sessions, then bare sessions."""
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
     from sessions.models import AISession
     from sessions.scheduler import start_chat
 

@@ -153,7 +153,7 @@ def summary_text(rng: random.Random, name: str) -> str:
 
 
 def preference_text(rng: random.Random, name: str) -> str:
-    """As ``memory.subjects._fact_text`` writes a preference: category, item, sentiment, context."""
+    """As ``memory.subjects.services._fact_text`` writes a preference: category, item, sentiment, context."""
     category, item = rng.choice(ITEMS)
     quote = rng.choice(QUOTES).format(item=item)
     return f"{category}: {item} ({rng.choice(SENTIMENTS[:2])}). {name} a dit '{quote}'"

@@ -21,7 +21,7 @@ without the HNSW index), plus the same row loading. Recall@5 is against a numpy 
 
 * ``import``: a generated history of 10 000 messages (~1 000 conversations of ~10 messages, their
   facts, ~1 500 embeddings with vectors, traits and emotions) through
-  ``memory.subjects.import_documents``, timed (rows/s), next to writing and reading the seed's
+  ``memory.subjects.services.import_documents``, timed (rows/s), next to writing and reading the seed's
   JSON files.
 
 The run empties the subject tables (TRUNCATE ... CASCADE) and drops the subject HNSW index, so it
@@ -813,8 +813,8 @@ def timed_import(key: str, documents: dict[str, Any]) -> dict[str, Any]:
     time per verb and table."""
     from django.db import connection
 
-    from governance.principals import SYSTEM
-    from memory import subjects
+    from governance.kernel.principals import SYSTEM
+    from memory.subjects import services as subjects
 
     spent: dict[str, float] = {}
 
@@ -868,7 +868,7 @@ def measure_import(cfg: Config, backend: Any) -> dict[str, Any]:
     memories and their HNSW index when it ran: every imported vector is inserted into the graph)."""
     from django.conf import settings
 
-    from memory import subject_documents as docs
+    from memory.subjects import documents as docs
 
     labels = np.random.default_rng(cfg.seed + 50).integers(0, cfg.spec.clusters, cfg.messages // 4)
     documents = history_documents(

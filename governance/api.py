@@ -11,11 +11,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from governance import exceptions, health
-from governance.auth import any_key
-from governance.principals import Principal
-from governance.problems import PROBLEM_CONTENT_TYPE, problem_response
-from governance.services import record_refusal, refused_key
+from governance.kernel import exceptions, health
+from governance.kernel.auth import any_key
+from governance.kernel.principals import Principal
+from governance.kernel.problems import PROBLEM_CONTENT_TYPE, problem_response
+from governance.kernel.services import record_refusal, refused_key
 
 logger = logging.getLogger(__name__)
 security_log = logging.getLogger("governance.security")
@@ -271,8 +271,8 @@ def get_health(request: HttpRequest) -> Status | HttpResponse:
 def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.jobs_api import router as jobs_router
-    from governance.contracts_api import router as contracts_router
-    from governance.reviews_api import router as reviews_router
+    from governance.contracts.api import router as contracts_router
+    from governance.reviews.api import router as reviews_router
     from memory.api import router as memory_router
     from sessions.api import automations as automations_router
     from sessions.api import router as sessions_router

@@ -7,8 +7,8 @@ class GovernanceConfig(AppConfig):
     verbose_name = "Governance"
 
     def ready(self) -> None:
-        from governance import checks, roles, taskruns  # noqa: F401  (registers checks)
+        from governance.kernel import roles, taskruns
 
         taskruns.connect()
         # Permissions of models added by later migrations join the roles they belong to.
-        post_migrate.connect(roles.sync_after_migrate, dispatch_uid="governance.roles.sync")
+        post_migrate.connect(roles.sync_after_migrate, dispatch_uid="governance.kernel.roles.sync")

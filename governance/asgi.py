@@ -4,7 +4,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
 
-from governance import runtime
+from governance.kernel import runtime
 
 runtime.prepare()
 application = get_asgi_application()

@@ -17,6 +17,6 @@ app.autodiscover_tasks()
 @signals.beat_init.connect
 def _prepare(**_: object) -> None:
     """A worker (before it forks its pool) or beat: the embedded database and var/ first."""
-    from governance import runtime
+    from governance.kernel import runtime
 
     runtime.prepare()

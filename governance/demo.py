@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from governance import contract_demo
+from governance.contracts import demo as contract_demo
 
 
 def load(out: TextIO) -> None:

@@ -22,8 +22,8 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from agents.models import Agent
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 
 FILE_NAME = "demo-credentials.txt"
 

@@ -1,10 +1,10 @@
 """Settings for the agent governance control plane.
 
 Everything an operator may change comes from the environment (see the table in README.md);
-values with a fixed set of choices are checked by system checks (governance/checks.py).
+values with a fixed set of choices are checked by system checks (governance/kernel/checks.py).
 
 Importing this module starts nothing and writes nothing: the var/ directories, the local secret
-key file and the embedded PostgreSQL are prepared by the entry points (governance/runtime.py).
+key file and the embedded PostgreSQL are prepared by the entry points (governance/kernel/runtime.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from csp.constants import NONE, SELF
 
-from governance import embedded_db, env
+from governance.kernel import embedded_db, env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env.load_dotenv(BASE_DIR / ".env")
@@ -66,15 +66,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "governance.middleware.ApiProblemMiddleware",
+    "governance.kernel.middleware.ApiProblemMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "governance.middleware.RequestSizeLimitMiddleware",
-    "governance.middleware.ApiInputGuardMiddleware",
+    "governance.kernel.middleware.RequestSizeLimitMiddleware",
+    "governance.kernel.middleware.ApiInputGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "governance.web_security.IdleSessionMiddleware",
+    "governance.kernel.web_security.IdleSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -83,6 +83,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "governance.urls"
+# The API whose declared request bodies the input guard checks (governance.kernel.validation).
+INPUT_GUARD_API = "governance.api.api"
 WSGI_APPLICATION = "governance.wsgi.application"
 
 TEMPLATES = [
@@ -96,6 +98,11 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # Tag libraries kept next to the code they present (outside an app's templatetags/).
+            "libraries": {
+                "contract_format": "governance.contracts.templatetags.contract_format",
+                "kpi_charts": "governance.kernel.templatetags.kpi_charts",
+            },
         },
     },
 ]
@@ -107,7 +114,7 @@ EMBEDDED_PGDATA = Path(env.string("EMBEDDED_PGDATA", str(VAR_DIR / "pgdata"))).r
 EMBEDDED_DB_NAME = env.string("EMBEDDED_DB_NAME", "governance")
 
 # The embedded server's address is where it runs, or will run once an entry point starts it
-# (governance/runtime.py points DATABASES at the server it started).
+# (governance/kernel/runtime.py points DATABASES at the server it started).
 _database = env.database_from_url(DATABASE_URL or embedded_db.expected_uri(EMBEDDED_PGDATA, EMBEDDED_DB_NAME))
 
 DATABASES = {
@@ -137,7 +144,7 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Behind a reverse proxy every request comes from the proxy: its X-Forwarded-Proto tells HTTPS
-# from HTTP, its X-Forwarded-For the client's address (governance.web_security.client_ip). Both
+# from HTTP, its X-Forwarded-For the client's address (governance.kernel.web_security.client_ip). Both
 # headers are trusted only when this says a proxy that sets them sits in front.
 BEHIND_PROXY = env.boolean("BEHIND_PROXY", False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
@@ -150,7 +157,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("SECURE_HSTS_INCLUDE_SUBDOMAINS", F
 SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)
 
 # Browser sessions end after this long without a request from the operator (the inbox's own
-# background refresh does not count: governance.web_security.IdleSessionMiddleware).
+# background refresh does not count: governance.kernel.web_security.IdleSessionMiddleware).
 SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
 SESSION_IDLE_IGNORED_VIEWS = ["inbox-pending"]
@@ -161,7 +168,7 @@ SESSION_IDLE_RENEW_SECONDS = 60  # a session's expiry is written back at most th
 # kept in axes' tables, shown in the admin, where deleting an access attempt unlocks it (or
 # `manage.py axes_reset_username NAME`).
 AUTHENTICATION_BACKENDS = [
-    "governance.web_security.LoginThrottleBackend",
+    "governance.kernel.web_security.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_FAILURE_LIMIT = env.integer("LOGIN_FAILURE_LIMIT", 5)
@@ -169,7 +176,7 @@ LOGIN_LOCKOUT_MINUTES = env.integer("LOGIN_LOCKOUT_MINUTES", 15)
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "governance.web_security.client_ip"
+AXES_CLIENT_IP_CALLABLE = "governance.kernel.web_security.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -268,8 +275,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "text": {"()": "governance.logs.TextFormatter"},
-        "json": {"()": "governance.logs.JsonFormatter"},
+        "text": {"()": "governance.kernel.logs.TextFormatter"},
+        "json": {"()": "governance.kernel.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "text"},

@@ -3,8 +3,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from governance import contract_views, views
 from governance.api import api
+from governance.contracts import views as contract_views
+from governance.reviews import views
 
 admin.site.site_header = "Agent governance control plane"
 admin.site.site_title = "Agent governance"
@@ -36,4 +37,4 @@ urlpatterns = [
     path("memory/", include("memory.urls")),
 ]
 
-handler404 = "governance.views.not_found"
+handler404 = "governance.kernel.views.not_found"

@@ -8,10 +8,10 @@ Memory is archived, never deleted, and every write has its service: learnings go
 that, so the admin only reads: no add, no change, no delete, no bulk delete action.
 
 Subjects (seed 002) follow the same rule: imports replace documents through
-``memory.subjects.import_documents``, facts are corrected on the subject's page through
+``memory.subjects.services.import_documents``, facts are corrected on the subject's page through
 ``subjects.correct_fact`` (audit row, searchable memory rewritten and re-embedded), and a subject is
 erased through ``subjects.erase`` (vectors and audit rows naming it go too), never by a cascade
-from the admin. The transition matrix has no service: it is plain data that ``memory.emotions``
+from the admin. The transition matrix has no service: it is plain data that ``memory.subjects.emotions``
 reads on every recorded emotion, so it is edited here, and each edit leaves an audit row.
 """
 
@@ -25,9 +25,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 
-from governance.principals import Principal
-from governance.services import record
-from memory.emotions import THRESHOLD
+from governance.kernel.admin import ReadOnlyAdmin
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from memory.models import (
     Clarification,
     Conversation,
@@ -53,23 +53,15 @@ from memory.models import (
     TransitionProbability,
     VeilleNote,
 )
-from memory.subject_access import restrict
+from memory.subjects.access import restrict
+from memory.subjects.emotions import THRESHOLD
 
 
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ReadOnlyAdmin):
     """Read-only and delete-free: memory rows change through their services only."""
 
     list_per_page = 50
     show_full_result_count = False  # no second COUNT(*) over a large table on each page
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def get_actions(self, request: HttpRequest) -> dict:
         actions = super().get_actions(request)

@@ -7,12 +7,12 @@ from typing import Any, Literal
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from governance.access import agent_or_perm
-from governance.exceptions import NotFound
+from governance.kernel.access import agent_or_perm
+from governance.kernel.exceptions import NotFound
 from memory import injection, learnings, search
 from memory.models import Clarification, Learning, ReuseScore, VeilleNote
 from memory.notes_api import router as notes_router
-from memory.subjects_api import router as subjects_router
+from memory.subjects.api import router as subjects_router
 
 router = Router(tags=["memory"])
 router.add_router("", notes_router)

@@ -6,7 +6,7 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from governance import reviews
+        from governance.reviews import services as reviews
         from memory import lifecycle
 
         reviews.register(lifecycle.REVIEW_KIND, lifecycle.on_review_decided)

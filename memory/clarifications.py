@@ -20,9 +20,9 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from governance.exceptions import DomainError, InvalidInput, NotFound
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.exceptions import DomainError, InvalidInput, NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from memory.indexing import schedule_embedding
 from memory.models import Clarification
 

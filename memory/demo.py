@@ -9,7 +9,7 @@ memory shows every state: a first cohort of learnings promoted to global, a seco
 domain and now proposed for global, a third one proposed for domain (the proposals of the last two
 wait in the reviewer inbox), and old learnings never injected archived as stale.
 
-The memory also gets one subject, "alice": seed 002's example documents (memory/fixtures/alice),
+The memory also gets one subject, "alice": seed 002's example documents (memory/subjects/fixtures/alice),
 imported through ``subjects.import_documents`` as an assistant's export would be. Its memories come
 without vectors, so the import schedules them for the worker like any new memory: the subject's
 pages read rows, not vectors, and show everything at once; only semantic search waits for the
@@ -37,14 +37,16 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from agents.models import Agent
-from governance.principals import SYSTEM, Principal
-from memory import clarifications, lifecycle, scoring, subject_documents, subjects, watch_notes
+from governance.kernel.principals import SYSTEM, Principal
+from memory import clarifications, lifecycle, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, Subject
+from memory.subjects import documents as subject_documents
+from memory.subjects import services as subjects
 
 SEED = 295
 SUBJECT = "alice"
-SUBJECT_DOCUMENTS = Path(__file__).resolve().parent / "fixtures" / "alice"
+SUBJECT_DOCUMENTS = Path(__file__).resolve().parent / "subjects" / "fixtures" / "alice"
 LEARNINGS = 300
 WINDOW_DAYS = 30
 STALE_SHARE = 0.25  # learnings older than the eviction age; those never injected get archived

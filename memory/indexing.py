@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from governance import dispatch
+from governance.kernel import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
 
 BATCH_SIZE = 64

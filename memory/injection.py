@@ -20,8 +20,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from governance.access import agent_or_perm
-from governance.principals import Principal
+from governance.kernel.access import agent_or_perm
+from governance.kernel.principals import Principal
 from memory import clarifications, scoring, search
 from memory.models import Learning, LearningInjection, VeilleNote
 

@@ -10,9 +10,9 @@ from datetime import date
 from django.db import transaction
 from django.utils import timezone
 
-from governance.access import agent_or_perm
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.access import agent_or_perm
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from memory import scoring
 from memory.indexing import schedule_embedding
 from memory.models import GateResult, Learning

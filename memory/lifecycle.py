@@ -18,10 +18,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from governance import reviews
-from governance.models import AuditEvent, ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
-from governance.services import record
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 from memory import scope
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
 

@@ -11,9 +11,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
 
-from governance.access import agent_or_perm
-from governance.exceptions import InvalidInput
-from governance.problems import problem_response
+from governance.kernel.access import agent_or_perm
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.problems import problem_response
 from memory import clarifications, watch_notes
 from memory.veille import NoteError
 

@@ -3,7 +3,7 @@
 Every helper costs a fixed number of queries whatever the size of the memory (aggregates grouped
 in SQL, top lists limited in SQL), so the pages stay as fast with a hundred thousand learnings as
 with ten. Series come back zero-filled, oldest day first, in the shape of a KPI report row so that
-the fleet pages' sparkline (``agents/templatetags/kpi_charts.py``) draws them unchanged.
+the fleet pages' sparkline (``governance/kernel/templatetags/kpi_charts.py``) draws them unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from governance.models import AuditEvent
+from governance.kernel.models import AuditEvent
 from memory.models import (
     Clarification,
     Learning,

@@ -42,8 +42,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from memory import scoring
 from memory.indexing import schedule_embedding
 from memory.models import Learning, LearningInjection

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from memory import subject_views, views
+from memory import views
+from memory.subjects import views as subject_views
 
 urlpatterns = [
     path("", views.memory_overview, name="memory-overview"),

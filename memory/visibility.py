@@ -1,4 +1,4 @@
-"""Who sees which memory rows (`visible_to`, see governance.querysets). Kept apart from
+"""Who sees which memory rows (`visible_to`, see governance.kernel.querysets). Kept apart from
 ``memory/querysets.py``, whose page reads import the models these querysets are attached to."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q
 
-from governance.querysets import PrincipalQuerySet
+from governance.kernel.querysets import PrincipalQuerySet
 
 if TYPE_CHECKING:
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
 
 
 class LearningQuerySet(PrincipalQuerySet):
@@ -27,7 +27,7 @@ class SubjectQuerySet(PrincipalQuerySet):
     view_perm = "memory.view_subject"
 
     def for_agent(self, principal: Principal) -> SubjectQuerySet:
-        from memory.subject_access import long_term_enabled
+        from memory.subjects.access import long_term_enabled
 
         agent = principal.agent
         if not long_term_enabled(agent):

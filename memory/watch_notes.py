@@ -23,9 +23,9 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils.text import slugify
 
-from governance.exceptions import InvalidInput
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from memory.indexing import schedule_embedding
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note

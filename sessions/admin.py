@@ -14,28 +14,14 @@ from django.contrib import admin
 from django.db.models import Q
 from django.http import HttpRequest
 
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.admin import NoDelete, ReadOnly
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from sessions import automations as automation_actions
 from sessions import profiles
 from sessions.models import AISession, Automation, PromptChunk, ProviderCall, ProviderProfile, SessionMessage
 
 MESSAGE_PREVIEW_CHARS = 120
-
-
-class NoDelete:
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class ReadOnly(NoDelete):
-    """Written by services only: viewable, never added or changed by hand."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def preview(message: SessionMessage) -> str:

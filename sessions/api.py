@@ -8,11 +8,12 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.pagination import paginate
 
+from agents.access import get_agent_for
 from agents.models import Agent
-from governance.access import get_agent_for, get_for, require_owner_agent
-from governance.exceptions import Forbidden, InvalidInput, NotFound
-from governance.principals import Principal
-from governance.validation import BoundedLimitOffsetPagination, check_seed_messages
+from governance.kernel.access import get_for, require_owner_agent
+from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.validation import BoundedLimitOffsetPagination
 from sessions import automations as automation_actions
 from sessions import profiles, prompt, scheduler
 from sessions.models import AISession, Automation, ProviderProfile, SessionMessage
@@ -130,7 +131,7 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
     """An automation from a SEED session (given, or made from `messages`) with a schedule, hosted
     on `providerProfile` when given (sessions/automations.py holds the rules)."""
     agent = _automation_agent(request.auth, data.agentId)
-    check_seed_messages([m.dict() for m in data.messages] if data.messages else None)
+    automation_actions.check_seed_messages([m.dict() for m in data.messages] if data.messages else None)
     automation = automation_actions.create_automation(
         agent,
         actor=request.auth,

@@ -8,7 +8,7 @@ class SessionsConfig(AppConfig):
     verbose_name = "AI sessions"
 
     def ready(self) -> None:
-        from governance import reviews
+        from governance.reviews import services as reviews
         from sessions import inbox, processor
 
         reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided)

@@ -13,17 +13,19 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from agents import quotas
 from agents.models import Agent
 from agents.registry import manifest_document
-from governance import dispatch
-from governance.exceptions import Forbidden, InvalidInput, NotFound
-from governance.principals import Principal
-from governance.services import record
-from sessions import scheduler
+from governance.kernel import dispatch
+from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
+from governance.kernel.validation import error
+from sessions import enrichments, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from sessions.profiles import is_system
 
@@ -185,3 +187,24 @@ def change_automation(automation_id: int, *, actor: Principal, **changes: Any) -
     agent_pk = automation.agent_id
     dispatch.after_commit("sessions.tick_agent", agent_pk)
     return automation
+
+
+def check_seed_messages(messages: list[dict[str, Any]] | None) -> None:
+    """Every segment of an automation's seed messages read as the seed will be (sessions.enrichments):
+    a malformed one is a 422 at ``body.messages.<i>.segments.<j>``, before anything is written."""
+    errors = []
+    for i, message in enumerate(messages or []):
+        for j, segment in enumerate(message.get("segments") or []):
+            try:
+                enrichments.rich_message(
+                    [segment],
+                    is_relative=True,
+                    now=timezone.now(),
+                    day_start_hour=settings.SESSION_DAY_START_HOUR,
+                    week_start_day=settings.SESSION_WEEK_START_DAY,
+                )
+            except (ValueError, TypeError, AttributeError) as exc:
+                message_text = str(exc).replace("segment 0 ", "the segment ")
+                errors.append(error(["body", "messages", i, "segments", j], message_text, "segment_invalid"))
+    if errors:
+        raise InvalidInput("A seed message has an invalid segment; see errors.", errors=errors)

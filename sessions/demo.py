@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from django.utils import timezone
 
 from agents.models import Agent
-from governance.principals import SYSTEM, Principal
+from governance.kernel.principals import SYSTEM, Principal
 from sessions import automations, profiles, scheduler
 from sessions.machine import Event
 from sessions.models import AISession, Automation, ProviderProfile

@@ -23,7 +23,7 @@ from django.utils import timezone
 from agents.envelope import AgentOutput, JobEnvelopeIn
 from agents.manifest import Manifest
 from agents.models import Agent, Job
-from governance.principals import Principal
+from governance.kernel.principals import Principal
 from sessions.commands import (
     PERIOD_PARAM,
     SCHEMA_NAMES,

@@ -17,8 +17,8 @@ from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from governance.exceptions import Conflict
-from governance.principals import Principal
+from governance.kernel.exceptions import Conflict
+from governance.kernel.principals import Principal
 from sessions import prompt
 from sessions.machine import Event, Phase
 from sessions.models import AISession, ProviderCall, ProviderProfile

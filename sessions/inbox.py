@@ -1,9 +1,9 @@
-"""What a reviewer's decision does to the session that asked (registered with governance.reviews)."""
+"""What a reviewer's decision does to the session that asked (registered with governance.reviews.services)."""
 
 from __future__ import annotations
 
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
+from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions.machine import Event, Phase
 from sessions.models import AISession
 from sessions.processor import DECLINED, apply_event

@@ -244,7 +244,7 @@ class ProviderProfile(models.Model):
         Never stored, never shown: it goes into the provider's request headers and nowhere else."""
         if not self.secret_name:
             return ""
-        from governance import env
+        from governance.kernel import env
 
         try:
             return env.string(self.secret_name)

@@ -25,10 +25,11 @@ from pydantic import ValidationError
 
 from agents.models import ManifestTool
 from agents.registry import manifest_document
-from governance import dispatch, reviews
-from governance.exceptions import Conflict, Forbidden, InvalidInput
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
+from governance.kernel import dispatch
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
+from governance.kernel.principals import SYSTEM, Principal
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments, executor, machine, parsing, validation
 from sessions.commands import DataCommand, system_message
 from sessions.machine import EffectKind, Event, EventInput, Phase, SessionType, SystemMessageType

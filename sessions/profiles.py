@@ -14,9 +14,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from governance.exceptions import Forbidden, InvalidInput, NotFound
-from governance.principals import Principal
-from governance.services import record
+from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
 from sessions.models import ProviderProfile
 from sessions.providers.options import option_errors
 

@@ -1,8 +1,8 @@
-"""Reads of the sessions app, scoped to who asks (`visible_to`, see governance.querysets)."""
+"""Reads of the sessions app, scoped to who asks (`visible_to`, see governance.kernel.querysets)."""
 
 from __future__ import annotations
 
-from governance.querysets import PrincipalQuerySet
+from governance.kernel.querysets import PrincipalQuerySet
 
 
 class SessionQuerySet(PrincipalQuerySet):

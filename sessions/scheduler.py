@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from agents import quotas
 from agents.models import Agent
-from governance import reviews
-from governance.exceptions import Conflict, Forbidden
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
-from governance.services import record
+from governance.kernel.exceptions import Conflict, Forbidden
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments
 from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
 from sessions.models import AISession, Automation, SessionMessage

@@ -7,8 +7,8 @@ import logging
 from celery import shared_task
 from django.db import OperationalError
 
-from governance.exceptions import Conflict
-from governance.principals import SYSTEM
+from governance.kernel.exceptions import Conflict
+from governance.kernel.principals import SYSTEM
 from sessions import hosted, scheduler
 
 logger = logging.getLogger(__name__)

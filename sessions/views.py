@@ -20,10 +20,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from agents.forms import ANY, FilterForm
-from governance.exceptions import Conflict
-from governance.models import ReviewItem
-from governance.principals import Principal
+from governance.kernel.exceptions import Conflict
+from governance.kernel.forms import ANY, FilterForm
+from governance.kernel.principals import Principal
+from governance.kernel.views import is_partial
+from governance.reviews.models import ReviewItem
 from sessions import scheduler
 from sessions.machine import Phase, SessionType
 from sessions.models import AISession, SessionMessage
@@ -46,11 +47,6 @@ class SessionFilterForm(FilterForm):
     )
 
 
-def _partial(request: HttpRequest) -> bool:
-    """htmx swaps get the partial; a history restore after a cache miss needs the whole page."""
-    return bool(request.htmx) and not request.htmx.history_restore_request
-
-
 @login_required
 @view_sessions
 def session_list(request: HttpRequest) -> HttpResponse:
@@ -64,7 +60,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     )
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": form, "page": page, "sessions": page.object_list}
-    template = "sessions/partials/session_rows.html" if _partial(request) else "sessions/session_list.html"
+    template = "sessions/partials/session_rows.html" if is_partial(request) else "sessions/session_list.html"
     return render(request, template, context)
 
 

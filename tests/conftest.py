@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 from tests.factories import AgentFactory, UserFactory
 
 TEST_QUEUE = f"pytest-{os.getpid()}"
@@ -22,8 +22,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Tasks the code under test hands to Celery go to a queue of this run's own: a developer's
     `make run` worker on the same Redis must never receive ids from the test database. Tests that
     start real workers point both sides at their own queue."""
-    from governance import runtime
     from governance.celery import app
+    from governance.kernel import runtime
 
     runtime.prepare()  # the embedded database (settings start nothing on import)
     app.conf.task_default_queue = TEST_QUEUE
@@ -42,7 +42,7 @@ def _purge_test_queue() -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Drop what this run queued, and stop the embedded PostgreSQL if this run started it (a
     `make run` may share it)."""
-    from governance import runtime
+    from governance.kernel import runtime
 
     _purge_test_queue()
     runtime.release()

@@ -43,7 +43,7 @@ SEED_MANIFESTS = Path(__file__).resolve().parent.parent / "agents" / "manifests"
 def load_seed_manifests() -> dict[str, Agent]:
     """The seed fleet (vlevel, indexer, architect), loaded through the registry like the API does."""
     from agents.registry import load_manifest
-    from governance.principals import SYSTEM
+    from governance.kernel.principals import SYSTEM
 
     for path in sorted(SEED_MANIFESTS.glob("*.yaml")):
         load_manifest(path.read_text(encoding="utf-8"), actor=SYSTEM)
@@ -62,7 +62,7 @@ def submit_job(agent: Agent, payload: dict, *, intent: str = "seo_audit", key: s
     """A queued job, submitted by the agent through the service."""
     from agents import jobs
     from agents.envelope import JobEnvelopeIn
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
 
     data = {
         "intent": intent,
@@ -79,7 +79,7 @@ def finish_job(job, output: dict):
     """Lease the job, report one node, and submit ``output`` (an AgentOutput as a dict)."""
     from agents import jobs
     from agents.envelope import AgentOutput, GraphStateUpdate
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
 
     worker = Principal(agent=job.agent)
     job = jobs.claim_lease(job, actor=worker, owner="test-worker")

@@ -16,7 +16,7 @@ import pytest
 
 from agents.manifest import read_text
 from agents.registry import load_manifest
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from sessions import profiles
 from sessions.models import AISession, ProviderProfile
 from tests.http_servers import serving

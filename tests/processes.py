@@ -18,7 +18,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-from governance import env
+from governance.kernel import env
 
 PYTHON = sys.executable
 BASE_DIR = Path(settings.BASE_DIR)

@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-from governance import schedules
+from governance.kernel import schedules
 
 JOB_SWEEPER = schedules.Schedule(
     name="job sweeper",

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from governance import roles, schedules
+from governance.kernel import roles, schedules
 
 
 def forwards(apps, schema_editor):

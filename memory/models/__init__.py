@@ -3,7 +3,7 @@
 from memory.models.embeddings import Embedding
 from memory.models.learnings import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore, ScoringRun
 from memory.models.notes import Clarification, VeilleNote
-from memory.models.subjects import (
+from memory.subjects.models import (
     Conversation,
     EmotionEvent,
     EmotionState,

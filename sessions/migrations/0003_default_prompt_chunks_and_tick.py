@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from governance import schedules
+from governance.kernel import schedules
 
 CHUNKS = [
     (

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from governance.services import REFUSED, issue_api_key, revoke_api_key
-from memory import subject_documents, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import REFUSED, issue_api_key, revoke_api_key
+from memory.subjects import documents as subject_documents
+from memory.subjects import services as subjects
 from tests.conftest import Api, load
 from tests.factories import UserFactory
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.models import AuditEvent
+from governance.kernel.models import AuditEvent
 from memory.models import LearningInjection
 
 AGENT = "agent:agent.seo.vlevel"
@@ -32,7 +32,7 @@ def test_learnings_and_gate_results_name_their_author(vlevel_api):
 
 @pytest.mark.django_db
 def test_an_injection_records_who_was_served(vlevel):
-    from governance.principals import Principal
+    from governance.kernel.principals import Principal
     from memory.injection import build_block
     from tests.memory.test_injection import HASHING, learning
 
@@ -81,8 +81,8 @@ def test_each_step_of_a_job_is_recorded_as_its_agent(vlevel_api):
 def test_the_job_service_refuses_another_agent_whatever_the_edge(vlevel_api, other_agent):
     from agents import jobs
     from agents.models import Job
-    from governance.exceptions import Forbidden
-    from governance.principals import Principal
+    from governance.kernel.exceptions import Forbidden
+    from governance.kernel.principals import Principal
     from tests.agents.test_jobs import envelope
 
     job = Job.objects.get(pk=vlevel_api.post("/jobs", envelope()).json()["jobId"])

@@ -14,8 +14,8 @@ import pytest
 
 from agents.models import AgentManifest, IdempotencyKey, Job
 from agents.registry import load_manifest
-from governance.models import ContractCheck
-from governance.principals import SYSTEM
+from governance.contracts.models import ContractCheck
+from governance.kernel.principals import SYSTEM
 from tests.adversarial.conftest import nothing_written
 from tests.agents.test_jobs import envelope
 from tests.agents.test_manifest_types import SCORES, finish, typed_document, with_contract_output
@@ -51,7 +51,7 @@ def typed_api(client, db) -> Api:
 
 @pytest.fixture
 def catalog(db) -> None:
-    from governance import contracts
+    from governance.contracts import services as contracts
 
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
 

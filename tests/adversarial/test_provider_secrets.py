@@ -17,7 +17,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from governance.principals import SYSTEM, Principal
+from governance.kernel.principals import SYSTEM, Principal
 from sessions import hosted, profiles
 from sessions.models import AISession, Automation, ProviderProfile
 from tests.adversarial.conftest import nothing_written

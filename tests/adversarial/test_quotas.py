@@ -6,7 +6,7 @@ import pytest
 
 from agents.manifest import read_text
 from agents.registry import load_manifest
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from sessions.models import AISession, Automation
 from tests.adversarial.conftest import nothing_written
 from tests.conftest import manifest_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.models import ReviewItem
+from governance.reviews.models import ReviewItem
 from sessions.machine import AGENT_EVENTS, Event
 from sessions.models import AISession
 from tests.adversarial.conftest import last_audit_id, nothing_written, refusals_since

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from memory import subject_documents, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory.models import EmotionEvent, Subject
+from memory.subjects import documents as subject_documents
+from memory.subjects import services as subjects
 from tests.adversarial.conftest import nothing_written
 from tests.conftest import Api, _key, load, manifest_text
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentManifest, Escalation, Job, KpiSample
 from agents.registry import load_manifest
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from tests.factories import AgentFactory, UserFactory, finish_job, load_seed_manifests, seed_manifest_text, submit_job
 
 UPLOAD = "admin:agents_agentmanifest_upload"

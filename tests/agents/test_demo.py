@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from agents.kpis import worst_statuses
 from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
-from governance.models import ApiKey, ReviewItem
+from governance.kernel.models import ApiKey
+from governance.reviews.models import ReviewItem
 
 DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
 
@@ -83,7 +84,7 @@ def test_loading_the_demo_twice_creates_no_duplicates():
 def test_a_later_load_never_fights_an_operators_manifest_upgrade():
     from agents.manifest import read_text
     from agents.registry import load_manifest
-    from governance.principals import SYSTEM
+    from governance.kernel.principals import SYSTEM
     from tests.conftest import manifest_text
 
     _load()

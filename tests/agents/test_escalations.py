@@ -11,7 +11,8 @@ from django_celery_beat.models import PeriodicTask
 
 from agents.models import Escalation, Job
 from agents.tasks import escalation_timeouts
-from governance.models import AuditEvent, ReviewItem
+from governance.kernel.models import AuditEvent
+from governance.reviews.models import ReviewItem
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope
 from tests.conftest import Api, _key, load

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agents.models import IdempotencyKey, Job, ToolCall
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -76,7 +76,7 @@ def test_concurrent_tool_calls_never_exceed_the_rate_limit(served, vlevel):
 
 
 def test_concurrent_asks_for_one_gated_call_open_one_review_item(served, vlevel):
-    from governance.models import ReviewItem
+    from governance.reviews.models import ReviewItem
 
     _, key = issue_api_key(actor=SYSTEM, name="concurrency", agent=vlevel)
     url = f"{served}/api/v1/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"

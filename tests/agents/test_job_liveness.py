@@ -20,8 +20,9 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from agents import jobs
 from agents.envelope import JobEnvelopeIn
 from agents.models import Escalation, Job, JobArtifact, KpiSample, ToolCall, ToolGrant
-from governance.models import AuditEvent, ReviewItem, TaskRun
-from governance.principals import Principal
+from governance.kernel.models import AuditEvent, TaskRun
+from governance.kernel.principals import Principal
+from governance.reviews.models import ReviewItem
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import URLS, envelope
 from tests.governance.test_heartbeat import _start, _stop

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from agents.manifest import read_text
 from agents.models import Agent, AgentManifest
-from governance.models import AuditEvent
+from governance.kernel.models import AuditEvent
 from tests.conftest import manifest_text
 
 YAML = "application/yaml"

@@ -11,9 +11,9 @@ import pytest
 from agents.manifest import read_text
 from agents.models import AgentManifest, IdempotencyKey, Job
 from agents.registry import load_manifest
-from governance import contracts
-from governance.models import ContractCheck
-from governance.principals import SYSTEM
+from governance.contracts import services as contracts
+from governance.contracts.models import ContractCheck
+from governance.kernel.principals import SYSTEM
 from tests.agents.test_jobs import envelope
 from tests.conftest import MANIFESTS, Api, _key, manifest_text
 

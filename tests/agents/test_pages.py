@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from agents.models import Agent, Job, KpiSample
 from agents.registry import load_manifest
-from agents.templatetags.kpi_charts import chart_geometry
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
+from governance.kernel.templatetags.kpi_charts import chart_geometry
 from tests.factories import AgentFactory, finish_job, load_seed_manifests, seed_manifest_text, submit_job
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

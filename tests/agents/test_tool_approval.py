@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import ToolCall, ToolGrant
-from governance.models import AuditEvent, ReviewItem
+from governance.kernel.models import AuditEvent
+from governance.reviews.models import ReviewItem
 
 SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"
 HOME = {"arguments": {"url": "https://shop.example.com/"}}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from governance.models import ReviewDecision
+from governance.reviews.models import ReviewDecision
 from sessions.models import AISession
 from tests.governance.test_inbox import waiting_for_validation
 

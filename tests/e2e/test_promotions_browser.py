@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from governance.models import ReviewDecision
+from governance.reviews.models import ReviewDecision
 from memory import lifecycle
 from memory.models import Learning, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash

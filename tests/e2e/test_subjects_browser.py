@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from memory import subject_documents, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory.models import LifeEvent, Preference, SubjectMemory
+from memory.subjects import documents as subject_documents
+from memory.subjects import services as subjects
 from tests.e2e.test_inbox_browser import log_in
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"

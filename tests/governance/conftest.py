@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from governance import contracts
-from governance.principals import SYSTEM
+from governance.contracts import services as contracts
+from governance.kernel.principals import SYSTEM
 
 
 @pytest.fixture

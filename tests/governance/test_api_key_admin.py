@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from governance import keys
-from governance.models import ApiKey
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel import keys
+from governance.kernel.models import ApiKey
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 
 
 @pytest.mark.django_db

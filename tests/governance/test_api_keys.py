@@ -9,10 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from governance import keys
-from governance.models import ApiKey, AuditEvent
-from governance.principals import Principal
-from governance.services import issue_api_key, revoke_api_key
+from governance.kernel import keys
+from governance.kernel.models import ApiKey, AuditEvent
+from governance.kernel.principals import Principal
+from governance.kernel.services import issue_api_key, revoke_api_key
 from tests.conftest import Api
 
 

@@ -1,4 +1,4 @@
-"""Reading the contract catalog of seed 000 (governance/contract_catalog.py): every contract, row,
+"""Reading the contract catalog of seed 000 (governance/contracts/catalog.py): every contract, row,
 section and note of the real document, and the errors a malformed document raises."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from governance.contract_catalog import CatalogError, ContractDoc, FieldRow, parse
+from governance.contracts.catalog import CatalogError, ContractDoc, FieldRow, parse
 
 SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 

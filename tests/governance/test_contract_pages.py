@@ -15,9 +15,11 @@ from django.test import Client
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 
-from governance import contract_catalog, contract_demo, contracts
-from governance.models import Contract, ContractCheck, ContractDailyStat, ContractViolationStat
-from governance.principals import SYSTEM
+from governance.contracts import catalog as contract_catalog
+from governance.contracts import demo as contract_demo
+from governance.contracts import services as contracts
+from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractViolationStat
+from governance.kernel.principals import SYSTEM
 from tests.factories import AgentFactory
 
 RANKING, INTENT, ANSWER = "memory_retrieval_ranking", "intent_ingestion", "retrieval_answer"
@@ -732,6 +734,6 @@ def test_the_demo_imports_the_catalog_even_without_agents():
 
 
 def test_default_window_is_thirty_days_including_today():
-    from governance.contract_reports import default_since
+    from governance.contracts.reports import default_since
 
     assert default_since(date(2026, 3, 31)) == date(2026, 3, 2)

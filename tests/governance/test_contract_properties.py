@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from governance.contract_catalog import parse
-from governance.contract_rules import (
+from governance.contracts.catalog import parse
+from governance.contracts.rules import (
     FieldRule,
     Kind,
     Report,

@@ -1,4 +1,4 @@
-"""The type language of seed 000 and the compiled validator (governance/contract_rules.py): each
+"""The type language of seed 000 and the compiled validator (governance/contracts/rules.py): each
 word form the seed writes, the paths, alternatives and conditions, and every violation code with
 the concrete path it names."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from governance.contract_catalog import ContractDoc, parse
-from governance.contract_rules import (
+from governance.contracts.catalog import ContractDoc, parse
+from governance.contracts.rules import (
     Code,
     Condition,
     Kind,

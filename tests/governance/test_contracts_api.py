@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.models import ContractCheck, ContractDailyStat, ContractViolationStat
+from governance.contracts.models import ContractCheck, ContractDailyStat, ContractViolationStat
 
 pytestmark = pytest.mark.django_db
 

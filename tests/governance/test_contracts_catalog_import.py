@@ -9,10 +9,11 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from governance import contracts
-from governance.contract_catalog import parse
-from governance.models import AuditEvent, Contract, ContractCheck, ContractDailyStat, ContractField
-from governance.principals import SYSTEM, Principal
+from governance.contracts import services as contracts
+from governance.contracts.catalog import parse
+from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractField
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM, Principal
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db.models import Sum
 
-from governance import contracts
-from governance.models import ContractCheck, ContractDailyStat, ContractViolationStat
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.contracts import services as contracts
+from governance.contracts.models import ContractCheck, ContractDailyStat, ContractViolationStat
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -12,8 +12,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from governance import dispatch
 from governance.celery import app
+from governance.kernel import dispatch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,7 +91,7 @@ def test_a_broker_outage_is_logged_and_the_caller_goes_on(caplog):
     app.pool.force_close_all()
     app._pool = None
     try:
-        with caplog.at_level(logging.WARNING, logger="governance.dispatch"):
+        with caplog.at_level(logging.WARNING, logger="governance.kernel.dispatch"):
             assert dispatch.send("sessions.tick") is False
     finally:
         app.conf.broker_url = original

@@ -9,7 +9,7 @@ import psutil
 import psycopg
 import pytest
 
-from governance import embedded_db
+from governance.kernel import embedded_db
 
 pytestmark = pytest.mark.process
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance import env
+from governance.kernel import env
 
 
 def test_a_tcp_database_url():

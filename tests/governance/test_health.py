@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from governance import health
-from governance.models import TaskRun
+from governance.kernel import health
+from governance.kernel.models import TaskRun
 
 
 @pytest.mark.django_db

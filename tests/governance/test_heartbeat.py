@@ -8,8 +8,8 @@ import pytest
 from django.apps import apps
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from governance import schedules
-from governance.models import TaskRun
+from governance.kernel import schedules
+from governance.kernel.models import TaskRun
 from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]

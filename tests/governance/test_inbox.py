@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agents.models import Escalation
-from governance import reviews
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM, Principal
+from governance.kernel.principals import SYSTEM, Principal
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions.models import AISession
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from governance import demo_credentials
-from governance.models import ApiKey
+from governance.kernel.models import ApiKey
 from tests.conftest import Api
 from tests.factories import UserFactory
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
-from governance.models import AuditEvent
+from governance.kernel.models import AuditEvent
 
 PROBLEM = "application/problem+json"
 

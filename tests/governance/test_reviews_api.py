@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from governance import reviews
-from governance.models import ReviewDecision, ReviewItem
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
 from tests.conftest import Api, _key
 
 

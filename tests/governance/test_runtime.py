@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from governance import embedded_db
+from governance.kernel import embedded_db
 from tests.processes import BASE_DIR
 
 pytestmark = pytest.mark.process

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from governance.checks import CHOICES, enumerated_settings_are_known
+from governance.kernel.checks import CHOICES, enumerated_settings_are_known
 from memory.embeddings import BACKEND_NAMES
 
 

@@ -6,8 +6,9 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Agent, Job
-from governance.models import Contract, ContractCheck, ReviewItem
-from governance.principals import SYSTEM, Principal
+from governance.contracts.models import Contract, ContractCheck
+from governance.kernel.principals import SYSTEM, Principal
+from governance.reviews.models import ReviewItem
 from memory.models import Learning, Subject
 from sessions.models import AISession
 from tests.conftest import load

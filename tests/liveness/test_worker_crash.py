@@ -51,11 +51,12 @@ from kombu import Connection, Exchange, Queue
 from agents import jobs
 from agents.models import Job
 from agents.registry import load_manifest
-from governance import env
 from governance.celery import app
-from governance.models import AuditEvent, ReviewItem, TaskRun
-from governance.principals import SYSTEM, Principal
-from governance.taskruns import WORKER_LOST
+from governance.kernel import env
+from governance.kernel.models import AuditEvent, TaskRun
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.taskruns import WORKER_LOST
+from governance.reviews.models import ReviewItem
 from memory import scoring, transfer
 from memory.lifecycle import REVIEW_KIND
 from memory.models import Embedding, GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore

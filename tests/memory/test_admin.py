@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory import clarifications, lifecycle, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import (

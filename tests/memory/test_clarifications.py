@@ -20,9 +20,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
 
-from governance.exceptions import InvalidInput, NotFound
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.exceptions import InvalidInput, NotFound
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory import clarifications
 from memory.models import Clarification
 

@@ -12,8 +12,9 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.models import AuditEvent, ReviewItem
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
+from governance.reviews.models import ReviewItem
 from memory import demo
 from memory.learnings import create_learning
 from memory.models import (

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory import clarifications, indexing
 from memory.embeddings import HashingBackend, OllamaBackend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block

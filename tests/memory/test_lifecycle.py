@@ -13,9 +13,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from governance import reviews
-from governance.models import AuditEvent, ReviewItem
-from governance.principals import Principal
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import Principal
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewItem
 from memory import lifecycle
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory import clarifications, indexing, transfer
 from memory.embeddings import get_backend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block

@@ -15,9 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from governance import reviews
-from governance.models import ReviewItem
-from governance.principals import SYSTEM, Principal
+from governance.kernel.principals import SYSTEM, Principal
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewItem
 from memory import clarifications, lifecycle, querysets, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore

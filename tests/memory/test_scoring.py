@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory.learnings import record_gate_result
 from memory.models import GateResult, Learning, LearningInjection, ReuseScore, ScoringRun
 from memory.scoring import compute_reuse_score, compute_reuse_scores

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from memory import emotions, subject_documents, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory.models import (
     Conversation,
     EmotionEvent,
@@ -30,6 +29,9 @@ from memory.models import (
     TraitSnapshot,
     TransitionProbability,
 )
+from memory.subjects import documents as subject_documents
+from memory.subjects import emotions
+from memory.subjects import services as subjects
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 READ_ONLY = {

@@ -3,7 +3,7 @@ trait in a stable order, and nothing drawn without data."""
 
 from __future__ import annotations
 
-from memory.subject_charts import (
+from memory.subjects.charts import (
     EMOTION_HEIGHT,
     LABELLED_POINTS,
     TRAIT_HEIGHT,
@@ -12,7 +12,7 @@ from memory.subject_charts import (
     emotion_chart,
     trait_chart,
 )
-from memory.subject_documents import TRAITS
+from memory.subjects.documents import TRAITS
 
 
 def ys(points: str) -> list[float]:

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
-from memory import subjects
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 from memory.models import (
     EmotionEvent,
     EmotionState,
@@ -29,6 +28,7 @@ from memory.models import (
     SubjectMemory,
     TransitionProbability,
 )
+from memory.subjects import services as subjects
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -83,7 +83,7 @@ EMOTIONS = (
 
 
 def _document(name: str) -> dict[str, Any]:
-    """One of the seed's documents (memory/fixtures/alice), as the import takes it."""
+    """One of the seed's documents (memory/subjects/fixtures/alice), as the import takes it."""
     return json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
 
 

@@ -8,10 +8,11 @@ from io import StringIO
 import pytest
 from django.urls import reverse
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from memory import demo, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
+from memory import demo
 from memory.models import Conversation, Preference, Subject, SubjectMemory
+from memory.subjects import services as subjects
 
 pytestmark = pytest.mark.django_db
 

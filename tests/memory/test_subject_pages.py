@@ -16,10 +16,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
-from memory import emotions, personality, subject_documents, subjects
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory.models import Embedding, LifeEvent, Preference, ProfileFact, Relationship, Subject, SubjectMemory
+from memory.subjects import documents as subject_documents
+from memory.subjects import emotions, personality
+from memory.subjects import services as subjects
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy
 import pytest
 
-from memory import subject_documents, subjects
 from memory.embeddings import LocalMiniLM
 from memory.models import Embedding, EmotionEvent, Preference, Subject, SubjectMemory
+from memory.subjects import documents as subject_documents
+from memory.subjects import services as subjects
 
 pytestmark = pytest.mark.django_db
 
@@ -152,7 +153,7 @@ def test_an_invalid_fact_is_422_with_its_path(admin_api, agent_api, alice):
 def test_erasing_a_subject_leaves_no_row_of_it_in_any_table(admin_api, agent_api, alice):
     from django.apps import apps
 
-    from governance.models import AuditEvent
+    from governance.kernel.models import AuditEvent
 
     admin_api.post("/memory/subjects/alice/import", alice)
     admin_api.post("/memory/subjects/bob/import", {"facts": alice["facts"]})

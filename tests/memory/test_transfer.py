@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory import lifecycle, transfer
 from memory.models import Learning, LearningInjection
 from memory.tags import compute_tags_hash

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from memory import watch_notes
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note

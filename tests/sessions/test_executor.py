@@ -12,7 +12,7 @@ from django.utils import timezone
 from agents.envelope import JobEnvelopeIn
 from agents.jobs import submit_job
 from agents.models import Job
-from governance.principals import Principal
+from governance.kernel.principals import Principal
 from sessions.commands import DataCommand, make_command
 from sessions.executor import MAX_ROWS, execute, record_agent_results
 from sessions.models import AISession

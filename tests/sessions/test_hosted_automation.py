@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from sessions import automations, profiles, scheduler
 from sessions.models import AISession, Automation, ProviderCall
 from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from sessions import hosted
 from sessions.machine import MAX_NETWORK_RETRY_DELAY
 from sessions.models import AISession, ProviderCall

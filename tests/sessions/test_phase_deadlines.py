@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from governance.exceptions import Conflict
-from governance.principals import SYSTEM
+from governance.kernel.exceptions import Conflict
+from governance.kernel.principals import SYSTEM
 from sessions import scheduler
 from sessions.machine import ACTIVE_PHASES, parse_phase_deadlines
 from sessions.models import AISession, Automation

@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from agents.manifest import read_text
 from agents.registry import load_manifest
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from sessions import profiles
 from sessions.models import Automation, ProviderProfile
 from tests.conftest import manifest_text

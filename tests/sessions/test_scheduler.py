@@ -10,7 +10,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from governance.models import ReviewItem
+from governance.reviews.models import ReviewItem
 from sessions import scheduler
 from sessions.models import AISession, Automation, SessionMessage
 
@@ -240,7 +240,7 @@ def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resume
 def test_stopping_is_recorded_and_withdraws_the_pending_question(vlevel_api):
     import json
 
-    from governance.models import AuditEvent
+    from governance.kernel.models import AuditEvent
 
     chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
     url = f"/sessions/{chat['sessionId']}/events"

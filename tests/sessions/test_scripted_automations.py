@@ -9,8 +9,8 @@ from io import StringIO
 import pytest
 from django.utils import timezone
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from sessions import automations, demo, hosted, profiles, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from tests.factories import load_seed_manifests

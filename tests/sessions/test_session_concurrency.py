@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 from sessions.models import AISession, SessionMessage
 from tests.agents.test_job_concurrency import _all_at_once, _post
 

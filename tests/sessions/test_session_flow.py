@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from governance.models import ReviewItem
+from governance.reviews.models import ReviewItem
 from sessions.models import AISession, SessionMessage
 
 

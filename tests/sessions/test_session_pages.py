@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.models import AuditEvent
-from governance.principals import SYSTEM
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
 from sessions import scheduler
 from sessions.models import AISession, Automation, PromptChunk, SessionMessage
 from tests.factories import AgentFactory

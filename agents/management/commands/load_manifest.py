@@ -7,8 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents import registry
-from governance.exceptions import Conflict, InvalidInput
-from governance.principals import SYSTEM
+from governance.kernel.exceptions import Conflict, InvalidInput
+from governance.kernel.principals import SYSTEM
 
 
 class Command(BaseCommand):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
-from governance import contracts
-from governance.principals import SYSTEM
-from governance.progress import ProgressCommand
+from governance.contracts import services as contracts
+from governance.kernel.principals import SYSTEM
+from governance.kernel.progress import ProgressCommand
 
 
 class Command(ProgressCommand):

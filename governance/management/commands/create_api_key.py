@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.models import Agent
-from governance.principals import SYSTEM
-from governance.services import issue_api_key
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import issue_api_key
 
 
 class Command(BaseCommand):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance import contracts
-from governance.exceptions import InvalidInput
-from governance.principals import SYSTEM
+from governance.contracts import services as contracts
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.principals import SYSTEM
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from agents.demo import DEMO_AGENTS
 from governance import demo_credentials
-from governance.roles import PRODUCT_APPS
+from governance.kernel.roles import PRODUCT_APPS
 
 
 class Command(BaseCommand):

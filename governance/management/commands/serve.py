@@ -25,7 +25,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from governance import demo_credentials, runtime
+from governance import demo_credentials
+from governance.kernel import runtime
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20

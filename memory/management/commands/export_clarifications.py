@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.exceptions import NotFound
+from governance.kernel.exceptions import NotFound
 from memory.clarifications import export_clarifications_markdown
 
 

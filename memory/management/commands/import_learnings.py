@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
-from governance.principals import SYSTEM
-from governance.progress import ProgressCommand
+from governance.kernel.principals import SYSTEM
+from governance.kernel.progress import ProgressCommand
 from memory.transfer import ImportReport, import_files
 
 

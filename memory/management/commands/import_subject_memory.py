@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.exceptions import InvalidInput
-from governance.principals import SYSTEM
-from memory import subjects
-from memory.subject_documents import DOCUMENTS
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.principals import SYSTEM
+from memory.subjects import services as subjects
+from memory.subjects.documents import DOCUMENTS
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory.watch_notes import index_veille
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from governance.principals import SYSTEM
+from governance.kernel.principals import SYSTEM
 from memory.injection import build_block
 
 

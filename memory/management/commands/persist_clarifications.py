@@ -12,8 +12,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.exceptions import InvalidInput
-from governance.principals import SYSTEM
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.principals import SYSTEM
 from memory.clarifications import (
     ANSWERS,
     ClarificationWriteFailed,

@@ -1,0 +1,41 @@
+"""The one place that decides whether a principal may touch an agent's objects.
+
+Agents are told 403 for another agent's objects (their existence is not a secret inside a
+fleet); operators need the model's view permission.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Model, QuerySet
+
+from governance.kernel.exceptions import Forbidden, NotFound
+from governance.kernel.principals import Principal
+
+
+def get_for(principal: Principal, queryset: QuerySet, pk: object, *, perm: str, what: str) -> Model:
+    """An agent-owned object (job, session) by primary key: 404 when it does not exist, 403 for
+    another agent's object or for an operator without ``perm``."""
+    found = queryset.filter(pk=pk).first()
+    if found is None:
+        raise NotFound(f"No {what} {pk}.")
+    if principal.agent is not None:
+        if found.agent_id != principal.agent.pk:
+            raise Forbidden(f"This {what} belongs to another agent.")
+    elif not principal.has_perm(perm):
+        raise Forbidden(f"Your account may not view {what}s.")
+    return found
+
+
+def require_owner_agent(principal: Principal, what: str) -> None:
+    """Only the owning agent drives its object; operators read (and stop) but never drive."""
+    if principal.agent is None:
+        raise Forbidden(f"Only the agent that owns the {what} changes it.")
+
+
+def agent_or_perm(principal: Principal, perm: str) -> None:
+    """Agents use the fleet's shared services (memory, contracts); operators need ``perm``; the
+    system (commands, tasks, the demo loader) acts on the operator's behalf already."""
+    if principal.user is None and principal.agent is None:
+        return
+    if principal.agent is None and not principal.has_perm(perm):
+        raise Forbidden(f"This needs an agent key or the {perm} permission.")

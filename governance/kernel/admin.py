@@ -1,0 +1,125 @@
+"""The read-only admin every app's system-written records use, and the admin of the kernel's own
+records: API keys (the secret is shown once, at creation), the audit trail and task runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from governance.kernel.models import ApiKey, AuditEvent, TaskRun
+from governance.kernel.principals import Principal
+from governance.kernel.services import issue_api_key, revoke_api_key
+
+
+class NoDelete:
+    """Kept for the audit trail: archived or revoked, never deleted by hand."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnly(NoDelete):
+    """Written by services only: viewable, never added, changed or deleted by hand."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    pass
+
+
+class ReadOnlyTabular(ReadOnly, admin.TabularInline):
+    extra = 0
+
+
+class ReadOnlyStacked(ReadOnly, admin.StackedInline):
+    extra = 0
+
+
+class ApiKeyAddForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["name", "agent", "user"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if bool(data.get("agent")) == bool(data.get("user")):
+            raise forms.ValidationError("Choose either an agent or a user: a key is bound to exactly one of them.")
+        return data
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "owner", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_filter = ["kind", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix", "agent__agent_id", "user__username"]
+    readonly_fields = [
+        "kind",
+        "agent",
+        "user",
+        "prefix",
+        "created_at",
+        "created_by",
+        "last_used_at",
+        "revoked_at",
+        "revoked_by",
+    ]
+    actions = ["revoke"]
+
+    def get_form(self, request: HttpRequest, obj: ApiKey | None = None, **kwargs: object):
+        if obj is None:
+            kwargs["form"] = ApiKeyAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        return self.readonly_fields if obj is not None else []
+
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        return ["name", *self.readonly_fields] if obj is not None else ["name", "agent", "user"]
+
+    @admin.display(description="Owner")
+    def owner(self, obj: ApiKey) -> str:
+        return obj.owner_label
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        created, plain = issue_api_key(
+            actor=Principal(user=request.user), name=obj.name, agent=obj.agent, user=obj.user
+        )
+        obj.pk, obj.prefix, obj.kind = created.pk, created.prefix, created.kind
+        messages.warning(request, f"Copy this key now; it will not be shown again: {plain}")
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # revoke instead: the audit trail keeps naming the key
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        actor = Principal(user=request.user)
+        for api_key in queryset:
+            revoke_api_key(api_key, actor=actor)
+        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ["at", "actor", "action", "target_type", "target_id"]
+    list_filter = ["action", "target_type"]
+    search_fields = ["actor", "target_id"]
+    date_hierarchy = "at"
+
+
+@admin.register(TaskRun)
+class TaskRunAdmin(ReadOnlyAdmin):
+    list_display = ["task_name", "status", "started_at", "finished_at", "duration_seconds", "worker"]
+    list_filter = ["task_name", "status"]
+    date_hierarchy = "started_at"

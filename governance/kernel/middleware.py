@@ -1,0 +1,103 @@
+"""Request-level guards that must run before any view reads the body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from governance.kernel import validation
+from governance.kernel.problems import PROBLEM_CONTENT_TYPE, problem_response
+
+API_PREFIX = "/api/v1/"
+
+
+class RequestSizeLimitMiddleware:
+    """Refuse bodies over MAX_REQUEST_BODY_BYTES with 413 before they are read.
+
+    Django only raises RequestDataTooBig when form data is parsed; JSON bodies read through
+    ``request.body`` would otherwise be loaded whole. Chunked bodies without a length are
+    capped by DATA_UPLOAD_MAX_MEMORY_SIZE, which the API error handler also maps to 413.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = settings.MAX_REQUEST_BODY_BYTES
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > limit:
+            return problem_response(
+                413,
+                detail=f"Request body is {length} bytes; the limit is {limit} bytes.",
+            )
+        return self.get_response(request)
+
+
+class ApiProblemMiddleware:
+    """Give every API error the problem+json shape, including those produced outside the
+    API's own handlers (405 from the router, 400 from Django's host checks, ...)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith("/api/")
+            and not response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE)
+        ):
+            headers = {name: response[name] for name in ("Allow", "Retry-After") if response.has_header(name)}
+            return problem_response(response.status_code, headers=headers)
+        return response
+
+
+class ApiInputGuardMiddleware:
+    """Refuse, before any view, what no operation can store (governance/kernel/validation.py): NUL
+    characters in the path, the query or a body, non-finite numbers in a JSON body, query bounds
+    past PostgreSQL's bigint (422 naming each field), and a body of a media type the operation does
+    not declare (415)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path_info.startswith(API_PREFIX):
+            return self.get_response(request)
+        errors = validation.path_errors(request) + validation.query_errors(request)
+        if errors:
+            return problem_response(422, detail="The request is invalid; see errors.", errors=errors)
+        refused = self._body_refusal(request)
+        return refused or self.get_response(request)
+
+    @staticmethod
+    def _body_refusal(request: HttpRequest) -> HttpResponse | None:
+        if request.method not in {"POST", "PUT", "PATCH"}:
+            return None
+        accepted = validation.accepted_media_types(request.method, request.path_info[len(API_PREFIX) :])
+        body = request.body
+        if accepted is None or not body:
+            return None
+        kind = validation.media_type(request)
+        if kind not in accepted:
+            listed = ", ".join(sorted(accepted))
+            return problem_response(
+                415,
+                detail=f"This operation takes a body of type {listed}, not {kind or 'an untyped body'}.",
+                errors=[{"loc": ["header", "Content-Type"], "msg": f"expected {listed}", "type": "media_type"}],
+            )
+        if validation.is_json(kind):
+            decoded = validation.decode_json(body)
+            errors = decoded[1] if decoded else []
+        elif b"\x00" in body:
+            errors = [validation.error(["body"], "must not contain the NUL character", "string_nul")]
+        else:
+            errors = []
+        if errors:
+            return problem_response(422, detail="The request is invalid; see errors.", errors=errors)
+        return None

@@ -1,0 +1,31 @@
+"""Reviews router (/api/v1/reviews): operators decide review items with an operator key."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Router
+from ninja.pagination import paginate
+
+from governance.kernel.auth import operator_key
+from governance.kernel.exceptions import Forbidden
+from governance.kernel.validation import BoundedLimitOffsetPagination
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
+from governance.reviews.schemas import DecisionIn, DecisionOut, ReviewItemOut
+
+router = Router(tags=["reviews"], auth=operator_key)
+
+
+@router.get("", operation_id="list_review_items", response=list[ReviewItemOut])
+@paginate(BoundedLimitOffsetPagination)
+def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet[ReviewItem]:
+    if not request.auth.has_perm("governance.view_reviewitem"):
+        raise Forbidden("Your account may not view review items.")
+    return ReviewItem.objects.filter(status=status).select_related("agent")
+
+
+@router.post("/{item_id}/decision", operation_id="decide_review_item", response=DecisionOut)
+def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
+    """Approve or reject a pending item; 409 when it was already decided."""
+    return reviews.decide(item_id, actor=request.auth, decision=data.decision, comment=data.comment)

@@ -1,0 +1,205 @@
+"""Operator pages of the governance app: the reviewer inbox (contract pages: contract_views.py).
+
+The inbox is one queue for every kind of review item. Views only gather and delegate: deciding
+goes through ``governance.reviews.services.decide`` (which tells the app that opened the item), and an
+htmx request gets back the partial it swaps in, so a decided row changes in place.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import dateformat, timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from governance.kernel.exceptions import Conflict, Forbidden
+from governance.kernel.principals import Principal
+from governance.reviews import services as reviews
+from governance.reviews.forms import DecisionForm
+from governance.reviews.models import ReviewDecision, ReviewItem
+
+RECENT_DECISIONS = 20
+MAX_SHOWN = 1000  # pending rows a polling page may report; more is not a page a person reads
+CSV_COLUMNS = [
+    "decided_at",
+    "item_id",
+    "kind",
+    "title",
+    "agent",
+    "decision",
+    "decided_by",
+    "comment",
+    "payload_hash",
+]
+BULK_APPROVABLE = "learning_promotion"  # the one kind whose rows get a checkbox for "Approve selected"
+# Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+view_items = permission_required("governance.view_reviewitem", raise_exception=True)
+decide_items = permission_required("governance.decide_reviewitem", raise_exception=True)
+
+
+def _pending() -> QuerySet[ReviewItem]:
+    return ReviewItem.objects.filter(status=ReviewItem.Status.PENDING).select_related("agent").order_by("created_at")
+
+
+def _recent_decisions() -> QuerySet[ReviewDecision]:
+    return ReviewDecision.objects.select_related("item__agent", "user").order_by("-decided_at")[:RECENT_DECISIONS]
+
+
+def _can_decide(request: HttpRequest) -> bool:
+    return request.user.has_perm("governance.decide_reviewitem")
+
+
+@login_required
+@view_items
+def inbox(request: HttpRequest) -> HttpResponse:
+    context = {"pending": _pending(), "decisions": _recent_decisions(), "can_decide": _can_decide(request)}
+    return render(request, "governance/inbox.html", context)
+
+
+@login_required
+@view_items
+@require_GET
+def inbox_pending(request: HttpRequest) -> HttpResponse:
+    """What the inbox polls. The page sends the ids of the pending rows it shows (``shown``); it
+    gets back the items it does not show yet, to append, and, swapped out of band, the rows
+    someone decided elsewhere and the recent decisions. Rows are never replaced wholesale, so a
+    comment being typed or a button being clicked is never pulled from under the reviewer."""
+    shown = [int(value) for value in request.GET.getlist("shown")[:MAX_SHOWN] if value.isdigit()]
+    context = {
+        "new_items": _pending().exclude(pk__in=shown),
+        "decided_elsewhere": ReviewItem.objects.filter(pk__in=shown)
+        .exclude(status=ReviewItem.Status.PENDING)
+        .select_related("agent", "decision__user"),
+        "decisions": _recent_decisions(),
+        "can_decide": _can_decide(request),
+    }
+    return render(request, "governance/partials/pending_poll.html", context)
+
+
+def _item(item_id: int) -> ReviewItem:
+    """The item with what its row shows, its decision included, in one query."""
+    return get_object_or_404(ReviewItem.objects.select_related("agent", "decision__user"), pk=item_id)
+
+
+def _row(request: HttpRequest, item: ReviewItem, status: int = 200, **extra: Any) -> HttpResponse:
+    context = {"item": item, "can_decide": _can_decide(request), **extra}
+    return render(request, "governance/partials/review_item.html", context, status=status)
+
+
+def _already(item: ReviewItem) -> str:
+    """Who decided first, in the words a second reviewer needs."""
+    decision = getattr(item, "decision", None)
+    if decision is None:
+        return f"Already {item.status}."
+    who = decision.user.get_username() if decision.user else decision.decided_by
+    when = dateformat.format(timezone.localtime(decision.decided_at), "Y-m-d H:i:s T")
+    return f"Already {item.status} by {who} at {when}."
+
+
+@login_required
+@decide_items
+@require_POST
+def decide(request: HttpRequest, item_id: int) -> HttpResponse:
+    """One reviewer decision. htmx only swaps 2xx answers, so refusals that the row should show
+    (a bad form, someone faster) are 200 for htmx and 400/409 for other clients."""
+    item = _item(item_id)
+    form = DecisionForm(request.POST, item=item)
+    if not form.is_valid():
+        error = " ".join(message for messages in form.errors.values() for message in messages)
+        return _row(request, item, status=200 if request.htmx else 400, error=error)
+    try:
+        reviews.decide(
+            item.pk,
+            actor=Principal(user=request.user),
+            decision=form.cleaned_data["decision"],
+            comment=form.cleaned_data["comment"],
+            answer=form.cleaned_data["answer"],
+        )
+    except Conflict:
+        item = _item(item_id)
+        return _row(request, item, status=200 if request.htmx else 409, notice=_already(item))
+    except Forbidden as exc:
+        return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
+    return _row(request, _item(item_id))
+
+
+@login_required
+@decide_items
+@require_POST
+def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
+    """Approve the selected learning promotions, one decision each (``reviews.decide``, so the
+    memory app applies each promotion as for a single approval). Rows already decided, by someone
+    else or a moment ago, are skipped and counted; other kinds are never approved in bulk."""
+    selected = {int(value) for value in request.POST.getlist("items")[:MAX_SHOWN] if value.isdigit()}
+    actor = Principal(user=request.user)
+    pending = _pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True)
+    approved = 0
+    for item_id in pending:
+        try:
+            reviews.decide(item_id, actor=actor, decision=ReviewDecision.Decision.APPROVE)
+        except Conflict:  # decided elsewhere since the page was read
+            continue
+        approved += 1
+    skipped = len(selected) - approved
+    if approved:
+        messages.success(request, f"Approved {approved} promotion{'s' if approved != 1 else ''}.")
+    if skipped:
+        messages.warning(
+            request, f"Skipped {skipped} item{'s' if skipped != 1 else ''} already decided or not a promotion."
+        )
+    if not selected:
+        messages.info(request, "Select the promotions to approve first.")
+    return redirect("inbox")
+
+
+class _Echo:
+    """The csv module writes to a file; this "file" hands each line back to the stream."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _csv_rows() -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_COLUMNS)
+    decisions = ReviewDecision.objects.select_related("item__agent").order_by("-decided_at")
+    for decision in decisions.iterator(chunk_size=500):
+        item = decision.item
+        yield writer.writerow(
+            [
+                decision.decided_at.isoformat(),
+                item.pk,
+                _cell(item.kind),
+                _cell(item.title),
+                item.agent.agent_id if item.agent else "",
+                decision.decision,
+                _cell(decision.decided_by),
+                _cell(decision.comment),
+                decision.payload_hash,
+            ]
+        )
+
+
+@login_required
+@view_items
+@require_GET
+def decisions_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """Every decision, newest first, streamed so the export stays flat in memory however long
+    the history. Cells that a spreadsheet would run as a formula are prefixed with a quote."""
+    response = StreamingHttpResponse(_csv_rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="review-decisions.csv"'
+    return response

@@ -1,0 +1,186 @@
+"""Per-subject conversational memory (/api/v1/memory/subjects/{subject}/...): import and export
+of the seed-002 documents, semantic search, emotions, personality and the system prompt, facts,
+and erasure."""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+from ninja.errors import HttpError
+
+from governance.kernel.auth import agent_key, operator_key
+from governance.kernel.exceptions import Forbidden
+from memory import search
+from memory.models import PersonalityState, SubjectMemory
+from memory.subjects import emotions, personality
+from memory.subjects import services as subjects
+from memory.subjects.access import READ, WRITE, restrict, subject_for
+from memory.subjects.documents import TRAITS
+
+router = Router(tags=["subjects"])
+
+
+def _operator(request: HttpRequest, perm: str) -> None:
+    if not request.auth.has_perm(perm):
+        raise Forbidden(f"This needs the {perm} permission.")
+
+
+class ImportIn(Schema):
+    conversations: dict[str, Any] | None = None
+    facts: dict[str, Any] | None = None
+    embeddings: dict[str, Any] | None = None
+    personality: dict[str, Any] | None = None
+    emotion_history: dict[str, Any] | None = None
+
+
+@router.post("/subjects/{subject}/import", operation_id="import_subject", auth=operator_key, response=dict[str, int])
+def import_subject(request: HttpRequest, subject: str, data: ImportIn) -> dict[str, int]:
+    """Each given document replaces what the subject had of it; 422 with paths, nothing written."""
+    _operator(request, "memory.add_subject")
+    return subjects.import_documents(subject, data.dict(), actor=request.auth, loc=["body"])
+
+
+@router.get("/subjects/{subject}/export", operation_id="export_subject", auth=operator_key, response=dict[str, Any])
+def export_subject(request: HttpRequest, subject: str) -> dict[str, Any]:
+    _operator(request, "memory.view_subject")
+    return subjects.export(subjects.get(subject))
+
+
+class MemoryHit(Schema):
+    id: str
+    type: str
+    text: str
+    score: float
+
+
+@router.get("/subjects/{subject}/search", operation_id="search_subject", response=list[MemoryHit])
+def search_subject(
+    request: HttpRequest,
+    subject: str,
+    q: str = Query(..., min_length=1, max_length=10_000),
+    k: int = Query(5, ge=1, le=100),
+) -> list[dict[str, Any]]:
+    """The subject's memories nearest to ``q`` (cosine similarity as ``score``)."""
+    from memory.embeddings import EmbeddingError, get_backend
+
+    found = subject_for(request.auth, subject, access=READ, purpose="search")
+    backend = get_backend()
+    try:
+        vector = backend.embed([q])[0]
+    except EmbeddingError as exc:
+        raise HttpError(503, f"The embedding backend is unavailable: {exc}") from exc
+    hits = search.nearest_subject_memories(
+        vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
+    )
+    rows = SubjectMemory.objects.in_bulk([h.object_id for h in hits])
+    return [
+        {
+            "id": rows[h.object_id].key,
+            "type": rows[h.object_id].type,
+            "text": rows[h.object_id].text,
+            "score": h.similarity,
+        }
+        for h in hits
+    ]
+
+
+class EmotionIn(Schema):
+    emotion: str = Field(..., min_length=1, max_length=40)
+    intensity: float = Field(..., ge=0.0, le=1.0)
+    context: str = Field("", max_length=500)
+    triggered_by: Literal["user_message", "assistant_response", "system"]
+    timestamp: datetime | None = None
+
+
+@router.post(
+    "/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: dict[str, Any]}
+)
+def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
+    """422 naming from, to and probability when the move from the current emotion is unrealistic."""
+    event = emotions.record(
+        subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
+        actor=request.auth,
+        emotion=data.emotion,
+        intensity=data.intensity,
+        context=data.context,
+        triggered_by=data.triggered_by,
+        at=data.timestamp,
+    )
+    return Status(201, {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp})
+
+
+@router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=dict[str, str])
+def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
+    found = subject_for(request.auth, subject, access=READ, purpose="system-prompt")
+    state = PersonalityState.objects.filter(subject=found).first()
+    return {"prompt": personality.system_prompt(state.traits if state else personality.DEFAULT_TRAITS)}
+
+
+class InteractionsIn(Schema):
+    count: int = Field(1, ge=1, le=10_000)
+    feedback: dict[Literal[TRAITS], float] = Field(default_factory=dict)  # type: ignore[valid-type]
+    reason: str = Field("interactions", max_length=300)
+
+
+@router.post(
+    "/subjects/{subject}/interactions", operation_id="record_interactions", auth=agent_key, response=dict[str, Any]
+)
+def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn) -> dict[str, Any]:
+    """Count interactions and their feedback (trait deltas); traits move every update_frequency."""
+    found = subject_for(request.auth, subject, access=WRITE, purpose="interactions")
+    snapshot = personality.record_interactions(
+        found, actor=request.auth, count=data.count, feedback=data.feedback, reason=data.reason
+    )
+    state = PersonalityState.objects.get(subject=found)
+    return {
+        "traits": state.traits,
+        "total_interactions": state.total_interactions,
+        "updated": snapshot is not None,
+        "changes": snapshot.changes if snapshot else {},
+    }
+
+
+class FactIn(Schema):
+    kind: Literal["preference", "event", "relationship"]
+    values: dict[str, Any]
+
+
+@router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: dict[str, str]})
+def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
+    """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
+    found = subject_for(request.auth, subject, access=WRITE, purpose="fact")
+    fact = subjects.add_fact_checked(found, data.kind, data.values, actor=request.auth)
+    return Status(201, {"id": fact})
+
+
+@router.delete("/subjects/{subject}", operation_id="erase_subject", auth=operator_key, response={204: None})
+def erase_subject(request: HttpRequest, subject: str) -> Status:
+    """Erase the subject's memory everywhere it is stored; the audit trail keeps only that it happened."""
+    _operator(request, "memory.delete_subject")
+    subjects.erase(subjects.get(subject), actor=request.auth)
+    return Status(204, None)
+
+
+class AllowedAgentsIn(Schema):
+    agents: list[str] = Field(..., max_length=1000, description="Agent ids; an empty list lifts the restriction.")
+
+
+class AllowedAgentsOut(Schema):
+    agents: list[str]
+
+
+@router.get(
+    "/subjects/{subject}/agents", operation_id="list_subject_agents", auth=operator_key, response=AllowedAgentsOut
+)
+def allowed_agents(request: HttpRequest, subject: str) -> dict[str, list[str]]:
+    """The agents this subject is restricted to (empty: every agent whose manifest enables long-term memory)."""
+    found = subject_for(request.auth, subject, access=READ, purpose="access")
+    return {"agents": sorted(found.allowed_agents.values_list("agent_id", flat=True))}
+
+
+@router.put("/subjects/{subject}/agents", operation_id="restrict_subject", auth=operator_key, response=AllowedAgentsOut)
+def restrict_subject(request: HttpRequest, subject: str, data: AllowedAgentsIn) -> dict[str, list[str]]:
+    """Restrict the subject to the named agents: any other agent is told the subject does not exist."""
+    found = subject_for(request.auth, subject, access=WRITE, purpose="access")
+    return {"agents": restrict(found, data.agents, actor=request.auth)}

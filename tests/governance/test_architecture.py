@@ -1,0 +1,145 @@
+"""The packages form layers, read from the source's import statements (no Django needed).
+
+The kernel (``governance.kernel``) is below everything and imports no product package; the
+governance services every app calls (the reviewer inbox, the contract catalog) come next; then
+agents, then the apps built on agents (sessions, memory); the project modules of ``governance``
+(settings, urls, the root API, demo loading) sit on top and are the only ones that import every app.
+An import against that order is a cycle waiting to happen, so the test names the offending line.
+
+Imports under ``if TYPE_CHECKING:`` are left out: they are read by the type checker only and never
+run. Imports inside functions are counted: they run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("governance", "agents", "sessions", "memory")
+SUB_APPS = ("governance.kernel", "governance.reviews", "governance.contracts")
+
+# Lower number = lower layer. A package may import its own layer's package itself and lower layers.
+LAYERS = {
+    "governance.kernel": 0,
+    "governance.reviews": 1,
+    "governance.contracts": 2,
+    "agents": 3,
+    "sessions": 4,
+    "memory": 4,
+    "governance": 5,  # the project package: settings, urls, celery, the root API, demo loading
+}
+
+
+def node(module: str) -> str | None:
+    """The layer package a dotted module belongs to; None outside the product."""
+    for sub_app in SUB_APPS:
+        if module == sub_app or module.startswith(sub_app + "."):
+            return sub_app
+    top = module.split(".")[0]
+    return top if top in PACKAGES else None
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, imported module) for every import that runs, in functions too."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            yield from (item for stmt in child.orelse for item in runtime_imports(stmt))
+            continue
+        if isinstance(child, ast.Import):
+            yield from ((child.lineno, alias.name) for alias in child.names)
+        elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+            yield child.lineno, child.module
+            # ``from governance import kernel`` imports the package governance.kernel.
+            yield from ((child.lineno, f"{child.module}.{alias.name}") for alias in child.names)
+        yield from runtime_imports(child)
+
+
+def edges() -> list[tuple[str, str, str]]:
+    """(from layer, to layer, where) for every import between two different layer packages."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            source = module_name(path)
+            for line, target in runtime_imports(ast.parse(path.read_text(), str(path))):
+                src, dst = node(source), node(target)
+                if src is not None and dst is not None and src != dst:
+                    found.append((src, dst, f"{path.relative_to(ROOT)}:{line} imports {target}"))
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every elementary cycle through a back edge of a depth-first search (enough to name one)."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(n: str, path: list[str]) -> None:
+        state[n] = 1
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                found.append([*path[path.index(m) :], m])
+            elif m not in state:
+                visit(m, [*path, m])
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+    return found
+
+
+@pytest.fixture(scope="module")
+def import_edges() -> list[tuple[str, str, str]]:
+    return edges()
+
+
+def test_every_product_module_belongs_to_a_layer() -> None:
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            assert node(module_name(path)) in LAYERS, path
+
+
+def test_no_import_cycle_between_packages(import_edges: list[tuple[str, str, str]]) -> None:
+    graph: dict[str, set[str]] = {}
+    for src, dst, _ in import_edges:
+        graph.setdefault(src, set()).add(dst)
+    assert cycles(graph) == []
+
+
+def test_imports_only_go_down_the_layers(import_edges: list[tuple[str, str, str]]) -> None:
+    upward = [where for src, dst, where in import_edges if LAYERS[dst] >= LAYERS[src]]
+    assert upward == []
+
+
+def test_the_kernel_imports_no_product_package(import_edges: list[tuple[str, str, str]]) -> None:
+    assert [where for src, _, where in import_edges if src == "governance.kernel"] == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """The reader itself: a kernel module importing agents is seen, a type-only import is not."""
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from memory.models import Learning\n"
+        "def f():\n    from agents import jobs\n"
+    )
+    assert [target for _, target in runtime_imports(tree)] == [
+        "typing",
+        "typing.TYPE_CHECKING",
+        "agents",
+        "agents.jobs",
+    ]
+    assert cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
