@@ -14,7 +14,7 @@ from agents import kpis, registry, tools
 from agents.access import get_agent_for
 from agents.manifest import MAX_DOCUMENT_BYTES
 from agents.models import Agent, Job
-from agents.schemas import AgentIn, AgentOut, KpiReportOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
+from agents.schemas import AgentIn, AgentOut, KpiReportOut, ManifestOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.validation import BoundedLimitOffsetPagination
@@ -28,7 +28,8 @@ MANIFEST_BODY = {
         "description": "The manifest as in seed 001 (`Agent:` root optional), JSON or YAML.",
         "content": {
             "application/json": {"schema": {"type": "object"}},
-            "application/yaml": {"schema": {"type": "string"}},
+            # The raw YAML text; `binary` lets a generated client send it as is (a `File`).
+            "application/yaml": {"schema": {"type": "string", "format": "binary"}},
         },
     }
 }
@@ -63,7 +64,10 @@ def get_agent(request: HttpRequest, agent_id: str) -> Agent:
 
 
 @router.put(
-    "/{agent_id}/manifest", operation_id="put_manifest", openapi_extra=MANIFEST_BODY, response={200: dict, 201: dict}
+    "/{agent_id}/manifest",
+    operation_id="put_manifest",
+    openapi_extra=MANIFEST_BODY,
+    response={200: ManifestOut, 201: ManifestOut},
 )
 def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     """Load a manifest version: 201 stored and active, 200 identical to the active version,

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 from agents.manifest import AGENT_ID_PATTERN, Permission
 
@@ -68,6 +69,14 @@ class ToolCallOut(Schema):
     dryRun: bool = Field(
         False, description="The call names a `dryRun` job: recorded, never to be made (and never sent to a reviewer)."
     )
+
+
+# Named (not `dict`) so that PUT's 200 and 201 share one model in generated clients.
+class ManifestOut(Schema):
+    """The manifest document as stored (seed 001); after a PUT, with `warnings`: what loads but is
+    not enforced, each with its body path."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class LeaseIn(Schema):

@@ -29,7 +29,8 @@ VEILLE_BODY = {
             '`{"name", "content"}`.'
         ),
         "content": {
-            "text/markdown": {"schema": {"type": "string"}},
+            # The raw note; `binary` lets a generated client send it as is (a `File`).
+            "text/markdown": {"schema": {"type": "string", "format": "binary"}},
             "application/json": {
                 "schema": {
                     "type": "object",
