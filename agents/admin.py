@@ -283,7 +283,7 @@ class JobArtifactInline(ReadOnlyTabular):
 
     @admin.display(description="Download")
     def download(self, obj: JobArtifact) -> str:
-        return format_html('<a href="{}">{}</a>', reverse("job-artifact", args=[obj.job_id, obj.kind]), obj.name)
+        return format_html('<a href="{}">{}</a>', reverse("agents:job-artifact", args=[obj.job_id, obj.kind]), obj.name)
 
 
 class EscalationInline(ReadOnlyStacked):

@@ -4,6 +4,8 @@ from django.urls import path
 
 from agents import views
 
+app_name = "agents"
+
 urlpatterns = [
     path("", views.agent_list, name="agent-list"),
     path("jobs/", views.job_list, name="job-list"),

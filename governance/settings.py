@@ -160,7 +160,7 @@ SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)
 # background refresh does not count: governance.kernel.web_security.IdleSessionMiddleware).
 SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
-SESSION_IDLE_IGNORED_VIEWS = ["inbox-pending"]
+SESSION_IDLE_IGNORED_VIEWS = ["reviews:inbox-pending"]
 SESSION_IDLE_RENEW_SECONDS = 60  # a session's expiry is written back at most this often
 
 # Login throttling (django-axes): failures are counted per username *and* address, so a guesser

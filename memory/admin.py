@@ -79,7 +79,7 @@ class LearningAdmin(MemoryAdmin):
 
     def view_on_site(self, obj: Learning) -> str:
         """The operator page with the score breakdown and the scope history."""
-        return reverse("learning-detail", args=[obj.pk])
+        return reverse("memory:learning-detail", args=[obj.pk])
 
     @admin.display(description="Text")
     def short_text(self, obj: Learning) -> str:
@@ -191,7 +191,7 @@ class SubjectRowAdmin(MemoryAdmin):
     anchor = ""
 
     def view_on_site(self, obj: object) -> str:
-        url = reverse("subject-detail", args=[obj.subject.key])
+        url = reverse("memory:subject-detail", args=[obj.subject.key])
         return f"{url}#{self.anchor}" if self.anchor else url
 
 
@@ -225,7 +225,7 @@ class SubjectAdmin(MemoryAdmin):
         return super().get_queryset(request).prefetch_related("allowed_agents")
 
     def view_on_site(self, obj: Subject) -> str:
-        return reverse("subject-detail", args=[obj.key])
+        return reverse("memory:subject-detail", args=[obj.key])
 
     @admin.display(description="Documents")
     def documents_imported(self, obj: Subject) -> str:

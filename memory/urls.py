@@ -3,6 +3,8 @@ from django.urls import path
 from memory import views
 from memory.subjects import views as subject_views
 
+app_name = "memory"
+
 urlpatterns = [
     path("", views.memory_overview, name="memory-overview"),
     path("learnings/<int:learning_id>/", views.learning_detail, name="learning-detail"),

@@ -138,5 +138,5 @@ def session_stop(request: HttpRequest, session_id: UUID) -> HttpResponse:
         notice = f"Not stopped: {exc.detail}"
     if not request.htmx:
         messages.info(request, notice)
-        return redirect("session-detail", session_id=session.pk)
+        return redirect("sessions:session-detail", session_id=session.pk)
     return render(request, "sessions/partials/session_state.html", _state_context(request, session, notice=notice))

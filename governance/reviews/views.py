@@ -158,7 +158,7 @@ def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
         )
     if not selected:
         messages.info(request, "Select the promotions to approve first.")
-    return redirect("inbox")
+    return redirect("reviews:inbox")
 
 
 class _Echo:

@@ -106,7 +106,7 @@ def _page(request: HttpRequest, subject: Subject, kind: str, fact: Model, mode: 
 
 
 def _back(subject: Subject, kind: str, fact_id: str) -> str:
-    return f"{reverse('subject-detail', args=[subject.key])}#fact-{kind}-{fact_id}"
+    return f"{reverse('memory:subject-detail', args=[subject.key])}#fact-{kind}-{fact_id}"
 
 
 @login_required
@@ -165,4 +165,4 @@ def fact_delete(request: HttpRequest, key: str, kind: str, fact_id: str) -> Http
     if request.htmx:
         return _row(request, subject, kind, fact, "fact_row_deleted")
     messages.success(request, f"{fact_id} deleted.")
-    return redirect(reverse("subject-detail", args=[subject.key]) + f"#facts-{kind}")
+    return redirect(reverse("memory:subject-detail", args=[subject.key]) + f"#facts-{kind}")

@@ -72,7 +72,7 @@ def test_only_a_reviewer_decision_moves_the_session_on(vlevel_api, client, revie
     vlevel_api.post(f"/sessions/{session_id}/events", {"type": "ValidationReceived", "payload": {"approved": True}})
     client.force_login(reviewer)
 
-    client.post(reverse("inbox-decide", args=[item.pk]), {"decision": "approve"})
+    client.post(reverse("reviews:inbox-decide", args=[item.pk]), {"decision": "approve"})
 
     assert ReviewItem.objects.get(pk=item.pk).status == "approved"
     assert AISession.objects.get(pk=session_id).phase == "EXECUTING_ACTIONS"

@@ -263,7 +263,7 @@ def test_using_the_pages_keeps_the_session_but_the_inbox_refresh_does_not(client
     session = Session.objects.get(pk=client.session.session_key)
 
     time.sleep(0.05)
-    assert client.get(reverse("inbox-pending"), HTTP_HX_REQUEST="true").status_code == 200
+    assert client.get(reverse("reviews:inbox-pending"), HTTP_HX_REQUEST="true").status_code == 200
     assert Session.objects.get(pk=session.pk).expire_date == session.expire_date
 
     assert client.get("/inbox/").status_code == 200

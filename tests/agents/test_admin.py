@@ -289,7 +289,7 @@ def test_the_job_list_filters_escalated_jobs(admin_client, fleet, escalated_job)
 def test_a_job_page_shows_its_artifacts_and_escalation_steps(admin_client, escalated_job):
     html = page(admin_client.get(reverse("admin:agents_job_change", args=[escalated_job.job_id])))
 
-    assert reverse("job-artifact", args=[escalated_job.job_id, "audit"]) in html
+    assert reverse("agents:job-artifact", args=[escalated_job.job_id, "audit"]) in html
     assert ".graph.json" in html
     assert "routed_to_agent" in html
     assert "confidence < 0.7" in html

@@ -79,12 +79,12 @@ def finished_job(fleet) -> Job:
 
 def every_page(job: Job) -> list[str]:
     return [
-        reverse("agent-list"),
-        reverse("agent-detail", args=["agent.seo.vlevel"]),
-        reverse("agent-manifest", args=["agent.seo.vlevel", "1.0.0"]),
-        reverse("job-list"),
-        reverse("job-detail", args=[job.job_id]),
-        reverse("job-artifact", args=[job.job_id, "audit"]),
+        reverse("agents:agent-list"),
+        reverse("agents:agent-detail", args=["agent.seo.vlevel"]),
+        reverse("agents:agent-manifest", args=["agent.seo.vlevel", "1.0.0"]),
+        reverse("agents:job-list"),
+        reverse("agents:job-detail", args=[job.job_id]),
+        reverse("agents:job-artifact", args=[job.job_id, "audit"]),
     ]
 
 
@@ -117,7 +117,7 @@ def test_every_page_answers_a_viewer(client, viewer, finished_job):
 @pytest.mark.django_db
 def test_the_fleet_lists_the_worst_status_first(client, viewer, rated_fleet):
     client.force_login(viewer)
-    html = client.get(reverse("agent-list")).content.decode()
+    html = client.get(reverse("agents:agent-list")).content.decode()
 
     assert order_of(html, ORDER) == ORDER
     for status in ("status-critical", "status-warning", "status-ok", "status-no_data"):
@@ -127,7 +127,7 @@ def test_the_fleet_lists_the_worst_status_first(client, viewer, rated_fleet):
 @pytest.mark.django_db
 def test_the_fleet_shows_role_domain_owner_and_active_version(client, viewer, fleet):
     client.force_login(viewer)
-    html = client.get(reverse("agent-list")).content.decode()
+    html = client.get(reverse("agents:agent-list")).content.decode()
 
     row = html[html.index("<code>agent.rag.indexer</code>") :].split("</tr>")[0]
     for text in ("Executor", "RAG", "knowledge-team", "2.0.1"):
@@ -149,8 +149,8 @@ def test_the_fleet_shows_role_domain_owner_and_active_version(client, viewer, fl
 def test_filters_narrow_the_fleet_on_full_page_and_htmx_swap(client, viewer, rated_fleet, params, expected):
     client.force_login(viewer)
 
-    page = client.get(reverse("agent-list"), params)
-    partial = client.get(reverse("agent-list"), params, **HTMX)
+    page = client.get(reverse("agents:agent-list"), params)
+    partial = client.get(reverse("agents:agent-list"), params, **HTMX)
 
     assert "<html" in page.content.decode()
     assert "<html" not in partial.content.decode()
@@ -161,7 +161,7 @@ def test_filters_narrow_the_fleet_on_full_page_and_htmx_swap(client, viewer, rat
 @pytest.mark.django_db
 def test_the_filter_form_swaps_the_rows_with_htmx_and_pushes_the_url(client, viewer, fleet):
     client.force_login(viewer)
-    html = client.get(reverse("agent-list")).content.decode()
+    html = client.get(reverse("agents:agent-list")).content.decode()
 
     assert 'hx-get="/agents/"' in html
     assert 'hx-target="#agent-rows"' in html
@@ -172,7 +172,7 @@ def test_the_filter_form_swaps_the_rows_with_htmx_and_pushes_the_url(client, vie
 @pytest.mark.django_db
 def test_an_unknown_filter_value_is_ignored(client, viewer, fleet):
     client.force_login(viewer)
-    html = client.get(reverse("agent-list"), {"role": "pirate"}).content.decode()
+    html = client.get(reverse("agents:agent-list"), {"role": "pirate"}).content.decode()
 
     assert len(order_of(html, list(fleet))) == 3
 
@@ -180,14 +180,14 @@ def test_an_unknown_filter_value_is_ignored(client, viewer, fleet):
 @pytest.mark.django_db
 def test_the_fleet_page_needs_a_constant_number_of_queries(client, viewer, fleet, django_assert_max_num_queries):
     client.force_login(viewer)
-    few = count_queries(client, reverse("agent-list"), {"domain": "seo"})
+    few = count_queries(client, reverse("agents:agent-list"), {"domain": "seo"})
     for n in range(20):
         agent_id = f"agent.bulk.a{n:02d}"
         load_manifest(seed_manifest_text("agent.seo.architect", id=agent_id), actor=SYSTEM)
         add_samples(Agent.objects.get(agent_id=agent_id), "task_success_rate", [0.5 + n / 50])
 
     with django_assert_max_num_queries(few):
-        response = client.get(reverse("agent-list"), {"domain": "seo"})
+        response = client.get(reverse("agents:agent-list"), {"domain": "seo"})
 
     assert response.content.decode().count("<code>agent.bulk.a") == 20
     assert few <= 10
@@ -201,7 +201,7 @@ def test_the_agent_page_shows_identity_tools_and_versions(client, viewer, fleet)
     load_manifest(seed_manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
     client.force_login(viewer)
 
-    html = client.get(reverse("agent-detail", args=["agent.seo.vlevel"])).content.decode()
+    html = client.get(reverse("agents:agent-detail", args=["agent.seo.vlevel"])).content.decode()
 
     assert "V-Level Generator Agent" in html
     assert "seo-team" in html
@@ -217,11 +217,11 @@ def test_an_older_version_document_stays_readable(client, viewer, fleet):
     load_manifest(seed_manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
     client.force_login(viewer)
 
-    html = client.get(reverse("agent-manifest", args=["agent.seo.vlevel", "1.0.0"])).content.decode()
+    html = client.get(reverse("agents:agent-manifest", args=["agent.seo.vlevel", "1.0.0"])).content.decode()
 
     assert "version: 1.0.0" in html
     assert "An older version" in html
-    assert client.get(reverse("agent-manifest", args=["agent.seo.vlevel", "9.9.9"])).status_code == 404
+    assert client.get(reverse("agents:agent-manifest", args=["agent.seo.vlevel", "9.9.9"])).status_code == 404
 
 
 @pytest.mark.django_db
@@ -231,7 +231,7 @@ def test_the_kpi_table_rates_each_kpi_and_draws_its_trend(client, viewer, fleet)
         add_samples(vlevel, "task_success_rate", [0.8], days_ago=day)
     client.force_login(viewer)
 
-    html = client.get(reverse("agent-detail", args=["agent.seo.vlevel"])).content.decode()
+    html = client.get(reverse("agents:agent-detail", args=["agent.seo.vlevel"])).content.decode()
 
     success_row = html[html.index("<code>task_success_rate</code>") :].split("</tr>")[0]
     assert "0.8" in success_row
@@ -252,7 +252,7 @@ def test_the_window_selector_swaps_the_kpi_partial(client, viewer, fleet):
     add_samples(vlevel, "task_success_rate", [0.8])
     add_samples(vlevel, "task_success_rate", [0.1, 0.1], days_ago=20)
     client.force_login(viewer)
-    url = reverse("agent-detail", args=["agent.seo.vlevel"])
+    url = reverse("agents:agent-detail", args=["agent.seo.vlevel"])
 
     week = client.get(url, **HTMX).content.decode()
     month = client.get(url, {"window": "30"}, **HTMX).content.decode()
@@ -270,17 +270,17 @@ def test_the_agent_page_lists_recent_jobs_linking_to_each_job(client, viewer, fl
     jobs = [audit(fleet["agent.seo.vlevel"], n) for n in range(22)]
     client.force_login(viewer)
 
-    html = client.get(reverse("agent-detail", args=["agent.seo.vlevel"])).content.decode()
+    html = client.get(reverse("agents:agent-detail", args=["agent.seo.vlevel"])).content.decode()
 
     assert len(job_links(html)) == 20
-    assert reverse("job-detail", args=[jobs[-1].job_id]) in html
-    assert reverse("job-detail", args=[jobs[0].job_id]) not in html
+    assert reverse("agents:job-detail", args=[jobs[-1].job_id]) in html
+    assert reverse("agents:job-detail", args=[jobs[0].job_id]) not in html
 
 
 @pytest.mark.django_db
 def test_an_unknown_agent_is_not_found(client, viewer, fleet):
     client.force_login(viewer)
-    assert client.get(reverse("agent-detail", args=["agent.nobody"])).status_code == 404
+    assert client.get(reverse("agents:agent-detail", args=["agent.nobody"])).status_code == 404
 
 
 def test_the_trend_chart_maps_points_into_the_box():
@@ -347,8 +347,8 @@ def test_job_filters_narrow_the_list_on_full_page_and_htmx_swap(client, viewer, 
     client.force_login(viewer)
     wanted = {str(job_mix[name].job_id) for name in expected}
 
-    page = client.get(reverse("job-list"), params).content.decode()
-    partial = client.get(reverse("job-list"), params, **HTMX).content.decode()
+    page = client.get(reverse("agents:job-list"), params).content.decode()
+    partial = client.get(reverse("agents:job-list"), params, **HTMX).content.decode()
 
     assert "<html" in page
     assert "<html" not in partial
@@ -361,8 +361,8 @@ def test_the_job_list_pages_by_fifty(client, viewer, fleet):
         submit_job(fleet["agent.seo.vlevel"], {"urls": [f"https://shop.test/{n}"]}, key=f"page-{n}")
     client.force_login(viewer)
 
-    first = client.get(reverse("job-list")).content.decode()
-    second = client.get(reverse("job-list"), {"page": 2}, **HTMX).content.decode()
+    first = client.get(reverse("agents:job-list")).content.decode()
+    second = client.get(reverse("agents:job-list"), {"page": 2}, **HTMX).content.decode()
 
     assert len(job_links(first)) == 50
     assert len(job_links(second)) == 5
@@ -374,13 +374,13 @@ def test_the_job_list_pages_by_fifty(client, viewer, fleet):
 def test_the_job_list_needs_a_constant_number_of_queries(client, viewer, fleet, django_assert_max_num_queries):
     client.force_login(viewer)
     audit(fleet["agent.seo.vlevel"], 100)
-    few = count_queries(client, reverse("job-list"), {})
+    few = count_queries(client, reverse("agents:job-list"), {})
     for n in range(12):
         audit(fleet["agent.seo.vlevel"], n, confidence=0.5 if n % 2 else 0.9)
         submit_job(fleet["agent.rag.indexer"], {"documents": [{"id": n}]}, intent="rag_reindex", key=f"r{n}")
 
     with django_assert_max_num_queries(few):
-        html = client.get(reverse("job-list")).content.decode()
+        html = client.get(reverse("agents:job-list")).content.decode()
 
     assert len(job_links(html)) >= 25
     assert few <= 10
@@ -391,7 +391,7 @@ def test_the_job_page_shows_envelope_state_conditions_and_escalation(client, vie
     job = job_mix["escalated"]
     client.force_login(viewer)
 
-    html = client.get(reverse("job-detail", args=[job.job_id])).content.decode()
+    html = client.get(reverse("agents:job-detail", args=[job.job_id])).content.decode()
 
     assert "seo_audit" in html
     assert "https://shop.test/2/0" in html  # payload
@@ -404,7 +404,7 @@ def test_the_job_page_shows_envelope_state_conditions_and_escalation(client, vie
     assert "routed_to_agent" in html
     assert "agent.seo.architect" in html
     for kind in ("audit", "backlog", "graph"):
-        assert reverse("job-artifact", args=[job.job_id, kind]) in html
+        assert reverse("agents:job-artifact", args=[job.job_id, kind]) in html
 
 
 @pytest.mark.django_db
@@ -412,7 +412,7 @@ def test_a_failed_post_condition_shows_its_error_code(client, viewer, fleet):
     job = audit(fleet["agent.seo.vlevel"], 7, data={"scores": []})
     client.force_login(viewer)
 
-    html = client.get(reverse("job-detail", args=[job.job_id])).content.decode()
+    html = client.get(reverse("agents:job-detail", args=[job.job_id])).content.decode()
 
     post = html[html.index("Post-conditions") :]
     assert 'status-critical">fail' in post
@@ -424,7 +424,7 @@ def test_an_artifact_downloads_as_an_attachment(client, viewer, finished_job):
     artifact = finished_job.artifact_files.get(kind="backlog")
     client.force_login(viewer)
 
-    response = client.get(reverse("job-artifact", args=[finished_job.job_id, "backlog"]))
+    response = client.get(reverse("agents:job-artifact", args=[finished_job.job_id, "backlog"]))
 
     assert response.status_code == 200
     assert response["Content-Disposition"] == f'attachment; filename="{artifact.name}"'
@@ -438,6 +438,6 @@ def test_artifacts_are_not_found_before_the_job_finishes(client, viewer, job_mix
     client.force_login(viewer)
     queued = job_mix["queued"]
 
-    assert client.get(reverse("job-artifact", args=[queued.job_id, "audit"])).status_code == 404
-    assert client.get(reverse("job-artifact", args=[job_mix["ok"].job_id, "secrets"])).status_code == 404
-    assert client.get(reverse("job-detail", args=[uuid4()])).status_code == 404
+    assert client.get(reverse("agents:job-artifact", args=[queued.job_id, "audit"])).status_code == 404
+    assert client.get(reverse("agents:job-artifact", args=[job_mix["ok"].job_id, "secrets"])).status_code == 404
+    assert client.get(reverse("agents:job-detail", args=[uuid4()])).status_code == 404

@@ -20,7 +20,7 @@ CHECKOUT = {"arguments": {"url": "https://shop.example.com/checkout"}}
 
 def approve(client, reviewer, item_id: int, decision: str = "approve"):
     client.force_login(reviewer)
-    response = client.post(reverse("inbox-decide", args=[item_id]), {"decision": decision})
+    response = client.post(reverse("reviews:inbox-decide", args=[item_id]), {"decision": decision})
     client.logout()
     return response
 
@@ -113,7 +113,7 @@ def test_the_inbox_shows_the_tool_and_its_arguments(vlevel_api, client, reviewer
     vlevel_api.post(SNAPSHOT, HOME)
     client.force_login(reviewer)
 
-    html = client.get(reverse("inbox")).content.decode()
+    html = client.get(reverse("reviews:inbox")).content.decode()
 
     assert "Tool call" in html
     assert "mcp__chrome-devtools__take_snapshot" in html

@@ -67,14 +67,14 @@ def audited(catalog, agent, other_agent) -> None:
 
 def _pages() -> list[str]:
     return [
-        reverse("contracts"),
-        reverse("contract-detail", args=[RANKING]),
-        reverse("contract-report-md", args=[RANKING]),
-        reverse("contract-report-csv", args=[RANKING]),
-        reverse("contract-agent", args=["agent.seo.vlevel"]),
-        reverse("contract-fleet"),
-        reverse("contract-fleet-md"),
-        reverse("contract-fleet-csv"),
+        reverse("contracts:contracts"),
+        reverse("contracts:contract-detail", args=[RANKING]),
+        reverse("contracts:contract-report-md", args=[RANKING]),
+        reverse("contracts:contract-report-csv", args=[RANKING]),
+        reverse("contracts:contract-agent", args=["agent.seo.vlevel"]),
+        reverse("contracts:contract-fleet"),
+        reverse("contracts:contract-fleet-md"),
+        reverse("contracts:contract-fleet-csv"),
     ]
 
 
@@ -91,7 +91,7 @@ def _htmx(**extra: str) -> dict[str, str]:
 
 @pytest.mark.django_db
 def test_every_page_sends_anonymous_visitors_to_the_login(client, audited):
-    for url in [*_pages(), reverse("contract-spec-audit", args=[RANKING])]:
+    for url in [*_pages(), reverse("contracts:contract-spec-audit", args=[RANKING])]:
         response = client.get(url) if "spec-audit" not in url else client.post(url, {"document": "{}"})
         assert response.status_code == 302, url
         assert response["Location"].startswith(reverse("login")), url
@@ -102,7 +102,7 @@ def test_an_account_without_a_role_is_refused_every_page(client, outsider, audit
     client.force_login(outsider)
     for url in _pages():
         assert client.get(url).status_code == 403, url
-    assert client.post(reverse("contract-spec-audit", args=[RANKING]), {"document": "{}"}).status_code == 403
+    assert client.post(reverse("contracts:contract-spec-audit", args=[RANKING]), {"document": "{}"}).status_code == 403
 
 
 @pytest.mark.django_db
@@ -111,8 +111,8 @@ def test_every_page_and_export_renders_for_a_viewer(client, viewer, audited):
     for url in _pages():
         response = client.get(url)
         assert response.status_code == 200, url
-    html = client.get(reverse("contract-fleet")).content.decode()
-    assert f'<a href="{reverse("contracts")}" aria-current="page">Contracts</a>' in html
+    html = client.get(reverse("contracts:contract-fleet")).content.decode()
+    assert f'<a href="{reverse("contracts:contracts")}" aria-current="page">Contracts</a>' in html
     assert 'style="' not in html
 
 
@@ -120,10 +120,10 @@ def test_every_page_and_export_renders_for_a_viewer(client, viewer, audited):
 def test_pages_answer_with_an_empty_catalog(client, viewer):
     client.force_login(viewer)
 
-    html = client.get(reverse("contracts")).content.decode()
+    html = client.get(reverse("contracts:contracts")).content.decode()
     assert "has not been imported yet" in html
-    assert client.get(reverse("contract-fleet")).status_code == 200
-    assert client.get(reverse("contract-detail", args=[RANKING])).status_code == 404
+    assert client.get(reverse("contracts:contract-fleet")).status_code == 200
+    assert client.get(reverse("contracts:contract-detail", args=[RANKING])).status_code == 404
 
 
 @pytest.mark.django_db
@@ -136,17 +136,17 @@ def test_reading_the_catalog_without_the_audit_shows_no_figures(client, audited)
     reader.user_permissions.add(Permission.objects.get(codename="view_contract"))
     client.force_login(reader)
 
-    catalog_html = client.get(reverse("contracts")).content.decode()
-    detail_html = client.get(reverse("contract-detail", args=[RANKING])).content.decode()
+    catalog_html = client.get(reverse("contracts:contracts")).content.decode()
+    detail_html = client.get(reverse("contracts:contract-detail", args=[RANKING])).content.decode()
 
     assert RANKING in catalog_html
     assert "Compliance" not in catalog_html
     assert "Fleet report" not in catalog_html
     assert "Spec audit" in detail_html
     assert 'id="report-heading"' not in detail_html
-    assert client.get(reverse("contract-fleet")).status_code == 403
-    assert client.get(reverse("contract-report-csv", args=[RANKING])).status_code == 403
-    assert client.post(reverse("contract-spec-audit", args=[RANKING]), {"document": "{}"}).status_code == 200
+    assert client.get(reverse("contracts:contract-fleet")).status_code == 403
+    assert client.get(reverse("contracts:contract-report-csv", args=[RANKING])).status_code == 403
+    assert client.post(reverse("contracts:contract-spec-audit", args=[RANKING]), {"document": "{}"}).status_code == 200
 
 
 # --- Catalog -------------------------------------------------------------------------------------
@@ -156,10 +156,12 @@ def test_reading_the_catalog_without_the_audit_shows_no_figures(client, audited)
 def test_the_catalog_lists_current_contracts_with_fields_and_compliance(client, viewer, audited):
     client.force_login(viewer)
 
-    html = client.get(reverse("contracts")).content.decode()
+    html = client.get(reverse("contracts:contracts")).content.decode()
 
     assert "3 contracts" in html
-    row = re.search(rf"<tr>\s*<td><a href=\"{reverse('contract-detail', args=[RANKING])}\">.*?</tr>", html, re.S)
+    row = re.search(
+        rf"<tr>\s*<td><a href=\"{reverse('contracts:contract-detail', args=[RANKING])}\">.*?</tr>", html, re.S
+    )
     cells = re.findall(r'<td class="num[^"]*">([^<]*)</td>', row.group(0))
     fields = Contract.objects.get(name=RANKING).fields.count()
     assert cells == ["1", str(fields), "6", "50.0%"]  # version, fields, checks, compliance
@@ -171,10 +173,10 @@ def test_the_catalog_lists_current_contracts_with_fields_and_compliance(client, 
 def test_the_catalog_is_searched_by_name_or_module_and_filtered_by_section(client, viewer, audited):
     client.force_login(viewer)
 
-    by_name = client.get(reverse("contracts"), {"q": "ranking"}).content.decode()
-    by_module = client.get(reverse("contracts"), {"q": "rag5"}).content.decode()
-    by_section = client.get(reverse("contracts"), {"section": "Ingestion I/O"}).content.decode()
-    nothing = client.get(reverse("contracts"), {"q": "no such contract"}).content.decode()
+    by_name = client.get(reverse("contracts:contracts"), {"q": "ranking"}).content.decode()
+    by_module = client.get(reverse("contracts:contracts"), {"q": "rag5"}).content.decode()
+    by_section = client.get(reverse("contracts:contracts"), {"section": "Ingestion I/O"}).content.decode()
+    nothing = client.get(reverse("contracts:contracts"), {"q": "no such contract"}).content.decode()
 
     assert RANKING in by_name
     assert INTENT not in by_name
@@ -189,9 +191,9 @@ def test_the_catalog_is_searched_by_name_or_module_and_filtered_by_section(clien
 def test_an_htmx_search_gets_only_the_table_and_a_history_restore_the_whole_page(client, viewer, audited):
     client.force_login(viewer)
 
-    partial = client.get(reverse("contracts"), {"q": "intent"}, **_htmx()).content.decode()
+    partial = client.get(reverse("contracts:contracts"), {"q": "intent"}, **_htmx()).content.decode()
     restored = client.get(
-        reverse("contracts"), {"q": "intent"}, **_htmx(HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+        reverse("contracts:contracts"), {"q": "intent"}, **_htmx(HTTP_HX_HISTORY_RESTORE_REQUEST="true")
     ).content.decode()
 
     assert "<html" not in partial
@@ -206,7 +208,7 @@ def test_an_htmx_search_gets_only_the_table_and_a_history_restore_the_whole_page
 def test_an_unknown_section_is_ignored(client, viewer, audited):
     client.force_login(viewer)
 
-    html = client.get(reverse("contracts"), {"section": "Nowhere"}).content.decode()
+    html = client.get(reverse("contracts:contracts"), {"section": "Nowhere"}).content.decode()
 
     assert "3 contracts" in html
 
@@ -216,13 +218,13 @@ def test_the_catalog_costs_the_same_queries_for_one_contract_or_many(
     client, viewer, audited, django_assert_max_num_queries
 ):
     client.force_login(viewer)
-    client.get(reverse("contracts"), {"q": "ranking"})  # session and permission caches warmed
+    client.get(reverse("contracts:contracts"), {"q": "ranking"})  # session and permission caches warmed
     with django_assert_max_num_queries(8) as one:
-        client.get(reverse("contracts"), {"q": "ranking"})
+        client.get(reverse("contracts:contracts"), {"q": "ranking"})
     imported(*[doc.name for doc in contract_catalog.parse(contracts.CATALOG.read_text(encoding="utf-8"))])
 
     with django_assert_max_num_queries(len(one)):
-        html = client.get(reverse("contracts")).content.decode()
+        html = client.get(reverse("contracts:contracts")).content.decode()
     assert html.count('<a href="/contracts/') >= 70
 
 
@@ -233,7 +235,7 @@ def test_the_catalog_costs_the_same_queries_for_one_contract_or_many(
 def test_the_detail_page_shows_fields_notes_versions_and_the_report(client, viewer, audited):
     client.force_login(viewer)
 
-    html = client.get(reverse("contract-detail", args=[RANKING])).content.decode()
+    html = client.get(reverse("contracts:contract-detail", args=[RANKING])).content.decode()
 
     assert "<code>rankings[*].adjusted_score</code>" in html
     assert "<code>rankings[*].score</code>" in html  # the alternative of the same row
@@ -258,16 +260,16 @@ def test_older_versions_stay_readable_by_number(client, viewer, audited):
     contracts.save_contract(doc, actor=SYSTEM)
     client.force_login(viewer)
 
-    current = client.get(reverse("contract-detail", args=[RANKING])).content.decode()
-    older = client.get(reverse("contract-detail", args=[RANKING]), {"version": 1}).content.decode()
+    current = client.get(reverse("contracts:contract-detail", args=[RANKING])).content.decode()
+    older = client.get(reverse("contracts:contract-detail", args=[RANKING]), {"version": 1}).content.decode()
 
     assert "a note added in version 2" in current
     assert "a note added in version 2" not in older
     assert "This is an older version" in older
-    assert f'href="{reverse("contract-detail", args=[RANKING])}?version=1"' in current
-    assert client.get(reverse("contract-detail", args=[RANKING]), {"version": 9}).status_code == 404
-    assert client.get(reverse("contract-detail", args=[RANKING]), {"version": "x"}).status_code == 404
-    assert client.get(reverse("contract-detail", args=["no_such_contract"])).status_code == 404
+    assert f'href="{reverse("contracts:contract-detail", args=[RANKING])}?version=1"' in current
+    assert client.get(reverse("contracts:contract-detail", args=[RANKING]), {"version": 9}).status_code == 404
+    assert client.get(reverse("contracts:contract-detail", args=[RANKING]), {"version": "x"}).status_code == 404
+    assert client.get(reverse("contracts:contract-detail", args=["no_such_contract"])).status_code == 404
 
 
 @pytest.mark.django_db
@@ -275,9 +277,9 @@ def test_since_narrows_every_report_and_a_bad_date_is_said_and_ignored(client, v
     client.force_login(viewer)
     today = timezone.localdate().isoformat()
 
-    detail = client.get(reverse("contract-detail", args=[RANKING]), {"since": today})
-    rows = _csv(client.get(reverse("contract-report-csv", args=[RANKING]), {"since": today}))
-    bad = client.get(reverse("contract-fleet"), {"since": "yesterday"})
+    detail = client.get(reverse("contracts:contract-detail", args=[RANKING]), {"since": today})
+    rows = _csv(client.get(reverse("contracts:contract-report-csv", args=[RANKING]), {"since": today}))
+    bad = client.get(reverse("contracts:contract-fleet"), {"since": "yesterday"})
 
     assert detail.context["report"].stats.checks == 3
     assert rows[1][:7] == ["total", "", "", "", "3", "1", "0.3333"]
@@ -290,8 +292,8 @@ def test_since_narrows_every_report_and_a_bad_date_is_said_and_ignored(client, v
 def test_a_far_away_since_is_refused_and_a_long_window_is_charted_from_its_first_check(client, viewer, audited):
     client.force_login(viewer)
 
-    ancient = client.get(reverse("contract-fleet"), {"since": "1900-01-01"})
-    long = client.get(reverse("contract-fleet"), {"since": "2001-01-01"})
+    ancient = client.get(reverse("contracts:contract-fleet"), {"since": "1900-01-01"})
+    long = client.get(reverse("contracts:contract-fleet"), {"since": "2001-01-01"})
 
     assert "Reports start on 2000-01-01 at the earliest." in ancient.content.decode()
     assert ancient.context["report"].stats.checks == 9
@@ -305,8 +307,8 @@ def test_reports_read_the_aggregates_not_the_checks(client, viewer, audited):
     ContractCheck.objects.all().delete()  # the aggregates stay: a report must not need the checks
     client.force_login(viewer)
 
-    fleet = client.get(reverse("contract-fleet"))
-    detail = client.get(reverse("contract-detail", args=[RANKING]))
+    fleet = client.get(reverse("contracts:contract-fleet"))
+    detail = client.get(reverse("contracts:contract-detail", args=[RANKING]))
 
     assert fleet.context["report"].stats.checks == 9
     assert detail.context["report"].stats.top_paths[0] == {"path": "rankings[*].id", "code": "wrong_type", "count": 2}
@@ -314,7 +316,9 @@ def test_reports_read_the_aggregates_not_the_checks(client, viewer, audited):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", [reverse_lazy("contract-fleet"), reverse_lazy("contract-detail", args=[RANKING])])
+@pytest.mark.parametrize(
+    "url", [reverse_lazy("contracts:contract-fleet"), reverse_lazy("contracts:contract-detail", args=[RANKING])]
+)
 def test_report_pages_cost_the_same_queries_however_many_checks(
     client, viewer, audited, url, django_assert_max_num_queries
 ):
@@ -339,7 +343,7 @@ def test_report_pages_cost_the_same_queries_however_many_checks(
 def test_the_contract_csv_is_the_aggregates(client, viewer, audited):
     client.force_login(viewer)
 
-    response = client.get(reverse("contract-report-csv", args=[RANKING]))
+    response = client.get(reverse("contracts:contract-report-csv", args=[RANKING]))
 
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith(f'attachment; filename="contract-{RANKING}-since-')
@@ -370,7 +374,7 @@ def test_the_contract_csv_is_the_aggregates(client, viewer, audited):
 def test_the_contract_markdown_report(client, viewer, audited):
     client.force_login(viewer)
 
-    response = client.get(reverse("contract-report-md", args=[RANKING]))
+    response = client.get(reverse("contracts:contract-report-md", args=[RANKING]))
 
     text = response.content.decode()
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
@@ -386,7 +390,7 @@ def test_the_contract_markdown_report(client, viewer, audited):
 def test_the_fleet_csv_ranks_contracts_and_agents_from_the_aggregates(client, viewer, audited):
     client.force_login(viewer)
 
-    rows = _csv(client.get(reverse("contract-fleet-csv")))
+    rows = _csv(client.get(reverse("contracts:contract-fleet-csv")))
 
     assert rows[0] == ["row", "name", "checks", "compliant", "violations", "violation_rate"]
     assert rows[1:] == [
@@ -408,12 +412,12 @@ def test_the_fleet_csv_ranks_contracts_and_agents_from_the_aggregates(client, vi
 def test_the_fleet_page_and_markdown(client, viewer, audited):
     client.force_login(viewer)
 
-    html = client.get(reverse("contract-fleet")).content.decode()
-    text = client.get(reverse("contract-fleet-md")).content.decode()
+    html = client.get(reverse("contracts:contract-fleet")).content.decode()
+    text = client.get(reverse("contracts:contract-fleet-md")).content.decode()
 
     assert html.index(ANSWER) < html.index(RANKING) < html.index(INTENT)  # worst violation rate first
-    assert f'href="{reverse("contract-agent", args=["agent.rag.indexer"])}"' in html
-    assert f"{reverse('contract-fleet-csv')}?since=" in html
+    assert f'href="{reverse("contracts:contract-agent", args=["agent.rag.indexer"])}"' in html
+    assert f"{reverse('contracts:contract-fleet-csv')}?since=" in html
     assert text.startswith("# Fleet contract report")
     assert f"| `{ANSWER}` | 1 | 0 | 1 | 100.0% |" in text
     assert "| `agent.rag.indexer` | 2 | 1 | 1 | 50.0% |" in text
@@ -425,7 +429,7 @@ def test_exports_quote_cells_a_spreadsheet_would_run(client, viewer, catalog):
     checked(RANKING, STRING_ID, days_ago=0, agent=shady)
     client.force_login(viewer)
 
-    rows = _csv(client.get(reverse("contract-fleet-csv")))
+    rows = _csv(client.get(reverse("contracts:contract-fleet-csv")))
 
     assert ["agent", "'=cmd|calc", "1", "0", "1", "1.0000"] in rows
 
@@ -435,7 +439,7 @@ def test_the_agent_report_ranks_that_agents_contracts(client, viewer, audited, a
     checked(INTENT, {"intent": {"label": ""}}, days_ago=1, agent=agent)
     client.force_login(viewer)
 
-    response = client.get(reverse("contract-agent", args=[agent.agent_id]))
+    response = client.get(reverse("contracts:contract-agent", args=[agent.agent_id]))
 
     report = response.context["report"]
     assert [(r["contract_name"], r["checks"], r["violation_rate"]) for r in report.contracts] == [
@@ -444,15 +448,15 @@ def test_the_agent_report_ranks_that_agents_contracts(client, viewer, audited, a
     ]
     assert report.stats.checks == 7
     html = response.content.decode()
-    assert f'href="{reverse("agent-detail", args=[agent.agent_id])}"' in html
-    assert client.get(reverse("contract-agent", args=["agent.nobody"])).status_code == 404
+    assert f'href="{reverse("agents:agent-detail", args=[agent.agent_id])}"' in html
+    assert client.get(reverse("contracts:contract-agent", args=["agent.nobody"])).status_code == 404
 
 
 # --- Spec audit ----------------------------------------------------------------------------------
 
 
 def _audit(client: Client, document: str, **extra: Any) -> Any:
-    return client.post(reverse("contract-spec-audit", args=[RANKING]), {"document": document}, **extra)
+    return client.post(reverse("contracts:contract-spec-audit", args=[RANKING]), {"document": document}, **extra)
 
 
 @pytest.mark.django_db
@@ -522,7 +526,7 @@ def test_the_audit_uses_the_version_the_page_shows(client, viewer, catalog):
     doc.rows = doc.rows[:2]  # version 2 keeps `rankings` and `rankings[*].id`: the score is optional
     contracts.save_contract(doc, actor=SYSTEM)
     client.force_login(viewer)
-    url = reverse("contract-spec-audit", args=[RANKING])
+    url = reverse("contracts:contract-spec-audit", args=[RANKING])
 
     older = client.post(url, {"document": '{"rankings": [{"id": 7}]}', "version": 1}, **_htmx()).content.decode()
     current = client.post(url, {"document": '{"rankings": [{"id": 7}]}'}, **_htmx()).content.decode()
@@ -537,7 +541,7 @@ def test_the_audit_uses_the_version_the_page_shows(client, viewer, catalog):
 def test_the_spec_audit_post_is_refused_without_a_csrf_token(viewer, catalog):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(viewer)
-    page = browser.get(reverse("contract-detail", args=[RANKING]))
+    page = browser.get(reverse("contracts:contract-detail", args=[RANKING]))
     token = page.context["csrf_token"]
 
     refused = _audit(browser, "{}", **_htmx())
@@ -553,7 +557,7 @@ def test_the_spec_audit_post_is_refused_without_a_csrf_token(viewer, catalog):
 def test_the_spec_audit_answers_post_only(client, viewer, catalog):
     client.force_login(viewer)
 
-    assert client.get(reverse("contract-spec-audit", args=[RANKING])).status_code == 405
+    assert client.get(reverse("contracts:contract-spec-audit", args=[RANKING])).status_code == 405
 
 
 # --- Admin ---------------------------------------------------------------------------------------

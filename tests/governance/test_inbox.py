@@ -63,7 +63,7 @@ def waiting_for_answer(api, module: dict, name: str = "Which page") -> tuple[str
 
 
 def decide(client: Client, item: ReviewItem, htmx: bool = True, **data: str):
-    return client.post(reverse("inbox-decide", args=[item.pk]), data, **(HTMX if htmx else {}))
+    return client.post(reverse("reviews:inbox-decide", args=[item.pk]), data, **(HTMX if htmx else {}))
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def as_user(client: Client, user) -> Client:
 
 # Who sees what -----------------------------------------------------------------------------------
 
-INBOX_PAGES = ["inbox", "inbox-pending", "inbox-decisions-csv"]
+INBOX_PAGES = ["reviews:inbox", "reviews:inbox-pending", "reviews:inbox-decisions-csv"]
 
 
 @pytest.mark.django_db
@@ -98,11 +98,11 @@ def test_an_account_without_a_role_is_refused(client, outsider, name):
 @pytest.mark.django_db
 def test_a_viewer_sees_the_pending_items_without_decision_buttons(client, viewer, validation):
     _, item = validation
-    html = as_user(client, viewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, viewer).get(reverse("reviews:inbox")).content.decode()
 
     assert f'data-item-id="{item.pk}"' in html
     assert "agent.seo.vlevel asks to run 1 action(s)" in html
-    assert reverse("inbox-decide", args=[item.pk]) not in html
+    assert reverse("reviews:inbox-decide", args=[item.pk]) not in html
     assert 'name="decision"' not in html
     assert "deciding needs the reviewer role" in html
 
@@ -110,9 +110,9 @@ def test_a_viewer_sees_the_pending_items_without_decision_buttons(client, viewer
 @pytest.mark.django_db
 def test_a_reviewer_gets_approve_and_reject_buttons_that_swap_the_row(client, reviewer, validation):
     _, item = validation
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
-    url = reverse("inbox-decide", args=[item.pk])
+    url = reverse("reviews:inbox-decide", args=[item.pk])
     assert html.count(f'hx-post="{url}"') == 2
     assert 'value="approve"' in html
     assert 'value="reject"' in html
@@ -125,20 +125,20 @@ def test_a_validation_item_shows_actions_reasons_warnings_the_last_ai_message_an
     client, reviewer, validation
 ):
     session_id, _ = validation
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "Run mcp__chrome-devtools__take_snapshot (execute) with url=&#x27;https://shop.example.com&#x27;" in html
     assert "the manifest requires approval for mcp__chrome-devtools__take_snapshot" in html
     assert "has execute permission: it changes things" in html
     assert "I will take a snapshot of the home page." in html
-    assert f'href="{reverse("session-detail", args=[session_id])}">Snapshot the shop</a>' in html
-    assert f'href="{reverse("agent-detail", args=["agent.seo.vlevel"])}"' in html
+    assert f'href="{reverse("sessions:session-detail", args=[session_id])}">Snapshot the shop</a>' in html
+    assert f'href="{reverse("agents:agent-detail", args=["agent.seo.vlevel"])}"' in html
 
 
 @pytest.mark.django_db
 def test_a_multiple_choice_question_offers_each_option_as_an_answer(client, reviewer, vlevel_api):
     waiting_for_answer(vlevel_api, CHOICE)
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "Which page first?" in html
     assert 'hx-vals=\'{"answer": "Home"}\'' in html
@@ -150,7 +150,7 @@ def test_a_multiple_choice_question_offers_each_option_as_an_answer(client, revi
 @pytest.mark.django_db
 def test_a_yes_no_question_is_approved_or_rejected_as_an_answer(client, reviewer, vlevel_api):
     waiting_for_answer(vlevel_api, YES_NO)
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "May I re-audit the whole shop?" in html
     assert 'hx-vals=\'{"answer": "Approved"}\'' in html
@@ -167,7 +167,7 @@ def escalation_item(vlevel_api) -> ReviewItem:
 
 @pytest.mark.django_db
 def test_an_escalation_shows_its_triggers_and_links_the_job(client, reviewer, escalation_item):
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "<code>confidence &lt; 0.7</code>" in html
     assert f'href="/agents/jobs/{escalation_item.payload["job"]}/"' in html
@@ -294,7 +294,7 @@ def test_only_reviewers_may_decide(client, validation, who, request):
 @pytest.mark.django_db
 def test_deciding_needs_a_post(client, reviewer, validation):
     _, item = validation
-    assert as_user(client, reviewer).get(reverse("inbox-decide", args=[item.pk])).status_code == 405
+    assert as_user(client, reviewer).get(reverse("reviews:inbox-decide", args=[item.pk])).status_code == 405
 
 
 @pytest.mark.django_db
@@ -307,10 +307,10 @@ def test_a_decision_without_the_csrf_token_is_refused(reviewer, validation):
     assert refused.status_code == 403
     assert ReviewItem.objects.get(pk=item.pk).status == "pending"
 
-    page = browser.get(reverse("inbox"))
+    page = browser.get(reverse("reviews:inbox"))
     token = str(page.context["csrf_token"])
     accepted = browser.post(
-        reverse("inbox-decide", args=[item.pk]), {"decision": "approve"}, HTTP_X_CSRFTOKEN=token, **HTMX
+        reverse("reviews:inbox-decide", args=[item.pk]), {"decision": "approve"}, HTTP_X_CSRFTOKEN=token, **HTMX
     )
     assert accepted.status_code == 200
     assert ReviewItem.objects.get(pk=item.pk).status == "approved"
@@ -320,7 +320,7 @@ def test_a_decision_without_the_csrf_token_is_refused(reviewer, validation):
 
 
 def poll(client: Client, *shown: ReviewItem) -> str:
-    response = client.get(reverse("inbox-pending"), {"shown": [item.pk for item in shown]}, **HTMX)
+    response = client.get(reverse("reviews:inbox-pending"), {"shown": [item.pk for item in shown]}, **HTMX)
     assert response.status_code == 200
     return response.content.decode()
 
@@ -328,10 +328,11 @@ def poll(client: Client, *shown: ReviewItem) -> str:
 @pytest.mark.django_db
 def test_the_pending_list_polls_every_ten_seconds_reporting_the_rows_it_shows(client, reviewer, validation):
     _, item = validation
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert (
-        f'<div id="pending-items" class="review-list" hx-get="{reverse("inbox-pending")}" hx-trigger="every 10s" '
+        f'<div id="pending-items" class="review-list" hx-get="{reverse("reviews:inbox-pending")}" '
+        'hx-trigger="every 10s" '
         'hx-swap="beforeend" hx-include="#pending-items input[name=\'shown\']">'
     ) in html
     assert f'<input type="hidden" name="shown" value="{item.pk}">' in html
@@ -369,7 +370,7 @@ def test_the_poll_updates_in_place_a_row_decided_elsewhere(client, reviewer, adm
 @pytest.mark.django_db
 def test_the_comment_being_typed_is_kept_when_the_row_comes_back(client, reviewer, validation):
     _, item = validation
-    html = as_user(client, reviewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
     assert (
         f'id="comment-{item.pk}" maxlength="2000" placeholder="Optional, kept with the decision" hx-preserve>' in html
     )
@@ -381,7 +382,7 @@ def test_recent_decisions_say_what_who_when_and_the_payload_hash(client, reviewe
     decide(as_user(client, reviewer), item, decision="reject", comment="not on production")
     decision = ReviewDecision.objects.get(item=item)
 
-    html = as_user(client, viewer).get(reverse("inbox")).content.decode()
+    html = as_user(client, viewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "Recent decisions" in html
     assert f"#{item.pk} {item.title}" in html
@@ -406,7 +407,7 @@ def test_the_csv_export_lists_every_decision(client, reviewer, viewer, validatio
     decide(as_user(client, reviewer), item, decision="approve", comment="ok")
     decision = ReviewDecision.objects.get(item=item)
 
-    response = as_user(client, viewer).get(reverse("inbox-decisions-csv"))
+    response = as_user(client, viewer).get(reverse("reviews:inbox-decisions-csv"))
 
     assert response.status_code == 200
     assert response.streaming
@@ -442,7 +443,7 @@ def test_the_csv_export_defuses_spreadsheet_formulas(client, reviewer):
     item = reviews.open_item(actor=SYSTEM, kind="memory_promotion", title='=HYPERLINK("http://x")', payload={})
     reviews.decide(item.pk, actor=Principal(user=reviewer), decision="reject", comment="+1 no")
 
-    rows = csv_rows(as_user(client, reviewer).get(reverse("inbox-decisions-csv")))
+    rows = csv_rows(as_user(client, reviewer).get(reverse("reviews:inbox-decisions-csv")))
 
     assert rows[1][3] == '\'=HYPERLINK("http://x")'
     assert rows[1][7] == "'+1 no"
@@ -489,7 +490,7 @@ def fill_inbox(agent, n: int, decider) -> None:
 def get_all(client: Client, name: str):
     """The page as the browser asks for it; a poll reports every decided row as still shown, so
     the out-of-band updates are counted too."""
-    if name != "inbox-pending":
+    if name != "reviews:inbox-pending":
         return client.get(reverse(name))
     shown = ReviewItem.objects.exclude(status="pending").values_list("pk", flat=True)
     return client.get(reverse(name), {"shown": list(shown)}, **HTMX)
@@ -503,7 +504,8 @@ def rows(response) -> int:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("name", "few_rows", "many_rows"), [("inbox", 3, 75), ("inbox-pending", 4, 100), ("inbox-decisions-csv", 1, 25)]
+    ("name", "few_rows", "many_rows"),
+    [("reviews:inbox", 3, 75), ("reviews:inbox-pending", 4, 100), ("reviews:inbox-decisions-csv", 1, 25)],
 )
 def test_queries_do_not_grow_with_the_number_of_items(
     client, reviewer, vlevel, name, few_rows, many_rows, django_assert_max_num_queries

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-NAV = ["inbox", "agent-list", "session-list", "memory-overview", "contracts"]
+NAV = ["reviews:inbox", "agents:agent-list", "sessions:session-list", "memory:memory-overview", "contracts:contracts"]
 
 
 @pytest.mark.django_db
@@ -32,7 +32,7 @@ def test_every_navigation_link_answers_for_an_operator(client, viewer, name):
 @pytest.mark.django_db
 def test_the_layout_sends_the_csrf_token_with_every_htmx_request(client, viewer):
     client.force_login(viewer)
-    response = client.get(reverse("inbox"))
+    response = client.get(reverse("reviews:inbox"))
 
     html = response.content.decode()
     token = response.context["csrf_token"]
@@ -46,7 +46,7 @@ def test_login_then_land_on_the_inbox(client, reviewer):
     response = client.post(
         reverse("login"), {"username": "rita", "password": "correct horse battery staple"}, follow=True
     )
-    assert response.redirect_chain[-1][0] == reverse("inbox")
+    assert response.redirect_chain[-1][0] == reverse("reviews:inbox")
     assert b"Reviewer inbox" in response.content
 
 
@@ -60,7 +60,7 @@ def test_a_wrong_password_is_refused(client, reviewer):
 @pytest.mark.django_db
 def test_the_agents_page_lists_the_fleet(client, viewer, agent, other_agent):
     client.force_login(viewer)
-    html = client.get(reverse("agent-list")).content.decode()
+    html = client.get(reverse("agents:agent-list")).content.decode()
     assert agent.agent_id in html
     assert other_agent.agent_id in html
 

@@ -143,7 +143,7 @@ def test_a_learning_links_to_its_operator_page(admin_client, memory):
     seo = memory["seo"]
     html = page(admin_client.get(reverse("admin:memory_learning_change", args=[seo.pk])))
 
-    assert f'href="{reverse("learning-detail", args=[seo.pk])}"' in html
+    assert f'href="{reverse("memory:learning-detail", args=[seo.pk])}"' in html
 
 
 def test_proposals_are_filtered_by_status(admin_client, memory):

@@ -158,11 +158,11 @@ def test_load_demo_loads_the_memory_and_its_pages_show_it(client, db):
     assert "Demo memory: " in out.getvalue()
     authors = set(Learning.objects.values_list("created_by", flat=True))
     assert {"agent:agent.seo.vlevel", "agent:agent.rag.indexer", "system"} <= authors
-    health = client.get(reverse("memory-overview")).content.decode()
+    health = client.get(reverse("memory:memory-overview")).content.decode()
     assert health.count("<svg") == 3
     top = ReuseScore.objects.order_by("-reuse_score").first()
     best = Learning.objects.filter(story=top.story, gate=top.gate, tags_hash=top.tags_hash).first()
-    assert reverse("learning-detail", args=[best.pk]) in health
-    assert client.get(reverse("learning-detail", args=[best.pk])).status_code == 200
-    inbox = client.get(reverse("inbox")).content.decode()
+    assert reverse("memory:learning-detail", args=[best.pk]) in health
+    assert client.get(reverse("memory:learning-detail", args=[best.pk])).status_code == 200
+    inbox = client.get(reverse("reviews:inbox")).content.decode()
     assert inbox.count('form="bulk-approve"') == PromotionProposal.objects.filter(status="proposed").count()

@@ -23,9 +23,9 @@ from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash
 
-OVERVIEW = "memory-overview"
-DETAIL = "learning-detail"
-BULK = "inbox-bulk-approve"
+OVERVIEW = "memory:memory-overview"
+DETAIL = "memory:learning-detail"
+BULK = "reviews:inbox-bulk-approve"
 
 
 def learning(story: str = "PD-1", *, gate: int = 3, tags: tuple[str, ...] = ("#api",), **kw) -> Learning:
@@ -421,7 +421,7 @@ def statuses() -> list[str]:
 
 
 def test_a_reviewer_gets_a_checkbox_on_promotion_rows_only(as_reviewer, proposals, other_item):
-    html = page(as_reviewer, "inbox")
+    html = page(as_reviewer, "reviews:inbox")
 
     boxes = re.findall(r'<input type="checkbox" name="items" value="(\d+)" form="bulk-approve">', html)
     assert sorted(int(pk) for pk in boxes) == sorted(p.review_item_id for p in proposals)
@@ -430,7 +430,7 @@ def test_a_reviewer_gets_a_checkbox_on_promotion_rows_only(as_reviewer, proposal
 
 
 def test_a_viewer_gets_no_checkbox_and_no_bulk_form(as_viewer, proposals):
-    html = page(as_viewer, "inbox")
+    html = page(as_viewer, "reviews:inbox")
 
     assert 'name="items"' not in html
     assert reverse(BULK) not in html
@@ -442,7 +442,7 @@ def test_bulk_approve_applies_each_selected_promotion(as_reviewer, proposals):
     response = approve(as_reviewer, *(p.review_item_id for p in chosen))
 
     assert response.status_code == 302
-    assert response["Location"] == reverse("inbox")
+    assert response["Location"] == reverse("reviews:inbox")
     assert statuses() == ["applied", "applied", "proposed"]
     for proposal in chosen:
         proposal.refresh_from_db()
@@ -450,7 +450,7 @@ def test_bulk_approve_applies_each_selected_promotion(as_reviewer, proposals):
         assert proposal.learning.scope == "domain"
         assert proposal.review_item.status == "approved"
         assert proposal.review_item.decision.user.username == "rita"
-    html = page(as_reviewer, "inbox")
+    html = page(as_reviewer, "reviews:inbox")
     assert "Approved 2 promotions." in html
 
 
@@ -512,7 +512,7 @@ def test_bulk_approve_without_the_csrf_token_is_refused(reviewer, proposals):
     assert approve(browser, proposals[0].review_item_id).status_code == 403
     assert statuses() == ["proposed"] * 3
 
-    token = str(browser.get(reverse("inbox")).context["csrf_token"])
+    token = str(browser.get(reverse("reviews:inbox")).context["csrf_token"])
     accepted = browser.post(reverse(BULK), {"items": [proposals[0].review_item_id], "csrfmiddlewaretoken": token})
     assert accepted.status_code == 302
     assert statuses() == ["applied", "proposed", "proposed"]

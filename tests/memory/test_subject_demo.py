@@ -43,7 +43,7 @@ def test_the_demo_imports_alice_once_and_her_page_shows_her(client, viewer):
     assert load() == ""
     assert subject_counts() == before
     client.force_login(viewer)
-    html = client.get(reverse("subject-detail", args=["alice"])).content.decode()
+    html = client.get(reverse("memory:subject-detail", args=["alice"])).content.decode()
     assert 'id="fact-preference-pref_001"' in html
     assert "jazz" in html
 

@@ -64,7 +64,7 @@ def fact_url(name: str, kind: str = "preference", fact_id: str = "pref_001", key
     return reverse(name, args=[key, kind, fact_id])
 
 
-EDIT, DELETE, ROW = "subject-fact-edit", "subject-fact-delete", "subject-fact"
+EDIT, DELETE, ROW = "memory:subject-fact-edit", "memory:subject-fact-delete", "memory:subject-fact"
 JAZZ = {
     "category": "musique",
     "item": "jazz",
@@ -79,8 +79,8 @@ JAZZ = {
 
 def page_urls() -> list[str]:
     return [
-        reverse("subject-list"),
-        reverse("subject-detail", args=["alice"]),
+        reverse("memory:subject-list"),
+        reverse("memory:subject-detail", args=["alice"]),
         fact_url(ROW),
         fact_url(EDIT),
         fact_url(DELETE),
@@ -103,7 +103,7 @@ def test_an_account_without_a_role_is_refused(client, outsider, alice):
 
 
 def test_unknown_subjects_kinds_and_facts_are_404(as_admin, alice):
-    assert as_admin.get(reverse("subject-detail", args=["nobody"])).status_code == 404
+    assert as_admin.get(reverse("memory:subject-detail", args=["nobody"])).status_code == 404
     assert as_admin.get(fact_url(EDIT, kind="profile", fact_id="name")).status_code == 404
     assert as_admin.get(fact_url(EDIT, fact_id="pref_999")).status_code == 404
     assert as_admin.post(fact_url(DELETE, key="nobody")).status_code == 404
@@ -119,7 +119,7 @@ def row_of(html: str, key: str) -> str:
 
 
 def test_the_list_shows_counts_current_emotion_and_last_update(as_viewer, alice):
-    html = text(as_viewer.get(reverse("subject-list")))
+    html = text(as_viewer.get(reverse("memory:subject-list")))
 
     latest = timezone.localtime(SubjectMemory.objects.get(key="pref_003").timestamp)  # pizza, 2025-11-17
     # conversations, facts (name + 3 preferences + 1 event + 2 relationships), memories
@@ -130,13 +130,13 @@ def test_the_list_shows_counts_current_emotion_and_last_update(as_viewer, alice)
 def test_a_subject_without_documents_is_listed_with_zeros(as_viewer, alice):
     Subject.objects.create(key="empty")
 
-    assert row_of(text(as_viewer.get(reverse("subject-list"))), "empty") == "empty 0 0 0 — —"
+    assert row_of(text(as_viewer.get(reverse("memory:subject-list"))), "empty") == "empty 0 0 0 — —"
 
 
 def test_the_search_swaps_only_the_table_and_matches_keys_and_names(as_viewer, alice):
     bob = Subject.objects.create(key="bob")
     ProfileFact.objects.create(subject=bob, field="name", value="Robert", confidence=0.9)
-    url = reverse("subject-list")
+    url = reverse("memory:subject-list")
 
     partial = text(as_viewer.get(url, {"q": "rob"}, **HTMX))
     assert "<html" not in partial
@@ -155,7 +155,7 @@ def test_the_search_swaps_only_the_table_and_matches_keys_and_names(as_viewer, a
 def test_the_list_costs_the_same_queries_for_one_subject_or_many(as_viewer, alice):
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
-            assert as_viewer.get(reverse("subject-list")).status_code == 200
+            assert as_viewer.get(reverse("memory:subject-list")).status_code == 200
         return len(captured)
 
     one = queries()
@@ -165,14 +165,14 @@ def test_the_list_costs_the_same_queries_for_one_subject_or_many(as_viewer, alic
 
 
 def test_the_memory_pages_link_to_the_subjects(as_viewer, alice):
-    assert 'href="/memory/subjects/"' in text(as_viewer.get(reverse("memory-overview")))
+    assert 'href="/memory/subjects/"' in text(as_viewer.get(reverse("memory:memory-overview")))
 
 
 # The detail page ---------------------------------------------------------------------------------
 
 
 def test_the_detail_page_shows_the_conversations(as_viewer, alice):
-    html = text(as_viewer.get(reverse("subject-detail", args=["alice"])))
+    html = text(as_viewer.get(reverse("memory:subject-detail", args=["alice"])))
 
     assert "Conversations (2)" in html
     assert "Alice a partagé ses frustrations sur un projet de travail difficile." in html
@@ -185,7 +185,7 @@ def test_the_detail_page_shows_the_conversations(as_viewer, alice):
 
 
 def test_the_detail_page_shows_facts_by_kind_with_their_confidence(as_viewer, alice):
-    html = text(as_viewer.get(reverse("subject-detail", args=["alice"])))
+    html = text(as_viewer.get(reverse("memory:subject-detail", args=["alice"])))
 
     for heading in ("Profile", "Preferences (3)", "Events (1)", "Relationships (2)"):
         assert heading in html
@@ -197,7 +197,7 @@ def test_the_detail_page_shows_facts_by_kind_with_their_confidence(as_viewer, al
 
 
 def test_the_detail_page_shows_emotions_with_their_chart_transitions_and_statistics(as_viewer, alice):
-    html = text(as_viewer.get(reverse("subject-detail", args=["alice"])))
+    html = text(as_viewer.get(reverse("memory:subject-detail", args=["alice"])))
 
     chart = re.search(r'<svg class="line-chart emotion-chart".*?</svg>', html, re.S).group(0)
     assert re.findall(r'<text class="emotion-label"[^>]*>([^<]+)</text>', chart) == [
@@ -218,7 +218,7 @@ def test_the_detail_page_shows_emotions_with_their_chart_transitions_and_statist
 
 
 def test_the_detail_page_shows_the_personality_chart_traits_and_system_prompt(as_viewer, alice):
-    html = text(as_viewer.get(reverse("subject-detail", args=["alice"])))
+    html = text(as_viewer.get(reverse("memory:subject-detail", args=["alice"])))
 
     chart = re.search(r'<svg class="line-chart trait-chart".*?</svg>', html, re.S).group(0)
     assert chart.count('<polyline class="trait-line') == 7
@@ -232,7 +232,7 @@ def test_the_detail_page_shows_the_personality_chart_traits_and_system_prompt(as
 def test_the_detail_page_costs_the_same_queries_however_long_the_memory(as_admin, alice):
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
-            assert as_admin.get(reverse("subject-detail", args=["alice"])).status_code == 200
+            assert as_admin.get(reverse("memory:subject-detail", args=["alice"])).status_code == 200
         return len(captured)
 
     short = queries()
@@ -247,7 +247,7 @@ def test_the_detail_page_costs_the_same_queries_however_long_the_memory(as_admin
 def test_a_subject_without_documents_has_a_page_with_the_default_personality(as_viewer, db):
     Subject.objects.create(key="empty")
 
-    html = text(as_viewer.get(reverse("subject-detail", args=["empty"])))
+    html = text(as_viewer.get(reverse("memory:subject-detail", args=["empty"])))
 
     assert "No conversation recorded." in html
     assert "No emotion recorded." in html
@@ -257,7 +257,7 @@ def test_a_subject_without_documents_has_a_page_with_the_default_personality(as_
 
 
 def test_viewers_get_no_fact_actions_and_admins_get_them(client, viewer, admin_operator, alice):
-    url = reverse("subject-detail", args=["alice"])
+    url = reverse("memory:subject-detail", args=["alice"])
     viewed = text(login(client, viewer).get(url))
     assert fact_url(EDIT) not in viewed
     assert fact_url(DELETE) not in viewed
@@ -430,7 +430,7 @@ def test_posts_without_the_csrf_token_are_refused(admin_operator, alice):
     assert Preference.objects.get(subject=alice, pref_id="pref_001").confidence == 0.95
 
     # The token the page puts on <body hx-headers> is the one htmx sends: with it, the edit goes through.
-    page = text(client.get(reverse("subject-detail", args=["alice"])))
+    page = text(client.get(reverse("memory:subject-detail", args=["alice"])))
     token = re.search(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'', page).group(1)
     response = client.post(fact_url(EDIT), {**JAZZ, "confidence": "0.1"}, HTTP_X_CSRFTOKEN=token, **HTMX)
     assert response.status_code == 200

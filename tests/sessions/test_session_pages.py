@@ -20,7 +20,7 @@ from tests.sessions.test_session_flow import ai
 
 
 def detail(client: Client, session_id: str) -> str:
-    response = client.get(reverse("session-detail", args=[session_id]))
+    response = client.get(reverse("sessions:session-detail", args=[session_id]))
     assert response.status_code == 200
     return response.content.decode()
 
@@ -67,7 +67,7 @@ def sessions_of_every_kind(db) -> dict[str, AISession]:
 
 @pytest.mark.django_db
 def test_session_pages_send_anonymous_visitors_to_log_in(client, chat):
-    for url in (reverse("session-list"), reverse("session-detail", args=[chat])):
+    for url in (reverse("sessions:session-list"), reverse("sessions:session-detail", args=[chat])):
         response = Client().get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
@@ -76,9 +76,9 @@ def test_session_pages_send_anonymous_visitors_to_log_in(client, chat):
 @pytest.mark.django_db
 def test_an_account_without_a_role_is_refused(outsider, chat):
     client = as_user(Client(), outsider)
-    assert client.get(reverse("session-list")).status_code == 403
-    assert client.get(reverse("session-detail", args=[chat])).status_code == 403
-    assert client.post(reverse("session-stop", args=[chat])).status_code == 403
+    assert client.get(reverse("sessions:session-list")).status_code == 403
+    assert client.get(reverse("sessions:session-detail", args=[chat])).status_code == 403
+    assert client.post(reverse("sessions:session-stop", args=[chat])).status_code == 403
     assert AISession.objects.get(pk=chat).is_active
 
 
@@ -94,10 +94,10 @@ def test_an_unknown_session_is_404(client, viewer):
 def test_the_list_shows_agent_name_type_phase_activity_end_reason_and_round_trips(
     client, viewer, sessions_of_every_kind
 ):
-    html = as_user(client, viewer).get(reverse("session-list")).content.decode()
+    html = as_user(client, viewer).get(reverse("sessions:session-list")).content.decode()
 
     done = sessions_of_every_kind["done"]
-    assert f'<a href="{reverse("session-detail", args=[done.pk])}">Nightly audit</a>' in html
+    assert f'<a href="{reverse("sessions:session-detail", args=[done.pk])}">Nightly audit</a>' in html
     assert "<code>agent.test.done</code>" in html
     assert "LIMIT_REACHED" in html
     assert '<td class="num">20</td>' in html
@@ -118,7 +118,7 @@ def test_the_list_shows_agent_name_type_phase_activity_end_reason_and_round_trip
     ],
 )
 def test_filters_narrow_the_list(client, viewer, sessions_of_every_kind, params, shown):
-    html = as_user(client, viewer).get(reverse("session-list"), params, **HTMX).content.decode()
+    html = as_user(client, viewer).get(reverse("sessions:session-list"), params, **HTMX).content.decode()
 
     assert "<html" not in html
     for name in ["Live chat", "Nightly audit", "Audit template"]:
@@ -131,14 +131,14 @@ def test_filters_narrow_the_list(client, viewer, sessions_of_every_kind, params,
 def test_the_list_costs_the_same_queries_for_many_sessions(
     client, viewer, sessions_of_every_kind, django_assert_max_num_queries
 ):
-    as_user(client, viewer).get(reverse("session-list"))
+    as_user(client, viewer).get(reverse("sessions:session-list"))
     with django_assert_max_num_queries(10) as captured:
-        client.get(reverse("session-list"))
+        client.get(reverse("sessions:session-list"))
     few = len(captured)
     for n in range(30):
         AISession.objects.create(agent=AgentFactory(), name=f"extra {n}", type="CHAT")
     with django_assert_max_num_queries(few):
-        assert client.get(reverse("session-list")).content.decode().count("extra ") == 30
+        assert client.get(reverse("sessions:session-list")).content.decode().count("extra ") == 30
 
 
 # The thread --------------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def test_the_state_card_shows_what_the_session_waits_for(client, viewer, vlevel_
     session_id, item = waiting_for_validation(vlevel_api)
     html = detail(as_user(client, viewer), session_id)
 
-    assert f'<a href="{reverse("inbox")}#review-item-{item.pk}">review #{item.pk}</a>' in html
+    assert f'<a href="{reverse("reviews:inbox")}#review-item-{item.pk}">review #{item.pk}</a>' in html
     assert "<summary>Waiting context</summary>" in html
 
 
@@ -259,13 +259,13 @@ def test_the_detail_page_query_count_does_not_grow_with_the_thread(
 @pytest.mark.parametrize(("who", "has_button"), [("admin_operator", True), ("reviewer", False), ("viewer", False)])
 def test_only_operators_who_may_change_sessions_get_a_stop_button(client, chat, who, has_button, request):
     html = detail(as_user(client, request.getfixturevalue(who)), chat)
-    assert (f'hx-post="{reverse("session-stop", args=[chat])}"' in html) is has_button
+    assert (f'hx-post="{reverse("sessions:session-stop", args=[chat])}"' in html) is has_button
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("who", ["reviewer", "viewer"])
 def test_stopping_needs_the_change_permission(client, chat, who, request):
-    response = as_user(client, request.getfixturevalue(who)).post(reverse("session-stop", args=[chat]), **HTMX)
+    response = as_user(client, request.getfixturevalue(who)).post(reverse("sessions:session-stop", args=[chat]), **HTMX)
 
     assert response.status_code == 403
     assert AISession.objects.get(pk=chat).is_active
@@ -273,7 +273,7 @@ def test_stopping_needs_the_change_permission(client, chat, who, request):
 
 @pytest.mark.django_db
 def test_stop_ends_the_session_cancelled_and_swaps_the_state_card(client, admin_operator, chat):
-    response = as_user(client, admin_operator).post(reverse("session-stop", args=[chat]), **HTMX)
+    response = as_user(client, admin_operator).post(reverse("sessions:session-stop", args=[chat]), **HTMX)
 
     assert response.status_code == 200
     html = response.content.decode()
@@ -287,9 +287,9 @@ def test_stop_ends_the_session_cancelled_and_swaps_the_state_card(client, admin_
 
 @pytest.mark.django_db
 def test_stop_without_htmx_comes_back_to_the_page(client, admin_operator, chat):
-    response = as_user(client, admin_operator).post(reverse("session-stop", args=[chat]), follow=True)
+    response = as_user(client, admin_operator).post(reverse("sessions:session-stop", args=[chat]), follow=True)
 
-    assert response.redirect_chain[-1][0] == reverse("session-detail", args=[chat])
+    assert response.redirect_chain[-1][0] == reverse("sessions:session-detail", args=[chat])
     assert "Stopped: the session ended as cancelled." in response.content.decode()
 
 
@@ -297,7 +297,7 @@ def test_stop_without_htmx_comes_back_to_the_page(client, admin_operator, chat):
 def test_stopping_an_ended_session_says_so(client, admin_operator, chat):
     scheduler.stop(AISession.objects.get(pk=chat), actor=SYSTEM)
 
-    response = as_user(client, admin_operator).post(reverse("session-stop", args=[chat]), **HTMX)
+    response = as_user(client, admin_operator).post(reverse("sessions:session-stop", args=[chat]), **HTMX)
 
     assert response.status_code == 200
     assert "Not stopped:" in response.content.decode()
@@ -306,8 +306,8 @@ def test_stopping_an_ended_session_says_so(client, admin_operator, chat):
 @pytest.mark.django_db
 def test_stop_needs_a_post_and_the_csrf_token(admin_operator, chat):
     browser = as_user(Client(enforce_csrf_checks=True), admin_operator)
-    assert browser.get(reverse("session-stop", args=[chat])).status_code == 405
-    assert browser.post(reverse("session-stop", args=[chat]), **HTMX).status_code == 403
+    assert browser.get(reverse("sessions:session-stop", args=[chat])).status_code == 405
+    assert browser.post(reverse("sessions:session-stop", args=[chat]), **HTMX).status_code == 403
     assert AISession.objects.get(pk=chat).is_active
 
 

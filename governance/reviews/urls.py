@@ -1,0 +1,15 @@
+"""The reviewer inbox and the decision log (mounted at /inbox/)."""
+
+from django.urls import path
+
+from governance.reviews import views
+
+app_name = "reviews"
+
+urlpatterns = [
+    path("", views.inbox, name="inbox"),
+    path("pending/", views.inbox_pending, name="inbox-pending"),
+    path("decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
+    path("<int:item_id>/decide/", views.decide, name="inbox-decide"),
+    path("promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
+]
