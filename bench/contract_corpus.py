@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.contract_schemas import LIST_KINDS, Contract, Node
-from governance.contracts.rules import Kind, Requirement, TypeRule, join
+from governance.contracts.rules import Kind, Requirement, TypeRule
+from governance.contracts.validator import join
 
 OPTIONAL_P = 0.6
 NULL_P = 0.03

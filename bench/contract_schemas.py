@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from governance.contracts.catalog import parse
-from governance.contracts.rules import Condition, FieldRule, Kind, Requirement, TypeRule, rule_from_row, split_path
+from governance.contracts.rules import Condition, FieldRule, Kind, Requirement, TypeRule, rule_from_row
+from governance.contracts.validator import split_path
 
 # The project's copy of seed 000 (what import_contracts loads), the same bytes as the seed.
 CATALOG = Path(__file__).resolve().parent.parent / "governance" / "catalog" / "llm_output_contracts.md"

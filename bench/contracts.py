@@ -62,7 +62,7 @@ from bench.common import (
 )
 from bench.contract_corpus import Sample, corpus
 from bench.contract_schemas import CATALOG, DRAFT_07, DRAFT_2020_12, Contract, json_schema, load_catalog
-from governance.contracts.rules import compile_contract
+from governance.contracts.validator import compile_contract
 
 DB_NAME = "governance_bench_contracts"
 ENGINES = ("ours", "jsonschema", "fastjsonschema")

@@ -1,79 +1,22 @@
 """Memory router (/api/v1/memory): learnings, gate results, the injection block, search."""
 
-from datetime import date
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Literal
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema, Status
+from ninja import Query, Router, Status
 
 from governance.kernel.access import agent_or_perm
 from governance.kernel.exceptions import NotFound
 from memory import injection, learnings, search
 from memory.models import Clarification, Learning, ReuseScore, VeilleNote
 from memory.notes_api import router as notes_router
+from memory.schemas import GateResultIn, InjectionIn, InjectionOut, LearningCreated, LearningIn, LearningOut, SearchHit
 from memory.subjects.api import router as subjects_router
 
 router = Router(tags=["memory"])
 router.add_router("", notes_router)
 router.add_router("", subjects_router)
-
-Story = Field(..., min_length=1, max_length=100)
-Name = Field(..., min_length=1, max_length=100)
-
-
-class LearningIn(Schema):
-    story: str = Story
-    gate: int = Field(..., ge=0, le=99)
-    domain: str = Name
-    project: str = Name
-    tags: list[str] = Field(default_factory=list, max_length=100)
-    text: str = Field(..., min_length=1, max_length=100_000)
-    date_created: date | None = None
-
-
-class LearningCreated(Schema):
-    id: int
-    tags_hash: str
-    scope: str
-
-
-class LearningOut(Schema):
-    id: int
-    story: str
-    gate: int
-    domain: str
-    project: str
-    tags: list[str]
-    tags_hash: str
-    text: str
-    scope: str
-    reuse_score: float
-    date_created: date | None
-
-
-class GateResultIn(Schema):
-    story: str = Story
-    gate: int = Field(..., ge=0, le=99)
-    verdict: Literal["GO", "NO_GO"]
-
-
-class InjectionIn(Schema):
-    story: str = Story
-    domain: str = Name
-    project: str = Name
-    query_text: str = Field(..., min_length=1, max_length=10_000)
-
-
-class SectionOut(Schema):
-    name: Literal["learnings", "veille", "clarifications"]
-    status: Literal["ok", "empty", "unavailable"]
-    items: list[dict[str, Any]]
-
-
-class InjectionOut(Schema):
-    markdown: str
-    sections: list[SectionOut]
 
 
 @router.post("/learnings", operation_id="create_learning", response={201: LearningCreated})
@@ -109,14 +52,6 @@ def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
 def injection_block(request: HttpRequest, data: InjectionIn) -> dict:
     """Always 200: a failing source gives `_source indisponible_` in its section only."""
     return injection.build_block(actor=request.auth, **data.dict())
-
-
-class SearchHit(Schema):
-    id: int
-    kind: str
-    score: float
-    title: str
-    text: str
 
 
 @router.get("/search", operation_id="search_memory", response=list[SearchHit])

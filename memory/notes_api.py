@@ -5,16 +5,21 @@ here, once per endpoint."""
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Field, Router, Schema, Status
+from ninja import Router, Status
 
 from governance.kernel.access import agent_or_perm
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.problems import problem_response
 from memory import clarifications, watch_notes
+from memory.schemas import (
+    ClarificationsCreatedOut,
+    ClarificationsIn,
+    ClarificationsListOut,
+    VeilleNoteOut,
+)
 from memory.veille import NoteError
 
 router = Router(tags=["memory"])
@@ -41,46 +46,6 @@ VEILLE_BODY = {
         },
     }
 }
-
-
-class VeilleNoteOut(Schema):
-    id: int
-    name: str = Field(..., alias="path")
-    title: str
-    date: date
-    verdict_veille: str
-    impact_pv: str
-    summary: str
-    tags: list[str]
-    indexed_at: datetime
-
-
-class ClarificationsIn(Schema):
-    story: str = Field(..., max_length=100, examples=["PD-295"])
-    domain: str = Field(..., max_length=100, examples=["tooling"])
-    project: str = Field(..., max_length=100, examples=["ia-governance"])
-    answers: list[str] = Field(..., min_length=clarifications.ANSWERS, max_length=clarifications.ANSWERS)
-
-
-class ClarificationsCreatedOut(Schema):
-    story: str
-    version: int
-    name: str
-
-
-class ClarificationsOut(Schema):
-    story: str
-    domain: str
-    project: str
-    version: int
-    name: str
-    date: datetime
-    answers: list[str]
-
-
-class ClarificationsListOut(Schema):
-    items: list[ClarificationsOut]
-    count: int
 
 
 def _invalid(loc: list[Any], msg: str, kind: str) -> InvalidInput:

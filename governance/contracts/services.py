@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from governance.contracts import catalog as contract_catalog
 from governance.contracts import rules as contract_rules
+from governance.contracts import validator as compiler
 from governance.contracts.models import (
     Contract,
     ContractCheck,
@@ -188,7 +189,7 @@ def version(name: str, number: int | None) -> Contract:
 
 # --- Validation ----------------------------------------------------------------------------------
 
-Validator = Callable[[Any, frozenset[str] | None], contract_rules.Report]
+Validator = Callable[[Any, frozenset[str] | None], compiler.Report]
 
 
 @lru_cache(maxsize=512)
@@ -201,7 +202,7 @@ def rules(contract_id: int) -> tuple[contract_rules.FieldRule, ...]:
 
 @lru_cache(maxsize=512)
 def validator(contract_id: int) -> Validator:
-    return contract_rules.compile_contract(rules(contract_id))
+    return compiler.compile_contract(rules(contract_id))
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ def check(
 
 def _storable(output: Any) -> Any:
     """JSON can hold what the API received; a Python caller may pass NaN or objects: keep text."""
-    if contract_rules.first_unserializable(output, "") is None:
+    if compiler.first_unserializable(output, "") is None:
         return output
     return {"unserializable": repr(output)[:10_000]}
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from governance.contracts.rules import FieldRule, Kind, Requirement, type_name
+from governance.contracts.rules import FieldRule, Kind, Requirement
+from governance.contracts.validator import type_name
 
 JSON_TYPES = {
     Kind.STRING: {"string"},

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from memory.visibility import LearningQuerySet
+from memory.querysets import LearningQuerySet
 
 
 class Learning(models.Model):

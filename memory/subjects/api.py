@@ -2,11 +2,10 @@
 of the seed-002 documents, semantic search, emotions, personality and the system prompt, facts,
 and erasure."""
 
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema, Status
+from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from governance.kernel.auth import agent_key, operator_key
@@ -16,7 +15,15 @@ from memory.models import PersonalityState, SubjectMemory
 from memory.subjects import emotions, personality
 from memory.subjects import services as subjects
 from memory.subjects.access import READ, WRITE, restrict, subject_for
-from memory.subjects.documents import TRAITS
+from memory.subjects.schemas import (
+    AllowedAgentsIn,
+    AllowedAgentsOut,
+    EmotionIn,
+    FactIn,
+    ImportIn,
+    InteractionsIn,
+    MemoryHit,
+)
 
 router = Router(tags=["subjects"])
 
@@ -24,14 +31,6 @@ router = Router(tags=["subjects"])
 def _operator(request: HttpRequest, perm: str) -> None:
     if not request.auth.has_perm(perm):
         raise Forbidden(f"This needs the {perm} permission.")
-
-
-class ImportIn(Schema):
-    conversations: dict[str, Any] | None = None
-    facts: dict[str, Any] | None = None
-    embeddings: dict[str, Any] | None = None
-    personality: dict[str, Any] | None = None
-    emotion_history: dict[str, Any] | None = None
 
 
 @router.post("/subjects/{subject}/import", operation_id="import_subject", auth=operator_key, response=dict[str, int])
@@ -45,13 +44,6 @@ def import_subject(request: HttpRequest, subject: str, data: ImportIn) -> dict[s
 def export_subject(request: HttpRequest, subject: str) -> dict[str, Any]:
     _operator(request, "memory.view_subject")
     return subjects.export(subjects.get(subject))
-
-
-class MemoryHit(Schema):
-    id: str
-    type: str
-    text: str
-    score: float
 
 
 @router.get("/subjects/{subject}/search", operation_id="search_subject", response=list[MemoryHit])
@@ -85,14 +77,6 @@ def search_subject(
     ]
 
 
-class EmotionIn(Schema):
-    emotion: str = Field(..., min_length=1, max_length=40)
-    intensity: float = Field(..., ge=0.0, le=1.0)
-    context: str = Field("", max_length=500)
-    triggered_by: Literal["user_message", "assistant_response", "system"]
-    timestamp: datetime | None = None
-
-
 @router.post(
     "/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: dict[str, Any]}
 )
@@ -117,12 +101,6 @@ def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
     return {"prompt": personality.system_prompt(state.traits if state else personality.DEFAULT_TRAITS)}
 
 
-class InteractionsIn(Schema):
-    count: int = Field(1, ge=1, le=10_000)
-    feedback: dict[Literal[TRAITS], float] = Field(default_factory=dict)  # type: ignore[valid-type]
-    reason: str = Field("interactions", max_length=300)
-
-
 @router.post(
     "/subjects/{subject}/interactions", operation_id="record_interactions", auth=agent_key, response=dict[str, Any]
 )
@@ -141,11 +119,6 @@ def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn
     }
 
 
-class FactIn(Schema):
-    kind: Literal["preference", "event", "relationship"]
-    values: dict[str, Any]
-
-
 @router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: dict[str, str]})
 def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
@@ -160,14 +133,6 @@ def erase_subject(request: HttpRequest, subject: str) -> Status:
     _operator(request, "memory.delete_subject")
     subjects.erase(subjects.get(subject), actor=request.auth)
     return Status(204, None)
-
-
-class AllowedAgentsIn(Schema):
-    agents: list[str] = Field(..., max_length=1000, description="Agent ids; an empty list lifts the restriction.")
-
-
-class AllowedAgentsOut(Schema):
-    agents: list[str]
 
 
 @router.get(

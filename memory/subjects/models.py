@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from memory.visibility import SubjectQuerySet
+from memory.subjects.querysets import SubjectQuerySet
 
 
 class Subject(models.Model):

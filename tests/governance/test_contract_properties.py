@@ -24,15 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from governance.contracts.catalog import parse
-from governance.contracts.rules import (
-    FieldRule,
-    Kind,
-    Report,
-    Requirement,
-    compile_contract,
-    rule_from_row,
-    split_path,
-)
+from governance.contracts.rules import FieldRule, Kind, Requirement, rule_from_row
+from governance.contracts.validator import Report, compile_contract, split_path
 
 SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 CONTRACTS = parse(SEED.read_text(encoding="utf-8"))

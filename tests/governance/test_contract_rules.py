@@ -15,19 +15,15 @@ from governance.contracts.rules import (
     Code,
     Condition,
     Kind,
-    Report,
     Requirement,
     RowError,
     TypeRule,
-    Violation,
-    compile_contract,
-    first_unserializable,
     parse_paths,
     parse_required,
     parse_type,
     rule_from_row,
-    split_path,
 )
+from governance.contracts.validator import Report, Violation, compile_contract, first_unserializable, split_path
 
 SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 NNBSP = "\u202f"  # the narrow no-break space the seed writes in most bounds

@@ -1,5 +1,4 @@
-"""Who sees which memory rows (`visible_to`, see governance.kernel.querysets). Kept apart from
-``memory/querysets.py``, whose page reads import the models these querysets are attached to."""
+"""Who sees which subjects (`visible_to`, see governance.kernel.querysets)."""
 
 from __future__ import annotations
 
@@ -11,13 +10,6 @@ from governance.kernel.querysets import PrincipalQuerySet
 
 if TYPE_CHECKING:
     from governance.kernel.principals import Principal
-
-
-class LearningQuerySet(PrincipalQuerySet):
-    """Learnings are the fleet's shared knowledge: every agent reads them (seed 004)."""
-
-    owner_field = None
-    view_perm = "memory.view_learning"
 
 
 class SubjectQuerySet(PrincipalQuerySet):

@@ -1,0 +1,541 @@
+"""The validator that explains itself (seed 000): the compile half of the contract rules.
+
+``compile_contract`` turns a contract's ``FieldRule``s (``governance/contracts/rules.py``) into one
+function of the output, built once per contract version (closures over pre-split paths: no parsing,
+no regex, no dict of options at validation time). That function returns a ``Report``: every
+violation with its concrete JSON path (``signals[2].metric``), a code, a plain message and the
+runtime effect lost; warnings apart. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from governance.contracts.rules import Code, FieldRule, Kind, Requirement, TypeRule, format_number
+
+# --- Reports --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, per violation
+class Violation:
+    path: str
+    code: str
+    message: str
+    effect: str = ""
+    hint: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """The API's shape; the output itself is at path "$"."""
+        out = {"path": self.path or "$", "code": str(self.code), "message": self.message}
+        if self.effect:
+            out["effect"] = self.effect
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+@dataclass
+class Report:
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+    @property
+    def compliant(self) -> bool:
+        return not self.violations
+
+
+# --- Values ---------------------------------------------------------------------------------------
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def type_name(value: Any) -> str:
+    """A JSON value's type in the words violations use."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def first_unserializable(value: Any, path: str) -> tuple[str, str] | None:
+    """(path, reason) of the first part of ``value`` JSON cannot carry: objects that are not
+    dict/list/str/number/bool/null, non-string keys, NaN and infinities."""
+    if isinstance(value, float):
+        return (path, f"{value} is not a JSON number") if not math.isfinite(value) else None
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if found := first_unserializable(item, f"{path}[{index}]"):
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"key {key!r} is not a string"
+            if found := first_unserializable(item, join(path, key)):
+                return found
+        return None
+    return path, f"a {type(value).__name__} is not JSON"
+
+
+def join(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _decoded(value: Any) -> Any:
+    """A string that holds JSON (the common model mistake: a list serialised inside a string)."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return None
+
+
+# --- Compiling ------------------------------------------------------------------------------------
+
+Sink = Callable[[Violation], None]
+Check = Callable[[Any, str, "Context"], None]
+
+
+@dataclass
+class Context:
+    """One validation: where violations go, and the ids the input offered (for ``unknown_id``)."""
+
+    report: Report
+    known_ids: frozenset[str] | None = None
+
+
+def _value_check(rule: TypeRule, effect: str) -> Check:
+    """The check of one present value against its type rule, as a closure built once."""
+    kind = rule.kind
+    expected = rule.describe()
+
+    def fail(ctx: Context, path: str, code: Code, message: str, hint: str = "") -> None:
+        ctx.report.violations.append(Violation(path, code, message, effect, hint))
+
+    def wrong(value: Any, path: str, ctx: Context) -> None:
+        hint = ""
+        decoded = _decoded(value)
+        if decoded is not None and _matches_container(kind, decoded):
+            hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+        elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
+            hint = "a numeric id written as a string is not converted by the runtime: send the number"
+        fail(ctx, path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", hint)
+
+    def bounds(value: float, path: str, ctx: Context) -> None:
+        if (rule.minimum is not None and value < rule.minimum) or (rule.maximum is not None and value > rule.maximum):
+            low = "-inf" if rule.minimum is None else format_number(rule.minimum)
+            high = "inf" if rule.maximum is None else format_number(rule.maximum)
+            fail(ctx, path, Code.OUT_OF_RANGE, f"{value} is outside [{low}, {high}]")
+
+    def known(value: Any, path: str, ctx: Context) -> None:
+        if ctx.known_ids is not None and str(value) not in ctx.known_ids:
+            fail(ctx, path, Code.UNKNOWN_ID, f"{value!r} is not one of the ids the input offered")
+
+    if kind is Kind.STRING:
+        enum = frozenset(rule.enum)
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not str:
+                return wrong(value, path, ctx)
+            if rule.non_empty and not value.strip():
+                return fail(ctx, path, Code.EMPTY_STRING, "the string is empty")
+            if enum and value not in enum:
+                message = f"{value!r} is not one of {', '.join(rule.enum)}"
+                if rule.enum_open:
+                    ctx.report.warnings.append(Violation(path, Code.NOT_IN_ENUM, message + " (open list)", effect))
+                else:
+                    fail(ctx, path, Code.NOT_IN_ENUM, message)
+            if rule.existing:
+                known(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMBER:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not _is_number(value):
+                return wrong(value, path, ctx)
+            if value != value or value in (math.inf, -math.inf):
+                return fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
+            bounds(value, path, ctx)
+
+        return check
+    if kind is Kind.INTEGER:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is float and not math.isfinite(value):
+                return fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
+            if not (type(value) is int or (type(value) is float and value.is_integer())):
+                return wrong(value, path, ctx)
+            bounds(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMERIC_ID:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not int:
+                return wrong(value, path, ctx)
+            if rule.existing:
+                known(value, path, ctx)
+
+        return check
+    if kind is Kind.ID:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is str and not value.strip():
+                return fail(ctx, path, Code.EMPTY_STRING, "the id is empty")
+            if not (type(value) is str or type(value) is int):
+                return wrong(value, path, ctx)
+            known(value, path, ctx)
+
+        return check
+    if kind is Kind.BOOLEAN:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not bool:
+                wrong(value, path, ctx)
+
+        return check
+    if kind is Kind.NUMBER_OR_STRING:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if not (type(value) is str or _is_number(value)):
+                wrong(value, path, ctx)
+            elif type(value) is float and not math.isfinite(value):
+                fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
+
+        return check
+    if kind is Kind.PATH:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is str:
+                if not value.strip():
+                    fail(ctx, path, Code.EMPTY_STRING, "the path is empty")
+                return
+            if type(value) is not list or not all(type(item) in (str, int) for item in value):
+                wrong(value, path, ctx)
+
+        return check
+    if kind in (Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS, Kind.LIST):
+        allowed = {
+            Kind.LIST_OF_STRINGS: (str,),
+            Kind.LIST_OF_MAPPINGS: (dict,),
+            Kind.LIST_OF_MAPPINGS_OR_STRINGS: (dict, str),
+            Kind.LIST: None,
+        }[kind]
+        item_words = {(str,): "a string", (dict,): "an object", (dict, str): "an object or a string"}
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not list:
+                return wrong(value, path, ctx)
+            if allowed is None:
+                return
+            for index, item in enumerate(value):
+                if type(item) not in allowed:
+                    hint = ""
+                    if dict in allowed and _decoded(item).__class__ is dict:
+                        hint = "an object serialised inside a string: send it as JSON, not as text"
+                    fail(
+                        ctx,
+                        f"{path}[{index}]",
+                        Code.WRONG_TYPE,
+                        f"expected {item_words[allowed]}, got {type_name(item)}",
+                        hint,
+                    )
+
+        return check
+    if kind is Kind.MAPPING:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if type(value) is not dict:
+                wrong(value, path, ctx)
+            elif rule.serializable and (found := first_unserializable(value, path)):
+                fail(ctx, found[0], Code.NOT_SERIALIZABLE, found[1])
+
+        return check
+    if kind is Kind.SERIALIZABLE:
+
+        def check(value: Any, path: str, ctx: Context) -> None:
+            if found := first_unserializable(value, path):
+                fail(ctx, found[0], Code.NOT_SERIALIZABLE, found[1])
+
+        return check
+
+    def anything(value: Any, path: str, ctx: Context) -> None:
+        return None
+
+    return anything
+
+
+def _matches_container(kind: Kind, decoded: Any) -> bool:
+    if kind is Kind.MAPPING:
+        return isinstance(decoded, dict)
+    if kind in (Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS):
+        return isinstance(decoded, list)
+    return False
+
+
+def split_path(path: str) -> tuple[str, ...]:
+    """``rankings[*].adjusted_score`` -> ("rankings", "*", "adjusted_score")."""
+    parts: list[str] = []
+    for piece in path.split("."):
+        stars = 0
+        while piece.endswith("[*]"):
+            piece, stars = piece[:-3], stars + 1
+        parts.append(piece)
+        parts.extend("*" * stars)
+    return tuple(parts)
+
+
+def _instances(root: Any, segments: Sequence[str], prefix: str = "") -> Iterable[tuple[Any, str]]:
+    """The concrete parents of a field: walk every segment but the last, fanning out at ``*``.
+    A parent that is missing or of the wrong shape yields nothing: its own rule reports it."""
+    if not segments:
+        yield root, prefix
+        return
+    head, rest = segments[0], segments[1:]
+    if head == "*":
+        if type(root) is list:
+            for index, item in enumerate(root):
+                yield from _instances(item, rest, f"{prefix}[{index}]")
+        return
+    if type(root) is dict and head in root:
+        yield from _instances(root[head], rest, join(prefix, head))
+
+
+def _absent(
+    root: Any, segments: Sequence[str], owned: set[tuple[str, ...]], prefix: str = "", depth: int = 0
+) -> Iterable[str]:
+    """The concrete parents of a field that are missing because an object lacks a key no row of
+    its own covers (``intent`` for ``intent.label``), written down to the field's parent with the
+    remaining segments (``patches[0].assessment``)."""
+    if depth == len(segments):
+        return
+    head = segments[depth]
+    if head == "*":
+        if type(root) is list:
+            for index, item in enumerate(root):
+                yield from _absent(item, segments, owned, f"{prefix}[{index}]", depth + 1)
+        return
+    if type(root) is not dict:
+        return
+    if head in root:
+        yield from _absent(root[head], segments, owned, join(prefix, head), depth + 1)
+    elif tuple(segments[: depth + 1]) not in owned:
+        path = join(prefix, head)
+        for rest in segments[depth + 1 :]:
+            path = f"{path}[*]" if rest == "*" else join(path, rest)
+        yield path
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: FieldRule
+    parents: tuple[str, ...]  # segments down to the parent
+    names: tuple[str, ...]  # the last segment of each path (alternatives share the parent)
+    check: Check
+    may_lack_parent: bool = False  # a container on the way has no row of its own (see _absent)
+
+
+def _parents_differ(rule: FieldRule) -> bool:
+    parents = {split_path(p)[:-1] for p in rule.paths}
+    return len(parents) > 1
+
+
+def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str] | None], Report]:
+    """One function for the whole contract. Rows whose paths have different parents are split
+    into one compiled rule per path (they are independent optional fields); alternatives always
+    share a parent by construction (parse_paths)."""
+    compiled: list[_Compiled] = []
+    declared: dict[tuple[str, ...], set[str]] = {}
+    open_levels: set[tuple[str, ...]] = set()
+    whole: list[FieldRule] = []
+    groups: dict[str, list[FieldRule]] = {}
+    others: list[Check] = []  # "autres champs": the type every undeclared top-level field must have
+    owned: set[tuple[str, ...]] = set()  # the paths a row of their own checks
+    for rule in rules:
+        if rule.whole_output:
+            whole.append(rule)
+            continue
+        if rule.other_fields:
+            open_levels.add(())
+            others.append(_value_check(rule.type, rule.effect))
+            continue
+        if rule.group:
+            groups.setdefault(rule.group, []).append(rule)
+        pieces: list[tuple[str, ...]] = (
+            [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
+        )
+        for paths in pieces:
+            segments = [split_path(p) for p in paths]
+            parent = segments[0][:-1]
+            names = tuple(s[-1] for s in segments)
+            part = FieldRule(paths, rule.type, rule.requirement, rule.effect, rule.condition, rule.group)
+            compiled.append(_Compiled(part, parent, names, _value_check(rule.type, rule.effect)))
+            for s in segments:
+                owned.add(s)
+                for depth in range(len(s)):
+                    if s[depth] != "*":
+                        declared.setdefault(tuple(x for x in s[:depth]), set()).add(s[depth])
+            if rule.type.keys and rule.type.kind in (Kind.MAPPING, Kind.LIST_OF_MAPPINGS):
+                inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
+                declared.setdefault(inner, set()).update(rule.type.keys)
+    compiled = [
+        _Compiled(
+            c.rule,
+            c.parents,
+            c.names,
+            c.check,
+            any(c.parents[: depth + 1] not in owned for depth in range(len(c.parents)) if c.parents[depth] != "*"),
+        )
+        for c in compiled
+    ]
+    group_rules = list(groups.items())
+    whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
+    unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
+    top_level = frozenset(declared.get((), ()))
+    # Objects and lists on the way to a field that no row describes (`intent` of `intent.label`):
+    # nothing else would report them missing or of the wrong shape.
+    containers = {
+        s[: depth + 1]: depth + 1 < len(s) and s[depth + 1] == "*"
+        for item in compiled
+        for s in ((*item.parents, name) for name in item.names)
+        for depth in range(len(s) - 1)
+        if s[depth] != "*" and s[: depth + 1] not in owned
+    }
+    container_checks = [(path[:-1], path[-1], as_list) for path, as_list in containers.items()]
+
+    def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
+        report = Report()
+        ctx = Context(report, known_ids)
+        walked: dict[tuple[str, ...], list[tuple[Any, str]]] = {(): [(output, "")]}
+
+        def instances(parents: tuple[str, ...]) -> list[tuple[Any, str]]:
+            """Each parent path is walked once per output, whatever the number of rows under it."""
+            found = walked.get(parents)
+            if found is None:
+                found = walked[parents] = list(_instances(output, parents))
+            return found
+
+        if whole_checks:
+            for check, _ in whole_checks:
+                check(output, "", ctx)
+            if not compiled:
+                return report
+        if type(output) is not dict:
+            decoded = _decoded(output)
+            hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded, dict) else ""
+            message = f"expected an object, got {type_name(output)}"
+            report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
+            return report
+        for parents, name, as_list in container_checks:
+            for parent, prefix in instances(parents):
+                if type(parent) is dict and name in parent and type(parent[name]) is not (list if as_list else dict):
+                    _wrong_container(parent[name], join(prefix, name), as_list, report)
+        for item in compiled:
+            rule = item.rule
+            if item.may_lack_parent and not rule.group and rule.requirement in (Requirement.YES, Requirement.IMPLICIT):
+                for prefix in _absent(output, item.parents, owned):
+                    _missing(rule, item.names, {}, prefix, report)
+            for parent, prefix in instances(item.parents):
+                if type(parent) is not dict:
+                    continue  # the parent's own rule (a list of objects) reports the wrong item
+                present = False
+                for name in item.names:
+                    if name in parent:
+                        value = parent[name]
+                        path = join(prefix, name)
+                        if value is None and rule.requirement is Requirement.NO:
+                            null = Violation(path, Code.NULL_VALUE, "null given: treated as absent", rule.effect)
+                            report.warnings.append(null)
+                        else:
+                            item.check(value, path, ctx)
+                        present = True
+                if present or rule.group or rule.requirement is Requirement.NO:
+                    continue
+                _missing(rule, item.names, parent, prefix, report)
+        for _, members in group_rules:
+            _check_group(members, output, report)
+        if others:
+            for key, value in output.items():
+                if key not in top_level:
+                    for check in others:
+                        check(value, key, ctx)
+        for level, names in unknown_levels:
+            for parent, prefix in instances(level):
+                if type(parent) is dict:
+                    for key in parent:
+                        if key not in names:
+                            extra = Violation(join(prefix, key), Code.UNKNOWN_FIELD, "not in the contract")
+                            report.warnings.append(extra)
+        return report
+
+    return validate
+
+
+def _wrong_container(value: Any, path: str, as_list: bool, report: Report) -> None:
+    decoded = _decoded(value)
+    expected = "list" if as_list else "object"
+    hint = ""
+    if isinstance(decoded, list if as_list else dict):
+        hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
+    message = f"expected {expected}, got {type_name(value)}"
+    report.violations.append(Violation(path, Code.WRONG_TYPE, message, "", hint))
+
+
+def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], prefix: str, report: Report) -> None:
+    path = join(prefix, names[0])
+    if rule.requirement is Requirement.YES:
+        if len(names) > 1:
+            choices = " or ".join(join(prefix, n) for n in names)
+            message = f"one of {choices} is required"
+            report.violations.append(Violation(path, Code.ALTERNATIVE_MISSING, message, rule.effect))
+        else:
+            report.violations.append(Violation(path, Code.MISSING_REQUIRED, "required field is missing", rule.effect))
+    elif rule.requirement is Requirement.CONDITIONAL and rule.condition is not None:
+        trigger = parent.get(rule.condition.field)
+        if trigger in rule.condition.values:
+            report.violations.append(
+                Violation(
+                    path,
+                    Code.CONDITIONAL_MISSING,
+                    f"required when {join(prefix, rule.condition.field)} is {trigger!r}",
+                    rule.effect,
+                )
+            )
+    elif rule.requirement is Requirement.IMPLICIT:
+        message = "implicitly required field is missing"
+        report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))
+
+
+def _check_group(members: list[FieldRule], output: dict[str, Any], report: Report) -> None:
+    """Alternatives across rows (priority / priority_delta): one of them must be present."""
+    names = [p for m in members for p in m.paths]
+    segments = split_path(names[0])
+    for parent, prefix in _instances(output, segments[:-1]):
+        if type(parent) is dict and not any(split_path(n)[-1] in parent for n in names):
+            choices = " or ".join(join(prefix, split_path(n)[-1]) for n in names)
+            message = f"one of {choices} is required"
+            path = join(prefix, segments[-1])
+            report.violations.append(Violation(path, Code.ALTERNATIVE_MISSING, message, members[0].effect))

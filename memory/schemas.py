@@ -1,0 +1,116 @@
+"""The memory API's request and response bodies: learnings, gate results, the injection block,
+search, watch notes and clarifications."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from memory import clarifications
+
+Story = Field(..., min_length=1, max_length=100)
+Name = Field(..., min_length=1, max_length=100)
+
+
+class LearningIn(Schema):
+    story: str = Story
+    gate: int = Field(..., ge=0, le=99)
+    domain: str = Name
+    project: str = Name
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    text: str = Field(..., min_length=1, max_length=100_000)
+    date_created: date | None = None
+
+
+class LearningCreated(Schema):
+    id: int
+    tags_hash: str
+    scope: str
+
+
+class LearningOut(Schema):
+    id: int
+    story: str
+    gate: int
+    domain: str
+    project: str
+    tags: list[str]
+    tags_hash: str
+    text: str
+    scope: str
+    reuse_score: float
+    date_created: date | None
+
+
+class GateResultIn(Schema):
+    story: str = Story
+    gate: int = Field(..., ge=0, le=99)
+    verdict: Literal["GO", "NO_GO"]
+
+
+class InjectionIn(Schema):
+    story: str = Story
+    domain: str = Name
+    project: str = Name
+    query_text: str = Field(..., min_length=1, max_length=10_000)
+
+
+class SectionOut(Schema):
+    name: Literal["learnings", "veille", "clarifications"]
+    status: Literal["ok", "empty", "unavailable"]
+    items: list[dict[str, Any]]
+
+
+class InjectionOut(Schema):
+    markdown: str
+    sections: list[SectionOut]
+
+
+class SearchHit(Schema):
+    id: int
+    kind: str
+    score: float
+    title: str
+    text: str
+
+
+class VeilleNoteOut(Schema):
+    id: int
+    name: str = Field(..., alias="path")
+    title: str
+    date: date
+    verdict_veille: str
+    impact_pv: str
+    summary: str
+    tags: list[str]
+    indexed_at: datetime
+
+
+class ClarificationsIn(Schema):
+    story: str = Field(..., max_length=100, examples=["PD-295"])
+    domain: str = Field(..., max_length=100, examples=["tooling"])
+    project: str = Field(..., max_length=100, examples=["ia-governance"])
+    answers: list[str] = Field(..., min_length=clarifications.ANSWERS, max_length=clarifications.ANSWERS)
+
+
+class ClarificationsCreatedOut(Schema):
+    story: str
+    version: int
+    name: str
+
+
+class ClarificationsOut(Schema):
+    story: str
+    domain: str
+    project: str
+    version: int
+    name: str
+    date: datetime
+    answers: list[str]
+
+
+class ClarificationsListOut(Schema):
+    items: list[ClarificationsOut]
+    count: int

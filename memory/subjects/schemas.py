@@ -1,0 +1,52 @@
+"""The subject memory API's request and response bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from memory.subjects.documents import TRAITS
+
+
+class ImportIn(Schema):
+    conversations: dict[str, Any] | None = None
+    facts: dict[str, Any] | None = None
+    embeddings: dict[str, Any] | None = None
+    personality: dict[str, Any] | None = None
+    emotion_history: dict[str, Any] | None = None
+
+
+class MemoryHit(Schema):
+    id: str
+    type: str
+    text: str
+    score: float
+
+
+class EmotionIn(Schema):
+    emotion: str = Field(..., min_length=1, max_length=40)
+    intensity: float = Field(..., ge=0.0, le=1.0)
+    context: str = Field("", max_length=500)
+    triggered_by: Literal["user_message", "assistant_response", "system"]
+    timestamp: datetime | None = None
+
+
+class InteractionsIn(Schema):
+    count: int = Field(1, ge=1, le=10_000)
+    feedback: dict[Literal[TRAITS], float] = Field(default_factory=dict)  # type: ignore[valid-type]
+    reason: str = Field("interactions", max_length=300)
+
+
+class FactIn(Schema):
+    kind: Literal["preference", "event", "relationship"]
+    values: dict[str, Any]
+
+
+class AllowedAgentsIn(Schema):
+    agents: list[str] = Field(..., max_length=1000, description="Agent ids; an empty list lifts the restriction.")
+
+
+class AllowedAgentsOut(Schema):
+    agents: list[str]
