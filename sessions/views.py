@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
@@ -21,12 +20,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from governance.kernel.exceptions import Conflict
-from governance.kernel.forms import ANY, FilterForm
 from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
 from governance.reviews.models import ReviewItem
 from sessions import scheduler
-from sessions.machine import Phase, SessionType
+from sessions.forms import SessionFilterForm
+from sessions.machine import Phase
 from sessions.models import AISession, SessionMessage
 
 SESSIONS_PER_PAGE = 50
@@ -34,17 +33,6 @@ ASKS = ("dataCommands", "actionCommands", "communicationModule")  # what an AI m
 
 view_sessions = permission_required("ai_sessions.view_aisession", raise_exception=True)
 change_sessions = permission_required("ai_sessions.change_aisession", raise_exception=True)
-
-
-class SessionFilterForm(FilterForm):
-    type = forms.ChoiceField(required=False, choices=[ANY, *((t.value, t.value.title()) for t in SessionType)])
-    phase = forms.ChoiceField(required=False, choices=[ANY, *((p.value, p.value) for p in Phase)])
-    active = forms.TypedChoiceField(
-        required=False,
-        choices=[ANY, ("yes", "Active"), ("no", "Not active")],
-        coerce=lambda value: value == "yes",
-        empty_value=None,
-    )
 
 
 @login_required

@@ -13,6 +13,7 @@ run. Imports inside functions are counted: they run.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,3 +144,34 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
         "agents.jobs",
     ]
     assert cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
+
+
+def readme_rows() -> dict[str, set[str]]:
+    """Package -> the files and folders its row of README's architecture table names."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        match = re.match(r"\| `([a-z/]+)` \|(.*)\|\s*$", line)
+        if match:
+            rows[match.group(1)] = set(re.findall(r"`([a-z_/]+(?:\.py|/))`", match.group(2)))
+    return rows
+
+
+def test_the_readme_lists_every_module_of_every_package() -> None:
+    """README's table names each module once it exists and never one that is gone, so a newcomer
+    reading it finds the tree as it is."""
+    rows = readme_rows()
+    sub_apps = {package for package in rows if "/" in package}
+    assert set(rows) == {"governance/kernel", "governance/reviews", "governance/contracts", *PACKAGES[1:], *sub_apps}
+    for package, listed in rows.items():
+        folder = ROOT / package
+        present = {p.name for p in folder.glob("*.py")} - {"__init__.py", "apps.py", "models.py"}
+        present |= {
+            f"{d.name}/"
+            for d in folder.iterdir()
+            if (d / "__init__.py").exists()
+            and d.name not in {"migrations", "management", "templatetags", "models"}
+            and f"{package}/{d.name}" not in rows
+        }
+        present |= {f"templatetags/{p.name}" for p in folder.glob("templatetags/*.py") if p.name != "__init__.py"}
+        assert sorted(present - listed) == [], f"{package}: modules missing from README"
+        assert sorted(listed - present) == [], f"{package}: README names modules that are gone"
