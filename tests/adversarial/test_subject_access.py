@@ -12,8 +12,10 @@ from governance.models import AuditEvent
 from governance.principals import SYSTEM
 from memory import subject_documents, subjects
 from memory.models import EmotionEvent, Subject
-from tests.adversarial.conftest import nothing_written
-from tests.conftest import Api, _key, load, manifest_text
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load, manifest_text
+from tests.support.refusals import nothing_written
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 SEARCH = ("/memory/subjects/alice/search", {"q": "musique", "k": 3})
@@ -42,12 +44,12 @@ def no_long_term_api(client, db) -> Api:
         "memory": {**document["memory"], "long_term": {"enabled": False}},
     }
     agent = load_manifest(document, actor=SYSTEM)[0].agent
-    return Api(client, _key(agent=agent))
+    return Api(client, issue_key(agent=agent))
 
 
 @pytest.fixture
 def indexer_api(client, db) -> Api:
-    return Api(client, _key(agent=load("agent.rag.indexer")))
+    return Api(client, issue_key(agent=load("agent.rag.indexer")))
 
 
 @pytest.mark.django_db

@@ -11,6 +11,7 @@ from django.core.management import call_command
 from agents.kpis import worst_statuses
 from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
 from governance.models import ApiKey, ReviewItem
+from tests.support.manifests import manifest_text
 
 DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
 
@@ -84,7 +85,6 @@ def test_a_later_load_never_fights_an_operators_manifest_upgrade():
     from agents.manifest import read_text
     from agents.registry import load_manifest
     from governance.principals import SYSTEM
-    from tests.conftest import manifest_text
 
     _load()
     upgraded = read_text(manifest_text("agent.rag.indexer"))

@@ -13,7 +13,7 @@ from governance import keys
 from governance.models import ApiKey, AuditEvent
 from governance.principals import Principal
 from governance.services import issue_api_key, revoke_api_key
-from tests.conftest import Api
+from tests.support.api import Api
 
 
 @pytest.mark.django_db

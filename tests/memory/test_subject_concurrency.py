@@ -29,6 +29,7 @@ from memory.models import (
     SubjectMemory,
     TransitionProbability,
 )
+from tests.support.manifests import load
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -90,7 +91,6 @@ def _document(name: str) -> dict[str, Any]:
 @pytest.fixture
 def agent(transactional_db):
     """An agent whose manifest enables long-term memory: only such agents reach subjects."""
-    from tests.conftest import load
 
     return load("agent.seo.vlevel")
 
