@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from django.conf import settings
-from django.test import Client
 
-from governance.kernel.principals import SYSTEM
-from governance.kernel.services import issue_api_key
-from tests.factories import AgentFactory, UserFactory
+from tests.factories.agents import AgentFactory
+from tests.factories.governance import UserFactory
+from tests.support.api import Api
+from tests.support.hosted import model_server  # noqa: F401  (a fixture: the fake model, for every hosted test)
+from tests.support.keys import issue_key
+from tests.support.manifests import load
 
 TEST_QUEUE = f"pytest-{os.getpid()}"
 
@@ -56,37 +55,6 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
 
 
-@dataclass
-class Api:
-    """A test client speaking to /api/v1 with one bearer key."""
-
-    client: Client
-    key: str | None = None
-
-    def _headers(self, extra: dict | None) -> dict:
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.key}"} if self.key else {}
-        headers.update(extra or {})
-        return headers
-
-    def get(self, path: str, params: dict | None = None, **extra: Any):
-        return self.client.get(f"/api/v1{path}", params or {}, **self._headers(extra))
-
-    def delete(self, path: str, **extra: Any):
-        return self.client.delete(f"/api/v1{path}", **self._headers(extra))
-
-    def send(self, method: str, path: str, body: Any = None, *, raw: bytes | str | None = None, **extra: Any):
-        data = raw if raw is not None else json.dumps(body)
-        content_type = extra.pop("content_type", "application/json")
-        call = getattr(self.client, method)
-        return call(f"/api/v1{path}", data=data, content_type=content_type, **self._headers(extra))
-
-    def post(self, path: str, body: Any = None, **extra: Any):
-        return self.send("post", path, body, **extra)
-
-    def put(self, path: str, body: Any = None, **extra: Any):
-        return self.send("put", path, body, **extra)
-
-
 @pytest.fixture
 def agent(db):
     return AgentFactory(agent_id="agent.seo.vlevel")
@@ -118,33 +86,29 @@ def outsider(db):
     return UserFactory(username="oscar")
 
 
-def _key(**owner: Any) -> str:
-    return issue_api_key(actor=SYSTEM, name="test", **owner)[1]
-
-
 @pytest.fixture
 def agent_api(client, agent) -> Api:
-    return Api(client, _key(agent=agent))
+    return Api(client, issue_key(agent=agent))
 
 
 @pytest.fixture
 def other_agent_api(client, other_agent) -> Api:
-    return Api(client, _key(agent=other_agent))
+    return Api(client, issue_key(agent=other_agent))
 
 
 @pytest.fixture
 def admin_api(client, admin_operator) -> Api:
-    return Api(client, _key(user=admin_operator))
+    return Api(client, issue_key(user=admin_operator))
 
 
 @pytest.fixture
 def viewer_api(client, viewer) -> Api:
-    return Api(client, _key(user=viewer))
+    return Api(client, issue_key(user=viewer))
 
 
 @pytest.fixture
 def outsider_api(client, outsider) -> Api:
-    return Api(client, _key(user=outsider))
+    return Api(client, issue_key(user=outsider))
 
 
 @pytest.fixture
@@ -165,20 +129,6 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-MANIFESTS = settings.BASE_DIR / "agents" / "manifests"
-
-
-def manifest_text(agent_id: str) -> str:
-    """One of the shipped manifests (agent.seo.vlevel is seed 001's example, unchanged)."""
-    return (MANIFESTS / f"{agent_id}.yaml").read_text(encoding="utf-8")
-
-
-def load(agent_id: str):
-    from agents.registry import load_manifest
-
-    return load_manifest(manifest_text(agent_id), actor=SYSTEM)[0].agent
-
-
 @pytest.fixture
 def vlevel(db):
     """agent.seo.vlevel with seed 001's manifest active."""
@@ -193,7 +143,7 @@ def architect(db):
 
 @pytest.fixture
 def vlevel_api(client, vlevel) -> Api:
-    return Api(client, _key(agent=vlevel))
+    return Api(client, issue_key(agent=vlevel))
 
 
 @pytest.fixture
@@ -204,7 +154,7 @@ def served(transactional_db, tmp_path):
     import sys
     import urllib.request
 
-    from tests.processes import BASE_DIR, database_url_of_tests, free_port, process_env, wait_for
+    from tests.support.processes import BASE_DIR, database_url_of_tests, free_port, process_env, wait_for
 
     port = free_port()
     child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
@@ -244,6 +194,3 @@ def served(transactional_db, tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
-
-
-from tests.hosted import model_server  # noqa: E402,F401  (the fake model, for every hosted test)

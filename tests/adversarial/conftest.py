@@ -1,78 +1,23 @@
-"""The hostile callers of the adversarial suite, and the two things every refusal must prove:
-nothing was written, and the attempt is in the audit trail."""
+"""The hostile callers of the adversarial suite (tests/support/world.py); what every refusal must
+prove is in tests/support/refusals.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
-from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
-from governance.kernel.services import REFUSED, issue_api_key, revoke_api_key
+from governance.kernel.services import issue_api_key, revoke_api_key
 from memory.subjects import documents as subject_documents
 from memory.subjects import services as subjects
-from tests.conftest import Api, load
-from tests.factories import UserFactory
+from tests.factories.governance import UserFactory
+from tests.support.api import Api
+from tests.support.manifests import load
+from tests.support.world import World
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
-# Tables a refused request may touch without writing anything of its own: the trail itself, a
-# key's last use, and the login throttling and session bookkeeping of the web side.
-UNWATCHED = ("governance_auditevent", "governance_apikey", "axes_", "django_session")
-
-
-def table_fingerprints() -> dict[str, str]:
-    """An MD5 of every row of every table: any insert, update or delete changes it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename",
-        )
-        tables = [name for (name,) in cursor.fetchall() if not name.startswith(UNWATCHED)]
-        prints = {}
-        for table in tables:
-            quoted = connection.ops.quote_name(table)
-            cursor.execute(f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {quoted} t")
-            prints[table] = cursor.fetchone()[0]
-    return prints
-
-
-@contextmanager
-def nothing_written() -> Iterator[None]:
-    before = table_fingerprints()
-    yield
-    after = table_fingerprints()
-    changed = sorted(table for table in before if before[table] != after.get(table))
-    assert not changed, f"a refused request changed {changed}"
-
-
-def refusals_since(last_id: int) -> list[AuditEvent]:
-    return list(AuditEvent.objects.filter(pk__gt=last_id, action=REFUSED).order_by("pk"))
-
-
-def last_audit_id() -> int:
-    return AuditEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-
-
-@dataclass
-class World:
-    """One fleet as an attacker finds it: two agents with manifests, one's job, session, review
-    item and automation, and a subject's memory."""
-
-    owner: Api
-    other: Api
-    outsider: Api
-    reviewer: Api
-    revoked: Api
-    anonymous: Api
-    job_id: str
-    session_id: str
-    review_item_id: int
-    automation_id: int
 
 
 @pytest.fixture

@@ -16,10 +16,13 @@ from agents.models import AgentManifest, IdempotencyKey, Job
 from agents.registry import load_manifest
 from governance.contracts.models import ContractCheck
 from governance.kernel.principals import SYSTEM
-from tests.adversarial.conftest import nothing_written
 from tests.agents.test_jobs import envelope
 from tests.agents.test_manifest_types import SCORES, finish, typed_document, with_contract_output
-from tests.conftest import Api, _key, load
+from tests.factories.agents import AgentFactory
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load, manifest_text
+from tests.support.refusals import nothing_written
 
 URL = "/agents/agent.seo.vlevel/manifest"
 YAML = "application/yaml"
@@ -46,7 +49,7 @@ def laughs(levels: int = 9) -> str:
 @pytest.fixture
 def typed_api(client, db) -> Api:
     agent = load_manifest(typed_document(), actor=SYSTEM)[0].agent
-    return Api(client, _key(agent=agent))
+    return Api(client, issue_key(agent=agent))
 
 
 @pytest.fixture
@@ -107,9 +110,7 @@ def test_validate_and_submit_refuse_alike(vlevel_api):
 
 @pytest.mark.django_db
 def test_validate_refuses_who_submit_refuses(client, admin_api, vlevel):
-    from tests.factories import AgentFactory
-
-    bare = Api(client, _key(agent=AgentFactory(agent_id="agent.bare")))
+    bare = Api(client, issue_key(agent=AgentFactory(agent_id="agent.bare")))
     response = bare.post("/jobs/validate", envelope())
     assert response.status_code == 403  # no manifest: R1
     assert "R1" in response.json()["detail"]
@@ -131,7 +132,7 @@ def test_a_huge_payload_answers_with_a_bounded_list_of_problems(vlevel_api):
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/jobs", "/jobs/validate"])
 def test_a_parent_job_of_another_agent_is_403_and_nothing_is_linked(client, vlevel_api, path):
-    other = Api(client, _key(agent=load("agent.rag.indexer")))
+    other = Api(client, issue_key(agent=load("agent.rag.indexer")))
     foreign = other.post("/jobs", envelope(intent="rag_reindex", payload={"documents": [{"id": 1}]})).json()
 
     with nothing_written():
@@ -226,7 +227,7 @@ def test_an_unknown_contract_is_refused_at_load_and_nothing_is_written(admin_api
 @pytest.mark.django_db
 def test_an_output_that_breaks_its_contract_fails_the_job_with_the_contract_paths(client, catalog):
     agent = load_manifest(with_contract_output(typed_document()), actor=SYSTEM)[0].agent
-    api = Api(client, _key(agent=agent))
+    api = Api(client, issue_key(agent=agent))
     job = api.post("/jobs", envelope()).json()
 
     body = finish(api, job["jobId"], {"scores": SCORES, "answer": {"status": "maybe", "citations": "none"}})
@@ -247,7 +248,7 @@ def test_an_output_that_breaks_its_contract_fails_the_job_with_the_contract_path
 @pytest.mark.django_db
 def test_a_missing_contract_output_is_a_violation_and_no_check_is_stored(client, catalog):
     agent = load_manifest(with_contract_output(typed_document()), actor=SYSTEM)[0].agent
-    api = Api(client, _key(agent=agent))
+    api = Api(client, issue_key(agent=agent))
     job = api.post("/jobs", envelope()).json()
 
     body = finish(api, job["jobId"], {"scores": SCORES})
@@ -371,8 +372,6 @@ def test_brackets_inside_json_strings_do_not_count_as_nesting(admin_api):
 
 @pytest.mark.django_db
 def test_a_few_anchors_and_aliases_still_load(admin_api):
-    from tests.conftest import manifest_text
-
     text = manifest_text("agent.seo.vlevel").replace(
         "  kpis:\n    - metric_id", "  kpis:\n    - &rate\n      metric_id", 1
     )

@@ -20,9 +20,9 @@ from django.db import connection
 from governance.kernel.principals import SYSTEM, Principal
 from sessions import hosted, profiles
 from sessions.models import AISession, Automation, ProviderProfile
-from tests.adversarial.conftest import nothing_written
-from tests.conftest import Api
-from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile
+from tests.support.api import Api
+from tests.support.hosted import PROFILE, allow_profiles, hosted_run, local_profile
+from tests.support.refusals import nothing_written
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from agents.manifest import read_text
 from agents.registry import load_manifest
 from governance.kernel.principals import SYSTEM
 from sessions.models import AISession, Automation
-from tests.adversarial.conftest import nothing_written
-from tests.conftest import manifest_text
+from tests.support.manifests import manifest_text
+from tests.support.refusals import nothing_written
 
 AUTOMATION = {"name": "loop", "trigger": "MANUAL", "messages": [{"text": "again"}]}
 

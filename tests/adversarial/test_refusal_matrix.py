@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import World, last_audit_id, nothing_written, refusals_since
+from tests.support.refusals import last_audit_id, nothing_written, refusals_since
+from tests.support.world import World
 
 OWNER, OTHER, OUTSIDER, REVIEWER = "owner agent", "other agent", "operator without permission", "reviewer"
 KEYLESS = ("revoked key", "no key")

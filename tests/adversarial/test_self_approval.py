@@ -8,8 +8,8 @@ import pytest
 from governance.reviews.models import ReviewItem
 from sessions.machine import AGENT_EVENTS, Event
 from sessions.models import AISession
-from tests.adversarial.conftest import last_audit_id, nothing_written, refusals_since
 from tests.governance.test_inbox import CHOICE, waiting_for_answer, waiting_for_validation
+from tests.support.refusals import last_audit_id, nothing_written, refusals_since
 
 NOT_THE_AGENTS = sorted(event.value for event in Event if event not in AGENT_EVENTS)
 

@@ -18,7 +18,7 @@ from datetime import timedelta
 import pytest
 
 from sessions.models import AISession, Automation
-from tests.processes import celery_worker, wait_for
+from tests.support.processes import celery_worker, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

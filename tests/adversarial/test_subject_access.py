@@ -13,8 +13,10 @@ from governance.kernel.principals import SYSTEM
 from memory.models import EmotionEvent, Subject
 from memory.subjects import documents as subject_documents
 from memory.subjects import services as subjects
-from tests.adversarial.conftest import nothing_written
-from tests.conftest import Api, _key, load, manifest_text
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load, manifest_text
+from tests.support.refusals import nothing_written
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 SEARCH = ("/memory/subjects/alice/search", {"q": "musique", "k": 3})
@@ -43,12 +45,12 @@ def no_long_term_api(client, db) -> Api:
         "memory": {**document["memory"], "long_term": {"enabled": False}},
     }
     agent = load_manifest(document, actor=SYSTEM)[0].agent
-    return Api(client, _key(agent=agent))
+    return Api(client, issue_key(agent=agent))
 
 
 @pytest.fixture
 def indexer_api(client, db) -> Api:
-    return Api(client, _key(agent=load("agent.rag.indexer")))
+    return Api(client, issue_key(agent=load("agent.rag.indexer")))
 
 
 @pytest.mark.django_db

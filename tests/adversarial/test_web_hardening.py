@@ -17,8 +17,8 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import UserFactory
-from tests.processes import BASE_DIR, PYTHON, database_url_of_tests
+from tests.factories.governance import UserFactory
+from tests.support.processes import BASE_DIR, PYTHON, database_url_of_tests
 
 PASSWORD = "correct horse battery staple"
 ATTACKER, OTHER_ADDRESS = "198.51.100.7", "203.0.113.20"

@@ -14,7 +14,10 @@ from agents.models import Agent, AgentManifest, Escalation, Job, KpiSample
 from agents.registry import load_manifest
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
-from tests.factories import AgentFactory, UserFactory, finish_job, load_seed_manifests, seed_manifest_text, submit_job
+from tests.factories.agents import AgentFactory, KpiSampleFactory
+from tests.factories.governance import UserFactory
+from tests.support.jobs import finish_job, submit_job
+from tests.support.manifests import load_seed_manifests, manifest_text
 
 UPLOAD = "admin:agents_agentmanifest_upload"
 DIFF = "admin:agents_agentmanifest_diff"
@@ -34,7 +37,7 @@ def staff_viewer(db):
 
 
 def rate(agent: Agent, value: float) -> None:
-    KpiSample.objects.create(agent=agent, metric_id="task_success_rate", value=value, recorded_at=timezone.now())
+    KpiSampleFactory(agent=agent, metric_id="task_success_rate", value=value)
 
 
 def page(response) -> str:
@@ -87,7 +90,7 @@ def test_the_agent_list_filters(admin_client, fleet, params, expected):
 @pytest.mark.django_db
 def test_the_agent_list_rates_the_page_in_constant_queries(admin_client, fleet, django_assert_max_num_queries):
     for n in range(20):
-        load_manifest(seed_manifest_text("agent.seo.architect", id=f"agent.bulk.a{n:02d}"), actor=SYSTEM)
+        load_manifest(manifest_text("agent.seo.architect", id=f"agent.bulk.a{n:02d}"), actor=SYSTEM)
 
     with django_assert_max_num_queries(15):
         response = admin_client.get(reverse("admin:agents_agent_changelist"))
@@ -150,13 +153,13 @@ def test_the_manifest_list_offers_the_upload_to_admins_only(admin_client, client
     client.force_login(staff_viewer)
     assert reverse(UPLOAD) not in page(client.get(reverse("admin:agents_agentmanifest_changelist")))
     assert client.get(reverse(UPLOAD)).status_code == 403
-    assert client.post(reverse(UPLOAD), {"text": seed_manifest_text("agent.seo.vlevel")}).status_code == 403
+    assert client.post(reverse(UPLOAD), {"text": manifest_text("agent.seo.vlevel")}).status_code == 403
     assert not AgentManifest.objects.exists()
 
 
 @pytest.mark.django_db
 def test_a_pasted_manifest_is_activated_then_unchanged(admin_client):
-    text = seed_manifest_text("agent.seo.architect")
+    text = manifest_text("agent.seo.architect")
 
     first = admin_client.post(reverse(UPLOAD), {"text": text}, follow=True)
     second = admin_client.post(reverse(UPLOAD), {"text": text}, follow=True)
@@ -171,7 +174,7 @@ def test_a_pasted_manifest_is_activated_then_unchanged(admin_client):
 
 @pytest.mark.django_db
 def test_an_uploaded_file_is_activated(admin_client):
-    upload = SimpleUploadedFile("indexer.yaml", seed_manifest_text("agent.rag.indexer").encode(), "application/yaml")
+    upload = SimpleUploadedFile("indexer.yaml", manifest_text("agent.rag.indexer").encode(), "application/yaml")
 
     response = admin_client.post(reverse(UPLOAD), {"file": upload}, follow=True)
 
@@ -181,7 +184,7 @@ def test_an_uploaded_file_is_activated(admin_client):
 
 @pytest.mark.django_db
 def test_an_invalid_manifest_shows_every_error_with_its_path_and_writes_nothing(admin_client):
-    text = seed_manifest_text("agent.seo.vlevel").replace("role: EXECUTOR", "role: PIRATE")
+    text = manifest_text("agent.seo.vlevel").replace("role: EXECUTOR", "role: PIRATE")
     text = text.replace("rate_limit: 30", "rate_limit: 0")
     before = written()
 
@@ -199,7 +202,7 @@ def test_an_invalid_manifest_shows_every_error_with_its_path_and_writes_nothing(
 @pytest.mark.django_db
 def test_a_lower_version_is_refused_with_the_registry_reason(admin_client, fleet):
     before = written()
-    text = seed_manifest_text("agent.seo.vlevel", version="0.9.0")
+    text = manifest_text("agent.seo.vlevel", version="0.9.0")
 
     html = page(admin_client.post(reverse(UPLOAD), {"text": text}))
 
@@ -225,7 +228,7 @@ def test_text_that_is_not_yaml_is_reported(admin_client):
 
 @pytest.fixture
 def two_versions(fleet) -> tuple[AgentManifest, AgentManifest]:
-    text = seed_manifest_text("agent.seo.vlevel", version="1.1.0", owner="seo-platform")
+    text = manifest_text("agent.seo.vlevel", version="1.1.0", owner="seo-platform")
     newer, _ = load_manifest(text, actor=SYSTEM)
     return AgentManifest.objects.get(agent=newer.agent, version="1.0.0"), newer
 
@@ -308,7 +311,7 @@ def test_the_escalation_page_lists_its_steps(admin_client, escalated_job):
 @pytest.mark.django_db
 def test_kpi_samples_are_listed(admin_client, fleet):
     rate(fleet["agent.seo.vlevel"], 0.42)
-    KpiSample.objects.create(
+    KpiSampleFactory(
         agent=fleet["agent.seo.vlevel"],
         metric_id="avg_processing_time",
         value=1,

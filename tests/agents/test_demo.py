@@ -12,6 +12,7 @@ from agents.kpis import worst_statuses
 from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
 from governance.kernel.models import ApiKey
 from governance.reviews.models import ReviewItem
+from tests.support.manifests import manifest_text
 
 DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
 
@@ -85,7 +86,6 @@ def test_a_later_load_never_fights_an_operators_manifest_upgrade():
     from agents.manifest import read_text
     from agents.registry import load_manifest
     from governance.kernel.principals import SYSTEM
-    from tests.conftest import manifest_text
 
     _load()
     upgraded = read_text(manifest_text("agent.rag.indexer"))

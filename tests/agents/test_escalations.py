@@ -15,7 +15,9 @@ from governance.kernel.models import AuditEvent
 from governance.reviews.models import ReviewItem
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope
-from tests.conftest import Api, _key, load
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def test_low_confidence_escalates_to_the_target_agent_with_a_linked_job(vlevel_a
     assert child.payload["escalation"]["fromAgent"] == "agent.seo.vlevel"
     assert child.context["source"] == "event"
     assert [s["action"] for s in escalation["steps"]] == ["opened", "routed_to_agent"]
-    architect_view = Api(vlevel_api.client, _key(agent=architect)).get(f"/jobs/{child.pk}").json()
+    architect_view = Api(vlevel_api.client, issue_key(agent=architect)).get(f"/jobs/{child.pk}").json()
     assert architect_view["parentJobId"] == job["jobId"]
 
 
@@ -68,7 +70,7 @@ def test_the_escalation_is_handled_when_the_target_agent_finishes(vlevel_api, jo
     child_id = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4)).json()["escalation"][
         "childJobId"
     ]
-    architect_api = Api(vlevel_api.client, _key(agent=architect))
+    architect_api = Api(vlevel_api.client, issue_key(agent=architect))
 
     architect_api.post(f"/jobs/{child_id}/result", {"success": True, "data": {"decision": "keep V2"}})
 
@@ -94,7 +96,7 @@ def test_without_a_usable_target_the_escalation_goes_to_the_reviewers(vlevel_api
 @pytest.mark.django_db
 def test_human_required_goes_to_the_inbox_and_a_reviewer_decision_handles_it(client, reviewer):
     architect = load("agent.seo.architect")
-    api = Api(client, _key(agent=architect))
+    api = Api(client, issue_key(agent=architect))
     job = api.post("/jobs", envelope(payload={"escalation": {"triggers": ["t"]}})).json()
 
     body = api.post(
@@ -103,7 +105,7 @@ def test_human_required_goes_to_the_inbox_and_a_reviewer_decision_handles_it(cli
 
     item_id = body["escalation"]["reviewItemId"]
     assert body["escalation"]["humanRequired"] is True
-    reviewer_api = Api(client, _key(user=reviewer))
+    reviewer_api = Api(client, issue_key(user=reviewer))
     decided = reviewer_api.post(f"/reviews/{item_id}/decision", {"decision": "approve", "comment": "fine"})
     assert decided.status_code == 200
     escalation = Escalation.objects.get()
@@ -151,7 +153,7 @@ def test_a_handled_escalation_never_times_out(vlevel_api, job, architect):
     child_id = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4)).json()["escalation"][
         "childJobId"
     ]
-    Api(vlevel_api.client, _key(agent=architect)).post(
+    Api(vlevel_api.client, issue_key(agent=architect)).post(
         f"/jobs/{child_id}/result", {"success": True, "data": {"decision": "x"}}
     )
     _late(Escalation.objects.get())

@@ -13,6 +13,7 @@ import pytest
 from agents.models import IdempotencyKey, Job, ToolCall
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import issue_api_key
+from tests.support.manifests import manifest_text
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -114,7 +115,6 @@ def test_simultaneous_automations_stop_exactly_at_the_agents_quota(served, vleve
     from agents.manifest import read_text
     from agents.registry import load_manifest
     from sessions.models import Automation
-    from tests.conftest import manifest_text
 
     document = read_text(manifest_text("agent.seo.vlevel"))
     load_manifest({**document, "version": "1.1.0", "quotas": {"automations": 3}}, actor=SYSTEM)

@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from agents.models import Job, KpiSample
 from tests.agents.test_jobs import envelope
+from tests.support.api import Api
+from tests.support.keys import issue_key
 
 
 @pytest.fixture
@@ -206,9 +208,7 @@ def test_artifacts_do_not_exist_before_the_end(vlevel_api, job):
 
 @pytest.mark.django_db
 def test_only_the_owner_agent_changes_its_job(client, job, architect, admin_api):
-    from tests.conftest import Api, _key
-
-    other = Api(client, _key(agent=architect))
+    other = Api(client, issue_key(agent=architect))
     assert other.post(f"/jobs/{job['jobId']}/result", result()).status_code == 403
     assert admin_api.post(f"/jobs/{job['jobId']}/result", result()).status_code == 403
     assert Job.objects.get().status == "queued"

@@ -26,7 +26,7 @@ from governance.reviews.models import ReviewItem
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import URLS, envelope
 from tests.governance.test_heartbeat import _start, _stop
-from tests.processes import database_url_of_tests, process_env, wait_for
+from tests.support.processes import database_url_of_tests, process_env, wait_for
 
 SQL = "/agents/agent.seo.vlevel/tools/mcp__supabase__execute_sql/calls"
 SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"

@@ -8,7 +8,9 @@ import pytest
 from django.utils import timezone
 
 from agents.models import IdempotencyKey, Job
-from tests.conftest import Api, _key
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load
 
 URLS = ["https://example.com/a", "https://example.com/b"]
 
@@ -64,9 +66,7 @@ def test_r1_an_agent_without_an_active_manifest_gets_403(agent_api):
 
 @pytest.mark.django_db
 def test_an_intent_outside_the_manifest_list_gets_403(client, db):
-    from tests.conftest import load
-
-    indexer = Api(client, _key(agent=load("agent.rag.indexer")))
+    indexer = Api(client, issue_key(agent=load("agent.rag.indexer")))
     body = envelope(intent="seo_audit", payload={"documents": [{"id": 1}]})
 
     assert indexer.post("/jobs", body).status_code == 403
@@ -179,9 +179,9 @@ def test_after_the_result_ttl_the_same_content_makes_a_new_job(vlevel_api):
 
 @pytest.mark.django_db
 def test_keys_are_per_agent(client, vlevel, architect):
-    vlevel_job = Api(client, _key(agent=vlevel)).post("/jobs", envelope()).json()
+    vlevel_job = Api(client, issue_key(agent=vlevel)).post("/jobs", envelope()).json()
     body = envelope(payload={"escalation": {"triggers": ["x"]}})
-    architect_api = Api(client, _key(agent=architect))
+    architect_api = Api(client, issue_key(agent=architect))
     assert architect_api.post("/jobs", body).status_code == 201
     assert architect_api.post("/jobs", body).status_code == 200
     assert Job.objects.filter(agent=vlevel).get().pk.hex == vlevel_job["jobId"].replace("-", "")
@@ -189,8 +189,8 @@ def test_keys_are_per_agent(client, vlevel, architect):
 
 @pytest.mark.django_db
 def test_another_agent_cannot_read_the_job(client, vlevel, architect):
-    job = Api(client, _key(agent=vlevel)).post("/jobs", envelope()).json()
-    assert Api(client, _key(agent=architect)).get(f"/jobs/{job['jobId']}").status_code == 403
+    job = Api(client, issue_key(agent=vlevel)).post("/jobs", envelope()).json()
+    assert Api(client, issue_key(agent=architect)).get(f"/jobs/{job['jobId']}").status_code == 403
 
 
 @pytest.mark.django_db

@@ -12,7 +12,9 @@ from django.core.management import CommandError, call_command
 from agents.manifest import read_text
 from agents.models import Agent, AgentManifest
 from governance.kernel.models import AuditEvent
-from tests.conftest import manifest_text
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import manifest_text
 
 YAML = "application/yaml"
 URL = "/agents/agent.seo.vlevel/manifest"
@@ -157,9 +159,7 @@ def test_agents_and_viewers_cannot_load_manifests(agent_api, viewer_api, seed):
 
 @pytest.mark.django_db
 def test_an_agent_reads_its_own_manifest_but_not_another(client, vlevel, architect):
-    from tests.conftest import Api, _key
-
-    own = Api(client, _key(agent=vlevel))
+    own = Api(client, issue_key(agent=vlevel))
     assert own.get(URL).json()["id"] == "agent.seo.vlevel"
     assert own.get("/agents/agent.seo.architect/manifest").status_code == 403
 

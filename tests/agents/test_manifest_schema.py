@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from agents.manifest import KpiDirection, Manifest, kpi_direction, read_text, version_key
-from tests.conftest import manifest_text
+from tests.support.manifests import manifest_text
 
 
 @pytest.fixture

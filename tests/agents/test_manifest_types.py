@@ -15,7 +15,9 @@ from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
 from governance.kernel.principals import SYSTEM
 from tests.agents.test_jobs import envelope
-from tests.conftest import MANIFESTS, Api, _key, manifest_text
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import MANIFESTS, manifest_text
 
 SCORES = [{"url": "https://example.com/a", "level": "V2"}, {"url": "https://example.com/b", "level": "V3"}]
 
@@ -50,7 +52,7 @@ def typed(db):
 
 @pytest.fixture
 def typed_api(client, typed) -> Api:
-    return Api(client, _key(agent=typed))
+    return Api(client, issue_key(agent=typed))
 
 
 @pytest.fixture
@@ -217,7 +219,7 @@ def test_a_failed_result_is_not_checked_against_the_outputs(typed_api):
 @pytest.mark.django_db
 def test_a_compliant_contract_output_is_checked_and_recorded_against_the_job(client, catalog):
     agent = load_manifest(with_contract_output(typed_document()), actor=SYSTEM)[0].agent
-    api = Api(client, _key(agent=agent))
+    api = Api(client, issue_key(agent=agent))
     job = api.post("/jobs", envelope()).json()
 
     body = finish(api, job["jobId"], {"scores": SCORES, "answer": {"status": "ok", "answer": "42"}})

@@ -16,7 +16,9 @@ from agents.models import Agent, Job, KpiSample
 from agents.registry import load_manifest
 from governance.kernel.principals import SYSTEM
 from governance.kernel.templatetags.kpi_charts import chart_geometry
-from tests.factories import AgentFactory, finish_job, load_seed_manifests, seed_manifest_text, submit_job
+from tests.factories.agents import AgentFactory
+from tests.support.jobs import finish_job, submit_job
+from tests.support.manifests import load_seed_manifests, manifest_text
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -183,7 +185,7 @@ def test_the_fleet_page_needs_a_constant_number_of_queries(client, viewer, fleet
     few = count_queries(client, reverse("agents:agent-list"), {"domain": "seo"})
     for n in range(20):
         agent_id = f"agent.bulk.a{n:02d}"
-        load_manifest(seed_manifest_text("agent.seo.architect", id=agent_id), actor=SYSTEM)
+        load_manifest(manifest_text("agent.seo.architect", id=agent_id), actor=SYSTEM)
         add_samples(Agent.objects.get(agent_id=agent_id), "task_success_rate", [0.5 + n / 50])
 
     with django_assert_max_num_queries(few):
@@ -198,7 +200,7 @@ def test_the_fleet_page_needs_a_constant_number_of_queries(client, viewer, fleet
 
 @pytest.mark.django_db
 def test_the_agent_page_shows_identity_tools_and_versions(client, viewer, fleet):
-    load_manifest(seed_manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
+    load_manifest(manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
     client.force_login(viewer)
 
     html = client.get(reverse("agents:agent-detail", args=["agent.seo.vlevel"])).content.decode()
@@ -214,7 +216,7 @@ def test_the_agent_page_shows_identity_tools_and_versions(client, viewer, fleet)
 
 @pytest.mark.django_db
 def test_an_older_version_document_stays_readable(client, viewer, fleet):
-    load_manifest(seed_manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
+    load_manifest(manifest_text("agent.seo.vlevel", version="1.1.0"), actor=SYSTEM)
     client.force_login(viewer)
 
     html = client.get(reverse("agents:agent-manifest", args=["agent.seo.vlevel", "1.0.0"])).content.decode()
@@ -311,7 +313,7 @@ def test_a_single_point_is_drawn_as_a_flat_segment():
 
 
 @pytest.fixture
-def job_mix(fleet) -> dict[str, Job]:
+def job_mix(fleet) -> dict[str, Job | None]:
     vlevel, indexer = fleet["agent.seo.vlevel"], fleet["agent.rag.indexer"]
     escalated = audit(vlevel, 2, confidence=0.5)
     return {

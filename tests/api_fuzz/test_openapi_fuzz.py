@@ -22,7 +22,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from governance.wsgi import application
-from tests.conftest import _key, load
+from tests.factories.governance import UserFactory
+from tests.support.keys import issue_key
+from tests.support.manifests import load
 
 MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -61,10 +63,9 @@ def _keep_the_test_transaction():
 @pytest.fixture(params=["agent", "operator"])
 def bearer(request, db) -> str:
     if request.param == "agent":
-        return _key(agent=load("agent.seo.vlevel"))
-    from tests.factories import UserFactory
+        return issue_key(agent=load("agent.seo.vlevel"))
 
-    return _key(user=UserFactory(username="fuzz-admin", roles=["Admin"]))
+    return issue_key(user=UserFactory.create(username="fuzz-admin", roles=["Admin"]))
 
 
 def _problem_json_on_errors(response, case) -> None:

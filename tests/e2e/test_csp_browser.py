@@ -10,9 +10,10 @@ import pytest
 
 from tests.e2e.test_inbox_browser import log_in, row_of
 from tests.e2e.test_subjects_browser import import_alice
-from tests.factories import UserFactory, load_seed_manifests
+from tests.factories.governance import UserFactory
 from tests.governance.test_contract_pages import ANSWER, INTENT, RANKING, imported
 from tests.governance.test_inbox import waiting_for_validation
+from tests.support.manifests import load_seed_manifests
 
 PAGES = (
     "/inbox/",

@@ -6,36 +6,17 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.utils import timezone
 
 from governance.reviews.models import ReviewDecision
 from memory import lifecycle
-from memory.models import Learning, PromotionProposal, ReuseScore
-from memory.tags import compute_tags_hash
+from memory.models import Learning, PromotionProposal
 from tests.e2e.test_inbox_browser import log_in, row_of
+from tests.factories.memory import LearningFactory, ReuseScoreFactory
 
 
 def proposed(story: str) -> Learning:
-    tags = [f"#{story.lower()}"]
-    item = Learning.objects.create(
-        story=story,
-        gate=3,
-        domain="tooling",
-        project="gov",
-        tags=tags,
-        tags_hash=compute_tags_hash(tags),
-        text=f"What {story} taught us",
-    )
-    ReuseScore.objects.create(
-        story=story,
-        gate=3,
-        tags_hash=item.tags_hash,
-        nb_injections=1,
-        nb_stories_gate8_go=0,
-        nb_domains=1,
-        reuse_score=Decimal("0.6"),
-        computed_at=timezone.now(),
-    )
+    item = LearningFactory.create(story=story, tags=[f"#{story.lower()}"], text=f"What {story} taught us")
+    ReuseScoreFactory(story=story, gate=item.gate, tags_hash=item.tags_hash, reuse_score=Decimal("0.6"))
     return item
 
 

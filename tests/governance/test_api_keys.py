@@ -13,7 +13,7 @@ from governance.kernel import keys
 from governance.kernel.models import ApiKey, AuditEvent
 from governance.kernel.principals import Principal
 from governance.kernel.services import issue_api_key, revoke_api_key
-from tests.conftest import Api
+from tests.support.api import Api
 
 
 @pytest.mark.django_db

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from governance.api import api
+from tests.support.manifests import manifest_text
 
 GARBAGE_BODIES: list[bytes] = [
     b"",
@@ -208,8 +209,6 @@ def test_a_body_of_a_media_type_the_operation_does_not_take_is_415(admin_api, pa
 @pytest.mark.django_db
 @pytest.mark.parametrize("content_type", ["application/yaml", "text/yaml", "application/x-yaml"])
 def test_the_manifest_put_still_takes_yaml(admin_api, content_type):
-    from tests.conftest import manifest_text
-
     response = admin_api.put(
         "/agents/agent.seo.vlevel/manifest", raw=manifest_text("agent.seo.vlevel"), content_type=content_type
     )

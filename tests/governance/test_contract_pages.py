@@ -20,7 +20,8 @@ from governance.contracts import demo as contract_demo
 from governance.contracts import services as contracts
 from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractViolationStat
 from governance.kernel.principals import SYSTEM
-from tests.factories import AgentFactory
+from tests.factories.agents import AgentFactory
+from tests.factories.governance import UserFactory
 
 RANKING, INTENT, ANSWER = "memory_retrieval_ranking", "intent_ingestion", "retrieval_answer"
 GOOD_RANKING = {"rankings": [{"id": 7, "score": 0.9}]}
@@ -129,8 +130,6 @@ def test_pages_answer_with_an_empty_catalog(client, viewer):
 @pytest.mark.django_db
 def test_reading_the_catalog_without_the_audit_shows_no_figures(client, audited):
     from django.contrib.auth.models import Permission
-
-    from tests.factories import UserFactory
 
     reader = UserFactory(username="carla")
     reader.user_permissions.add(Permission.objects.get(codename="view_contract"))
@@ -683,8 +682,6 @@ def test_the_admin_lists_contracts_checks_and_stats_read_only(admin_client, audi
 
 @pytest.mark.django_db
 def test_a_viewer_with_admin_access_reads_the_markdown_without_a_textarea(client, catalog):
-    from tests.factories import UserFactory
-
     staff = UserFactory(username="vera", roles=["Viewer"])
     staff.is_staff = True
     staff.save()

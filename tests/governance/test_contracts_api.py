@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from governance.contracts.models import ContractCheck, ContractDailyStat, ContractViolationStat
+from tests.factories.sessions import AISessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -120,9 +121,7 @@ def test_a_validation_request_without_output_is_422_and_stores_nothing(agent_api
 
 
 def test_a_check_can_name_the_agents_own_session_but_not_another_agents(agent_api, other_agent, catalog):
-    from sessions.models import AISession
-
-    theirs = AISession.objects.create(agent=other_agent, name="theirs", type="chat")
+    theirs = AISessionFactory(agent=other_agent, name="theirs")
     response = agent_api.post(f"/contracts/{RANKING}/validate", {"output": GOOD_RANKING, "session": str(theirs.pk)})
     assert response.status_code == 403
     assert not ContractCheck.objects.exists()

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from governance.kernel import health
 from governance.kernel.models import TaskRun
+from tests.factories.governance import TaskRunFactory
 
 
 @pytest.mark.django_db
@@ -62,9 +63,8 @@ def test_the_broker_check_reports_an_unreachable_broker(settings):
 @pytest.mark.django_db
 def test_health_shows_when_the_heartbeat_last_ran(anonymous_api, settings):
     now = timezone.now()
-    TaskRun.objects.create(
+    TaskRunFactory(
         task_name="governance.heartbeat",
-        task_id="t1",
         status=TaskRun.Status.SUCCESS,
         started_at=now - timedelta(seconds=30),
         finished_at=now - timedelta(seconds=29),
@@ -80,7 +80,5 @@ def test_health_shows_when_the_heartbeat_last_ran(anonymous_api, settings):
 
 @pytest.mark.django_db
 def test_a_failed_heartbeat_does_not_count(anonymous_api):
-    TaskRun.objects.create(
-        task_name="governance.heartbeat", task_id="t2", status=TaskRun.Status.FAILURE, started_at=timezone.now()
-    )
+    TaskRunFactory(task_name="governance.heartbeat", status=TaskRun.Status.FAILURE, started_at=timezone.now())
     assert anonymous_api.get("/health").json()["heartbeat"]["status"] == "never"

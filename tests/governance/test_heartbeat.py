@@ -10,7 +10,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from governance.kernel import schedules
 from governance.kernel.models import TaskRun
-from tests.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
+from tests.support.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from governance import demo_credentials
 from governance.kernel.models import ApiKey
-from tests.conftest import Api
-from tests.factories import UserFactory
+from tests.factories.governance import UserFactory
+from tests.support.api import Api
 
 DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
 

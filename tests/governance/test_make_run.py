@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.processes import BASE_DIR, free_port, process_env, wait_for
+from tests.support.processes import BASE_DIR, free_port, process_env, wait_for
 
 pytestmark = pytest.mark.process
 

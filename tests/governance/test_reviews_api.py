@@ -7,7 +7,8 @@ import pytest
 from governance.kernel.principals import SYSTEM
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
-from tests.conftest import Api, _key
+from tests.support.api import Api
+from tests.support.keys import issue_key
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def item(db, agent) -> ReviewItem:
 
 @pytest.fixture
 def reviewer_api(client, reviewer) -> Api:
-    return Api(client, _key(user=reviewer))
+    return Api(client, issue_key(user=reviewer))
 
 
 @pytest.mark.django_db
@@ -40,7 +41,7 @@ def test_a_reviewer_approves(reviewer_api, item):
 def test_a_second_decision_is_409_naming_the_first(reviewer_api, client, admin_operator, item):
     reviewer_api.post(f"/reviews/{item.pk}/decision", {"decision": "reject"})
 
-    second = Api(client, _key(user=admin_operator)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
+    second = Api(client, issue_key(user=admin_operator)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
 
     assert second.status_code == 409
     assert "rita" in second.json()["detail"]

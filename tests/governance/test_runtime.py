@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from governance.kernel import embedded_db
-from tests.processes import BASE_DIR
+from tests.support.processes import BASE_DIR
 
 pytestmark = pytest.mark.process
 

@@ -3,38 +3,31 @@
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
 from agents.models import Agent, Job
-from governance.contracts.models import Contract, ContractCheck
+from governance.contracts.models import ContractCheck
 from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews.models import ReviewItem
 from memory.models import Learning, Subject
 from sessions.models import AISession
-from tests.conftest import load
+from tests.factories.agents import AgentFactory
+from tests.factories.governance import ContractCheckFactory, ContractFactory, ReviewItemFactory
+from tests.factories.memory import LearningFactory, SubjectFactory
+from tests.factories.sessions import AISessionFactory
+from tests.support.manifests import load
 
 
 @pytest.fixture
 def fleet(db):
     vlevel, indexer = load("agent.seo.vlevel"), load("agent.rag.indexer")
-    contract = Contract.objects.create(name="x", version=1, module="m", section="s", content_sha256="0", created_by="t")
+    contract = ContractFactory()
     for agent in (vlevel, indexer):
-        AISession.objects.create(agent=agent, name=f"{agent.agent_id} chat", type="CHAT")
-        ReviewItem.objects.create(kind="escalation", title=agent.agent_id, agent=agent)
-        ContractCheck.objects.create(
-            contract=contract,
-            contract_name="x",
-            agent=agent,
-            submitted_by="test",
-            compliant=True,
-            violations=[],
-            warnings=[],
-            output_sha256="0" * 64,
-            checked_at=timezone.now(),
-        )
-    Learning.objects.create(story="S-1", gate=1, domain="seo", project="p", tags=[], tags_hash="h", text="shared")
-    open_subject = Subject.objects.create(key="bob")
-    Subject.objects.create(key="carol").allowed_agents.add(indexer)
+        AISessionFactory(agent=agent, name=f"{agent.agent_id} chat")
+        ReviewItemFactory(title=agent.agent_id, agent=agent)
+        ContractCheckFactory(contract=contract, agent=agent)
+    LearningFactory(text="shared")
+    open_subject = SubjectFactory(key="bob")
+    SubjectFactory(key="carol", allowed_agents=[indexer])
     return vlevel, indexer, open_subject
 
 
@@ -73,6 +66,4 @@ def test_a_restricted_subject_is_seen_by_its_named_agents_only(fleet):
 
 @pytest.mark.django_db
 def test_an_agent_without_a_manifest_sees_no_subject(fleet):
-    from tests.factories import AgentFactory
-
     assert not Subject.objects.visible_to(Principal(agent=AgentFactory(agent_id="agent.bare"))).exists()

@@ -64,10 +64,11 @@ from memory.scope import PROMOTE_TO_DOMAIN
 from sessions import hosted, scheduler
 from sessions.automations import create_automation
 from sessions.models import AISession, Automation, ProviderCall
-from tests.factories import seed_manifest_text, submit_job
-from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
-from tests.http_servers import serving
-from tests.processes import celery_worker_process, sending_to, wait_for
+from tests.support.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
+from tests.support.http_servers import serving
+from tests.support.jobs import submit_job
+from tests.support.manifests import manifest_text
+from tests.support.processes import celery_worker_process, sending_to, wait_for
 
 # One xdist worker runs these tests one after the other: they share Redis database 11, where a
 # short visibility timeout would hand one test's unacknowledged tasks to the other's worker.
@@ -157,7 +158,7 @@ def due_automations(count: int, *, now) -> list[int]:
     """Agents with one SCHEDULED automation each, created a while ago (first run tomorrow)."""
     automations = []
     for n in range(count):
-        text = seed_manifest_text("agent.seo.architect", id=f"agent.crash.a{n:02d}")
+        text = manifest_text("agent.seo.architect", id=f"agent.crash.a{n:02d}")
         agent = load_manifest(text, actor=SYSTEM)[0].agent
         automation = create_automation(
             agent,

@@ -7,7 +7,6 @@ from html import unescape
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from governance.kernel.principals import SYSTEM
 from memory import clarifications, lifecycle, scoring, watch_notes
@@ -23,7 +22,8 @@ from memory.models import (
     ScoringRun,
     VeilleNote,
 )
-from tests.factories import UserFactory
+from tests.factories.governance import UserFactory
+from tests.factories.memory import EmbeddingFactory, GateResultFactory, LearningInjectionFactory
 
 MODELS = {
     "learning": Learning,
@@ -66,8 +66,8 @@ def memory(db) -> dict[str, object]:
     """One row or more of every memory table, written through the services."""
     seo = learning("PD-1", text="Canonical URLs point to page one")
     rag = learning("PD-2", domain="rag", project="search", text="Chunk on headings first")
-    LearningInjection.objects.create(learning=seo, story="PD-9", domain="seo", project="shop", at=timezone.now())
-    GateResult.objects.create(story="PD-9", gate=8, verdict="GO", at=timezone.now())
+    LearningInjectionFactory(learning=seo, story="PD-9")
+    GateResultFactory(story="PD-9", gate=8, verdict="GO")
     scoring.compute_reuse_scores(full=True)
     lifecycle.propose_promotions(mode="review")
     watch_notes.add_note(NOTE.format(title="Strong signal", verdict="signal", impact="fort"), "a.md", actor=SYSTEM)
@@ -75,9 +75,7 @@ def memory(db) -> dict[str, object]:
     clarifications.persist_clarifications(
         story="PD-1", domain="seo", project="shop", answers=["One.", "Two.", "Three.", "Four."], actor=SYSTEM
     )
-    vector = Embedding.objects.create(
-        kind="learning", object_id=seo.pk, model="test-model", dimension=3, embedding=VECTOR, text_sha256="0" * 64
-    )
+    vector = EmbeddingFactory(kind="learning", object_id=seo.pk, model="test-model", embedding=VECTOR)
     return {"seo": seo, "rag": rag, "embedding": vector, "proposal": PromotionProposal.objects.get()}
 
 

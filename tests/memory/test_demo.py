@@ -28,6 +28,7 @@ from memory.models import (
     VeilleNote,
 )
 from memory.tags import compute_tags_hash
+from tests.factories.governance import UserFactory
 
 TABLES = (Learning, LearningInjection, GateResult, ReuseScore, PromotionProposal, VeilleNote, Clarification)
 
@@ -149,8 +150,6 @@ def test_nothing_is_created_when_learnings_already_exist(db):
 
 
 def test_load_demo_loads_the_memory_and_its_pages_show_it(client, db):
-    from tests.factories import UserFactory
-
     out = StringIO()
     call_command("load_demo", stdout=out)  # the demo loads only into an empty database
     client.force_login(UserFactory(username="alice", roles=["Admin"]))

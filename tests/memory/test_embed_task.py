@@ -9,6 +9,7 @@ import pytest
 
 from memory.models import Embedding, Learning
 from memory.tasks import embed
+from tests.factories.memory import LearningFactory
 from tests.memory.test_embeddings import Reply, vector_for
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def learning() -> Learning:
-    return Learning.objects.create(story="PD-1", gate=1, domain="seo", project="shop", tags=[], tags_hash="h", text="x")
+    return LearningFactory.create()
 
 
 def flaky_ollama(failures: int, dimension: int = 768):

@@ -14,8 +14,9 @@ from governance.kernel.principals import SYSTEM
 from memory import clarifications, indexing
 from memory.embeddings import HashingBackend, OllamaBackend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block
-from memory.models import Learning, LearningInjection, ReuseScore, VeilleNote
+from memory.models import Learning, LearningInjection, VeilleNote
 from memory.tags import compute_tags_hash
+from tests.factories.memory import LearningFactory, ReuseScoreFactory, VeilleNoteFactory
 
 HASHING = HashingBackend(dimension=64)
 
@@ -23,42 +24,17 @@ HASHING = HashingBackend(dimension=64)
 def learning(
     text: str, *, story: str = "PD-1", created: date | None = None, scope: str = "story", score=None
 ) -> Learning:
-    tags = [f"#{story.lower()}"]
-    item = Learning.objects.create(
-        story=story,
-        gate=3,
-        domain="tooling",
-        project="gov",
-        tags=tags,
-        tags_hash=compute_tags_hash(tags),
-        text=text,
-        date_created=created or date(2026, 1, 1),
-        scope=scope,
+    item = LearningFactory.create(
+        story=story, tags=[f"#{story.lower()}"], text=text, date_created=created or date(2026, 1, 1), scope=scope
     )
     if score is not None:
-        ReuseScore.objects.create(
-            story=story,
-            gate=3,
-            tags_hash=item.tags_hash,
-            nb_injections=1,
-            nb_stories_gate8_go=0,
-            nb_domains=1,
-            reuse_score=Decimal(score),
-            computed_at=timezone.now(),
-        )
+        ReuseScoreFactory(story=story, gate=item.gate, tags_hash=item.tags_hash, reuse_score=Decimal(score))
     indexing.embed("learning", [item.pk], backend=HASHING)
     return item
 
 
 def note(title: str, summary: str, impact: str) -> VeilleNote:
-    item = VeilleNote.objects.create(
-        path=f"api/{title}.md",
-        title=title,
-        date=date(2026, 5, 1),
-        verdict_veille="signal",
-        impact_pv=impact,
-        summary=summary,
-    )
+    item = VeilleNoteFactory.create(title=title, impact_pv=impact, summary=summary)
     indexing.embed("veille", [item.pk], backend=HASHING)
     return item
 
@@ -215,24 +191,10 @@ def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
     from memory.embeddings import get_backend
 
     local = get_backend("local")
-    migrations = Learning.objects.create(
-        story="PD-1",
-        gate=3,
-        domain="data",
-        project="p",
-        tags=[],
-        tags_hash=compute_tags_hash([]),
-        text="Adding a column with a default rewrites the table and locks it during the migration.",
+    migrations = LearningFactory(
+        domain="data", text="Adding a column with a default rewrites the table and locks it during the migration."
     )
-    styling = Learning.objects.create(
-        story="PD-2",
-        gate=3,
-        domain="web",
-        project="p",
-        tags=[],
-        tags_hash=compute_tags_hash([]),
-        text="Button colours must follow the design system palette.",
-    )
+    styling = LearningFactory(domain="web", text="Button colours must follow the design system palette.")
     indexing.embed("learning", [migrations.pk, styling.pk], backend=local)
 
     hits = agent_api.get("/memory/search", {"q": "schema change blocks writes on a big table", "k": 2}).json()

@@ -18,27 +18,14 @@ from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewItem
 from memory import lifecycle
-from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
-from memory.tags import compute_tags_hash
+from memory.models import Embedding, Learning, PromotionProposal, ReuseScore
+from tests.factories.memory import EmbeddingFactory, LearningFactory, LearningInjectionFactory
 
 TODAY = date(2026, 11, 21)
 
 
 def learning(*, scope: str = "story", created: date | None = TODAY, legacy_date: date | None = None, **kw) -> Learning:
-    tags = kw.pop("tags", ["#api"])
-    return Learning.objects.create(
-        story=kw.pop("story", "PD-1"),
-        gate=kw.pop("gate", 3),
-        domain="tooling",
-        project="p",
-        tags=tags,
-        tags_hash=compute_tags_hash(tags),
-        text="t",
-        scope=scope,
-        date_created=created,
-        date=legacy_date,
-        **kw,
-    )
+    return LearningFactory.create(scope=scope, date_created=created, date=legacy_date, **({"tags": ["#api"]} | kw))
 
 
 def scored(item: Learning, value: str) -> None:
@@ -186,7 +173,7 @@ def test_tc_nom_10_eviction_matrix_archives_only_old_and_never_injected():
     learning(created=TODAY - timedelta(days=3), story="C")
     d = learning(created=TODAY - timedelta(days=3), story="D")
     for injected in (b, d):
-        LearningInjection.objects.create(learning=injected, story="PD-9", domain="x", project="p", at=timezone.now())
+        LearningInjectionFactory(learning=injected, story="PD-9", domain="x")
 
     report = lifecycle.evict(today=TODAY)
 
@@ -214,9 +201,7 @@ def test_the_age_falls_back_to_the_legacy_date_and_undated_learnings_stay():
 @pytest.mark.django_db
 def test_tc_nom_11_archived_learnings_leave_the_active_vector_index():
     item = learning(created=TODAY - timedelta(days=60))
-    Embedding.objects.create(
-        kind="learning", object_id=item.pk, model="m", dimension=3, embedding=[1, 0, 0], text_sha256="x"
-    )
+    EmbeddingFactory(kind="learning", object_id=item.pk)
     lifecycle.evict(today=TODAY)
     assert Embedding.objects.get().active is False
 

@@ -22,8 +22,9 @@ from governance.kernel.principals import SYSTEM
 from memory import clarifications, indexing, transfer
 from memory.embeddings import get_backend
 from memory.injection import NO_RESULT, UNAVAILABLE, build_block
-from memory.models import Learning, LearningInjection, VeilleNote
+from memory.models import Learning, LearningInjection
 from memory.tags import compute_tags_hash
+from tests.factories.memory import LearningFactory, VeilleNoteFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -65,8 +66,7 @@ def write(path: Path, *items: dict[str, Any] | str) -> Path:
 
 
 def learning(text: str, backend, **fields: Any) -> Learning:
-    values = {"story": "PD-1", "gate": 3, "domain": "tooling", "project": "gov", "tags": ["#deploy"]} | fields
-    item = Learning.objects.create(text=text, tags_hash=compute_tags_hash(values["tags"]), **values)
+    item = LearningFactory.create(text=text, **({"tags": ["#deploy"]} | fields))
     indexing.embed("learning", [item.pk], backend=backend)
     return item
 
@@ -190,14 +190,7 @@ def test_export_writes_the_three_files(tmp_path):
 
 def test_tc_nom_12_inject_prints_exactly_the_block_markdown(hashing):
     learning("retry the flaky deploy once", hashing)
-    note = VeilleNote.objects.create(
-        path="api/n.md",
-        title="Deploy retries",
-        date="2026-05-01",
-        verdict_veille="signal",
-        impact_pv="fort",
-        summary="retry the flaky deploy",
-    )
+    note = VeilleNoteFactory(title="Deploy retries", impact_pv="fort", summary="retry the flaky deploy")
     indexing.embed("veille", [note.pk], backend=hashing)
     clarifications.persist_clarifications(
         story="PD-5", domain="tooling", project="gov", answers=["a", "b", "c", "d"], actor=SYSTEM
@@ -270,17 +263,10 @@ def test_search_memory_prints_hits_best_first_with_their_scores(hashing):
 def test_search_memory_filters(hashing):
     learning("retry the flaky deploy", hashing, domain="web")
     kept = learning("retry the flaky deploy again", hashing, domain="tooling")
-    weak = VeilleNote.objects.create(
-        path="a.md",
-        title="weak",
-        date="2026-05-01",
-        verdict_veille="signal",
-        impact_pv="faible",
-        summary="retry the flaky deploy",
+    weak = VeilleNoteFactory(
+        title="weak", verdict_veille="signal", impact_pv="faible", summary="retry the flaky deploy"
     )
-    strong = VeilleNote.objects.create(
-        path="b.md", title="strong", date="2026-05-01", verdict_veille="veille", impact_pv="fort", summary="deploy"
-    )
+    strong = VeilleNoteFactory(title="strong", verdict_veille="veille", impact_pv="fort", summary="deploy")
     indexing.embed("veille", [weak.pk, strong.pk], backend=hashing)
 
     by_domain, _ = run("search_memory", "retry the flaky deploy", "--domain", "tooling")

@@ -22,6 +22,7 @@ from memory import clarifications, lifecycle, overview, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash
+from tests.factories.memory import GateResultFactory
 
 OVERVIEW = "memory:memory-overview"
 DETAIL = "memory:learning-detail"
@@ -319,7 +320,7 @@ def test_the_detail_breaks_the_reuse_score_down(as_viewer):
     item = learning("PD-1")
     inject(item, 2, days_ago=2, story="PD-10", domain="seo")
     inject(item, 1, days_ago=2, story="PD-11", domain="rag")
-    GateResult.objects.create(story="PD-10", gate=8, verdict="GO", at=timezone.now())
+    GateResultFactory(story="PD-10", gate=8, verdict="GO")
     scoring.compute_reuse_scores(full=True)
 
     html = page(as_viewer, DETAIL, item.pk)

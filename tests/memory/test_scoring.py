@@ -16,29 +16,23 @@ from governance.kernel.principals import SYSTEM
 from memory.learnings import record_gate_result
 from memory.models import GateResult, Learning, LearningInjection, ReuseScore, ScoringRun
 from memory.scoring import compute_reuse_score, compute_reuse_scores
-from memory.tags import compute_tags_hash
+from tests.factories.memory import GateResultFactory, LearningFactory, LearningInjectionFactory
 
 T0 = timezone.now() - timedelta(days=10)
 
 
 def learning(story: str = "PD-1", gate: int = 3, tags=("#api",), domain: str = "tooling") -> Learning:
-    return Learning.objects.create(
-        story=story,
-        gate=gate,
-        domain=domain,
-        project="p",
-        tags=list(tags),
-        tags_hash=compute_tags_hash(list(tags)),
-        text=f"learned in {story}",
+    return LearningFactory.create(
+        story=story, gate=gate, domain=domain, project="p", tags=list(tags), text=f"learned in {story}"
     )
 
 
 def inject(item: Learning, story: str, domain: str, at) -> LearningInjection:
-    return LearningInjection.objects.create(learning=item, story=story, domain=domain, project="p", at=at)
+    return LearningInjectionFactory.create(learning=item, story=story, domain=domain, at=at)
 
 
 def go(story: str, at, gate: int = 8, verdict: str = "GO") -> GateResult:
-    return GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=at)
+    return GateResultFactory.create(story=story, gate=gate, verdict=verdict, at=at)
 
 
 def score(item: Learning) -> ReuseScore:

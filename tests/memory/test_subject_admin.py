@@ -32,6 +32,7 @@ from memory.models import (
 from memory.subjects import documents as subject_documents
 from memory.subjects import emotions
 from memory.subjects import services as subjects
+from tests.factories.agents import AgentFactory
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 READ_ONLY = {
@@ -83,8 +84,6 @@ def test_every_subject_table_is_listed_and_read_only(admin_client, alice, model)
 
 
 def test_the_subject_page_edits_only_which_agents_reach_it_and_audits_it(admin_client, alice):
-    from tests.factories import AgentFactory
-
     agent = AgentFactory(agent_id="agent.kira.chat")
     url = reverse("admin:memory_subject_change", args=[alice.pk])
     assert 'name="key"' not in page(admin_client.get(url))  # the key itself is read only

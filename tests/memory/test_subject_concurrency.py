@@ -29,6 +29,7 @@ from memory.models import (
     TransitionProbability,
 )
 from memory.subjects import services as subjects
+from tests.support.manifests import load
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
@@ -83,14 +84,13 @@ EMOTIONS = (
 
 
 def _document(name: str) -> dict[str, Any]:
-    """One of the seed's documents (memory/subjects/fixtures/alice), as the import takes it."""
+    """One of the seed's documents (memory/fixtures/alice), as the import takes it."""
     return json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture
 def agent(transactional_db):
     """An agent whose manifest enables long-term memory: only such agents reach subjects."""
-    from tests.conftest import load
 
     return load("agent.seo.vlevel")
 

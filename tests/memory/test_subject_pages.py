@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
-from memory.models import Embedding, LifeEvent, Preference, ProfileFact, Relationship, Subject, SubjectMemory
+from memory.models import Embedding, LifeEvent, Preference, Relationship, Subject, SubjectMemory
 from memory.subjects import documents as subject_documents
 from memory.subjects import emotions, personality
 from memory.subjects import services as subjects
+from tests.factories.memory import EmbeddingFactory, ProfileFactFactory, SubjectFactory
 
 ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -128,14 +129,13 @@ def test_the_list_shows_counts_current_emotion_and_last_update(as_viewer, alice)
 
 
 def test_a_subject_without_documents_is_listed_with_zeros(as_viewer, alice):
-    Subject.objects.create(key="empty")
+    SubjectFactory(key="empty")
 
     assert row_of(text(as_viewer.get(reverse("memory:subject-list"))), "empty") == "empty 0 0 0 — —"
 
 
 def test_the_search_swaps_only_the_table_and_matches_keys_and_names(as_viewer, alice):
-    bob = Subject.objects.create(key="bob")
-    ProfileFact.objects.create(subject=bob, field="name", value="Robert", confidence=0.9)
+    ProfileFactFactory(subject=SubjectFactory(key="bob"), field="name", value="Robert")
     url = reverse("memory:subject-list")
 
     partial = text(as_viewer.get(url, {"q": "rob"}, **HTMX))
@@ -245,7 +245,7 @@ def test_the_detail_page_costs_the_same_queries_however_long_the_memory(as_admin
 
 
 def test_a_subject_without_documents_has_a_page_with_the_default_personality(as_viewer, db):
-    Subject.objects.create(key="empty")
+    SubjectFactory(key="empty")
 
     html = text(as_viewer.get(reverse("memory:subject-detail", args=["empty"])))
 
@@ -380,15 +380,7 @@ def test_deleting_asks_for_confirmation_first(as_admin, alice):
 
 def test_a_delete_removes_the_fact_its_memory_and_vector_and_is_audited(as_admin, admin_operator, alice):
     memory = SubjectMemory.objects.get(subject=alice, key="pref_001")
-    Embedding.objects.create(
-        kind="subject",
-        object_id=memory.pk,
-        model="m",
-        dimension=3,
-        embedding=[0.1, 0.2, 0.3],
-        text_sha256="x",
-        subject=alice,
-    )
+    EmbeddingFactory(kind="subject", object_id=memory.pk, subject=alice)
 
     html = text(as_admin.post(fact_url(DELETE), **HTMX))
 

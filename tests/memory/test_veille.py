@@ -20,6 +20,7 @@ from governance.kernel.principals import SYSTEM
 from memory import watch_notes
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note
+from tests.factories.memory import EmbeddingFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -257,9 +258,7 @@ def test_reindexing_updates_changed_files_and_removes_vanished_or_invalid_ones(
     root = veille_dir.resolve()
     pricing = VeilleNote.objects.get(path=str(root / "2025-06-llm-pricing.md"))
     memory = VeilleNote.objects.get(path=str(root / "agents/memory.md"))
-    Embedding.objects.create(
-        kind="veille", object_id=memory.pk, model="m", dimension=3, embedding=[1, 0, 0], text_sha256="x"
-    )
+    EmbeddingFactory(kind="veille", object_id=memory.pk)
 
     write(veille_dir, "2025-06-llm-pricing.md", note(impact="faible"))  # changed
     (veille_dir / "agents/memory.md").unlink()  # vanished

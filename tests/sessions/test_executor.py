@@ -15,7 +15,7 @@ from agents.models import Job
 from governance.kernel.principals import Principal
 from sessions.commands import DataCommand, make_command
 from sessions.executor import MAX_ROWS, execute, record_agent_results
-from sessions.models import AISession
+from tests.factories.sessions import AISessionFactory
 
 
 def vlevel_job(agent, n: int = 0) -> Job:
@@ -65,7 +65,7 @@ def test_agents_are_those_the_agent_may_see(vlevel, architect):
 @pytest.mark.django_db
 def test_another_agents_objects_are_not_found_and_never_leaked(vlevel, architect):
     theirs = architect_job(architect)
-    session = AISession.objects.create(agent=architect, name="theirs", type="CHAT")
+    session = AISessionFactory(agent=architect, name="theirs")
     commands = [
         make_command("AGENT", {"agent_id": "agent.seo.architect"}),
         make_command("JOB", {"job_id": str(theirs.job_id)}),
@@ -187,9 +187,9 @@ def test_the_system_message_formats_the_data_under_titles(vlevel):
 
 @pytest.mark.django_db
 def test_sessions_schemas_and_manifest(vlevel, architect):
-    mine = AISession.objects.create(agent=vlevel, name="mine", type="AUTOMATION", is_active=True)
-    AISession.objects.create(agent=vlevel, name="old", type="CHAT", end_reason="COMPLETED", phase="COMPLETED")
-    AISession.objects.create(agent=architect, name="theirs", type="AUTOMATION")
+    mine = AISessionFactory(agent=vlevel, name="mine", type="AUTOMATION", is_active=True)
+    AISessionFactory(agent=vlevel, name="old", type="CHAT", end_reason="COMPLETED", phase="COMPLETED")
+    AISessionFactory(agent=architect, name="theirs", type="AUTOMATION")
     commands = [
         make_command("SESSIONS", {}),
         make_command("SESSIONS", {"status": "active", "type": "automation"}),

@@ -16,8 +16,8 @@ from django.utils import timezone
 from governance.kernel.principals import SYSTEM
 from sessions import automations, profiles, scheduler
 from sessions.models import AISession, Automation, ProviderCall
-from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
-from tests.processes import celery_worker, wait_for
+from tests.support.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
+from tests.support.processes import celery_worker, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 

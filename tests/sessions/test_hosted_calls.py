@@ -1,6 +1,6 @@
 """A hosted model call is made once per turn, and a provider that asks to wait is waited for.
 
-The model is a real HTTP server on 127.0.0.1 (tests/hosted.py) that counts what it receives: the
+The model is a real HTTP server on 127.0.0.1 (tests/support/hosted.py) that counts what it receives: the
 count is what the operator pays for. States a dead worker leaves behind (an answer stored but not
 applied, a call started and never finished) are set up as the database would hold them.
 """
@@ -20,7 +20,7 @@ from sessions import hosted
 from sessions.machine import MAX_NETWORK_RETRY_DELAY
 from sessions.models import AISession, ProviderCall
 from sessions.providers.http import retry_after_seconds
-from tests.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
+from tests.support.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
 
 pytestmark = pytest.mark.django_db
 

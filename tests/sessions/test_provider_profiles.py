@@ -15,7 +15,7 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from sessions import profiles
 from sessions.models import Automation, ProviderProfile
-from tests.conftest import manifest_text
+from tests.support.manifests import manifest_text
 
 pytestmark = pytest.mark.django_db
 

@@ -26,7 +26,7 @@ from sessions.providers.ollama import OllamaProvider
 from sessions.providers.openai import OpenAIProvider
 from sessions.providers.registry import PROVIDER_NAMES, get_provider
 from sessions.providers.scripted import ScriptedProvider
-from tests.http_servers import serving
+from tests.support.http_servers import serving
 
 API_KEY = "sk-test-SECRET-0123456789"
 EPHEMERAL = {"type": "ephemeral"}

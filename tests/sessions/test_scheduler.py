@@ -13,6 +13,10 @@ from django.utils import timezone
 from governance.reviews.models import ReviewItem
 from sessions import scheduler
 from sessions.models import AISession, Automation, SessionMessage
+from tests.factories.sessions import AISessionFactory
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load, manifest_text
 
 
 @pytest.fixture
@@ -180,11 +184,9 @@ def test_the_database_itself_refuses_a_second_active_session(vlevel):
 
 @pytest.mark.django_db(transaction=True)
 def test_two_ticks_at_once_never_activate_two_sessions_for_one_agent(vlevel):
-    from tests.conftest import load
-
     load("agent.seo.architect")
     for n in range(6):
-        AISession.objects.create(agent=vlevel, name=f"queued {n}", type="AUTOMATION", queued_at=timezone.now())
+        AISessionFactory(agent=vlevel, name=f"queued {n}", type="AUTOMATION", queued_at=timezone.now())
     barrier = threading.Barrier(4)
     errors: list[Exception] = []
 
@@ -212,7 +214,6 @@ def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resume
     import json
 
     from sessions.models import Automation as AutomationModel
-    from tests.conftest import Api, _key
 
     seed_body = {"name": "auto", "messages": [{"text": "go"}], "trigger": "MANUAL"}
     automation = AutomationModel.objects.get(pk=vlevel_api.post("/automations", seed_body).json()["id"])
@@ -226,7 +227,7 @@ def test_a_decision_taken_while_the_session_was_suspended_applies_when_it_resume
     )  # a tool that requires approval waits even in AUTOMATION
     chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "interrupt"}).json()
     item = ReviewItem.objects.get()
-    Api(client, _key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
+    Api(client, issue_key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
     assert AISession.objects.get(pk=started["sessionId"]).phase == "WAITING_VALIDATION"  # suspended: untouched
 
     vlevel_api.post(f"/sessions/{chat['sessionId']}/stop")
@@ -278,14 +279,13 @@ def test_a_tool_may_set_a_shorter_approval_timeout(client, admin_api):
     import json
 
     from agents.manifest import read_text
-    from tests.conftest import Api, _key, manifest_text
 
     document = read_text(manifest_text("agent.seo.vlevel"))
     document["tools"][1]["approval_timeout_hours"] = 2
     assert admin_api.put("/agents/agent.seo.vlevel/manifest", document).status_code == 201
     from agents.models import Agent
 
-    api = Api(client, _key(agent=Agent.objects.get(agent_id="agent.seo.vlevel")))
+    api = Api(client, issue_key(agent=Agent.objects.get(agent_id="agent.seo.vlevel")))
     chat = api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
     url = f"/sessions/{chat['sessionId']}/events"
     api.post(url, {"type": "UserMessageSent", "payload": {"text": "snap"}})

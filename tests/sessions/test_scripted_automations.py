@@ -13,7 +13,7 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from sessions import automations, demo, hosted, profiles, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
-from tests.factories import load_seed_manifests
+from tests.support.manifests import load_seed_manifests
 
 pytestmark = pytest.mark.django_db
 

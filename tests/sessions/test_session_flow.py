@@ -8,6 +8,8 @@ import pytest
 
 from governance.reviews.models import ReviewItem
 from sessions.models import AISession, SessionMessage
+from tests.support.api import Api
+from tests.support.keys import issue_key
 
 
 def ai(**message) -> dict:
@@ -117,14 +119,12 @@ def test_an_action_on_an_approval_tool_waits_for_a_reviewer(vlevel_api, chat):
 
 @pytest.mark.django_db
 def test_an_approval_runs_the_actions_and_removes_the_fallback(vlevel_api, chat, client, reviewer):
-    from tests.conftest import Api, _key
-
     event(vlevel_api, chat, {"type": "UserMessageSent", "payload": {"text": "snapshot"}})
     action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
     event(vlevel_api, chat, ai(preText="Snapshot?", actionCommands=[action], postText="Done."))
     item = ReviewItem.objects.get()
 
-    Api(client, _key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
+    Api(client, issue_key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
 
     session = AISession.objects.get()
     assert session.phase == "EXECUTING_ACTIONS"

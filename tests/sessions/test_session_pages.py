@@ -14,7 +14,8 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from sessions import scheduler
 from sessions.models import AISession, Automation, PromptChunk, SessionMessage
-from tests.factories import AgentFactory
+from tests.factories.agents import AgentFactory
+from tests.factories.sessions import AISessionFactory, AutomationFactory
 from tests.governance.test_inbox import HTMX, as_user, decide, send, start_chat, waiting_for_validation
 from tests.sessions.test_session_flow import ai
 
@@ -136,7 +137,7 @@ def test_the_list_costs_the_same_queries_for_many_sessions(
         client.get(reverse("sessions:session-list"))
     few = len(captured)
     for n in range(30):
-        AISession.objects.create(agent=AgentFactory(), name=f"extra {n}", type="CHAT")
+        AISessionFactory(agent=AgentFactory(), name=f"extra {n}")
     with django_assert_max_num_queries(few):
         assert client.get(reverse("sessions:session-list")).content.decode().count("extra ") == 30
 
@@ -317,9 +318,7 @@ def test_stop_needs_a_post_and_the_csrf_token(admin_operator, chat):
 @pytest.fixture
 def automation(vlevel) -> Automation:
     seed = scheduler.create_seed(vlevel, name="Nightly", messages=[{"text": "audit"}], now=timezone.now())
-    return Automation.objects.create(
-        agent=vlevel, name="Nightly", seed_session=seed, trigger="MANUAL", created_by="user:alice"
-    )
+    return AutomationFactory.create(agent=vlevel, name="Nightly", seed_session=seed, created_by="user:alice")
 
 
 @pytest.mark.django_db

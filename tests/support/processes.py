@@ -174,5 +174,5 @@ def celery_worker_process(
 def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str) -> Iterator[Path]:
     """A real Celery worker on the test database, with this process sending to its queue; yields
     the worker's log file (`celery_worker_process` for more control)."""
-    with celery_worker_process(tmp_path, wait_ready=wait_ready, **extra_env) as worker:
+    with celery_worker_process(tmp_path, wait_ready=wait_ready, own_group=False, **extra_env) as worker:
         yield worker.log

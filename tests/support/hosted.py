@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -19,10 +19,9 @@ from agents.registry import load_manifest
 from governance.kernel.principals import SYSTEM
 from sessions import profiles
 from sessions.models import AISession, ProviderProfile
-from tests.http_servers import serving
-
-if TYPE_CHECKING:
-    from tests.conftest import Api
+from tests.support.api import Api
+from tests.support.http_servers import serving
+from tests.support.manifests import manifest_text
 
 PROFILE = "local-llm"
 
@@ -81,8 +80,6 @@ def model_server() -> Iterator[ModelServer]:
 
 def allow_profiles(agent_id: str, *names: str) -> None:
     """A new manifest version of the seed agent that lists ``names`` in provider_profiles."""
-    from tests.conftest import manifest_text
-
     document = read_text(manifest_text(agent_id))
     document.update(version="1.5.0", provider_profiles=list(names))
     load_manifest(document, actor=SYSTEM)
