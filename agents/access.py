@@ -1,8 +1,12 @@
-"""An agent by its id, as the principal may see it: an agent key reaches only its own agent."""
+"""An agent or a job as the principal may see it: an agent key reaches only its own agent and jobs.
+The REST API and the MCP tools both come here."""
 
 from __future__ import annotations
 
-from agents.models import Agent
+from uuid import UUID
+
+from agents.models import Agent, Job
+from governance.kernel.access import get_for, require_owner_agent
 from governance.kernel.exceptions import Forbidden, NotFound
 from governance.kernel.principals import Principal
 
@@ -18,3 +22,18 @@ def get_agent_for(principal: Principal, agent_id: str) -> Agent:
     if agent is None:
         raise NotFound(f"No agent {agent_id!r}.")
     return agent
+
+
+def visible_job(principal: Principal, job_id: UUID) -> Job:
+    job = get_for(
+        principal, Job.objects.select_related("agent", "manifest"), job_id, perm="agents.view_job", what="job"
+    )
+    assert isinstance(job, Job)
+    return job
+
+
+def owned_job(principal: Principal, job_id: UUID) -> Job:
+    """A job only its owner agent drives (lease, state, result); operators read it."""
+    job = visible_job(principal, job_id)
+    require_owner_agent(principal, "job")
+    return job

@@ -10,13 +10,12 @@ from ninja import Header, Router, Schema, Status
 from ninja.pagination import paginate
 
 from agents import jobs
+from agents.access import owned_job, visible_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
 from agents.schemas import JobOut, JobResultOut, LeaseIn
-from governance.kernel.access import get_for, require_owner_agent
 from governance.kernel.exceptions import NotFound
-from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["jobs"])
@@ -57,18 +56,6 @@ def serialize(job: Job) -> dict[str, Any]:
         if job.output is None and not job.is_finished
         else [describe(e) for e in job.escalations.select_related("target_agent")],
     }
-
-
-def _visible_job(principal: Principal, job_id: UUID) -> Job:
-    return get_for(
-        principal, Job.objects.select_related("agent", "manifest"), job_id, perm="agents.view_job", what="job"
-    )
-
-
-def _owned_job(principal: Principal, job_id: UUID) -> Job:
-    job = _visible_job(principal, job_id)
-    require_owner_agent(principal, "job")
-    return job
 
 
 @router.post("", operation_id="submit_job", response={200: JobOut, 201: JobOut})
@@ -130,13 +117,13 @@ def list_jobs(
 
 @router.get("/{job_id}", operation_id="get_job", response=JobOut)
 def get_job(request: HttpRequest, job_id: UUID) -> dict:
-    return serialize(_visible_job(request.auth, job_id))
+    return serialize(visible_job(request.auth, job_id))
 
 
 @router.post("/{job_id}/lease", operation_id="lease_job", response=JobOut)
 def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -> dict:
     """Take or renew the job's lease (lockTTL); 409 while another worker holds it."""
-    job = _owned_job(request.auth, job_id)
+    job = owned_job(request.auth, job_id)
     owner = (data.owner if data else None) or request.auth.api_key.prefix
     ttl = data.ttlSeconds if data else None
     return serialize(jobs.claim_lease(job, actor=request.auth, owner=owner, ttl_seconds=ttl))
@@ -162,7 +149,7 @@ def update_state(
     caller is not the current lease owner (`X-Lease-Owner`, or the key's prefix) or its lease
     expired, and when a usage total passes its constraint (`maxTokens`, `maxDocs`, `budget` in
     dollars against `costUsed`)."""
-    job = _owned_job(request.auth, job_id)
+    job = owned_job(request.auth, job_id)
     return serialize(jobs.update_state(job, data, actor=request.auth, writer=_writer(request, lease_owner)))
 
 
@@ -170,7 +157,7 @@ def update_state(
 def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_owner: str | None = LEASE_OWNER) -> dict:
     """AgentOutput: post-conditions and escalation triggers are evaluated. 409 as for state
     updates: only the current lease owner (or, before any lease, the owner agent) submits."""
-    job = _owned_job(request.auth, job_id)
+    job = owned_job(request.auth, job_id)
     return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
 
 
@@ -178,7 +165,7 @@ def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_o
     "/{job_id}/artifacts/{kind}", operation_id="download_artifact", url_name="job_artifact", response={200: None}
 )
 def download_artifact(request: HttpRequest, job_id: UUID, kind: JobArtifact.Kind) -> HttpResponse:
-    job = _visible_job(request.auth, job_id)
+    job = visible_job(request.auth, job_id)
     artifact = job.artifact_files.filter(kind=kind).first()
     if artifact is None:
         raise NotFound(f"Job {job_id} has no {kind} artifact (artifacts exist once the job is finished).")

@@ -44,6 +44,14 @@ SECRET_KEY_GENERATED = not env.string("SECRET_KEY")
 DEBUG = env.boolean("DEBUG", False)
 ALLOWED_HOSTS = env.listing("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env.listing("CSRF_TRUSTED_ORIGINS")
+# /mcp checks Host and Origin itself (DNS rebinding, MCP's transport security): any port of an
+# allowed host, and browser origins on those hosts only.
+MCP_ALLOWED_HOSTS = env.listing(
+    "MCP_ALLOWED_HOSTS", ",".join(f"{host}:*" for host in ALLOWED_HOSTS) + "," + ",".join(ALLOWED_HOSTS)
+)
+MCP_ALLOWED_ORIGINS = env.listing(
+    "MCP_ALLOWED_ORIGINS", ",".join(f"{scheme}://{host}:*" for host in ALLOWED_HOSTS for scheme in ("http", "https"))
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,6 +69,7 @@ INSTALLED_APPS = [
     "agents",
     "sessions.apps.SessionsConfig",
     "memory",
+    "gateway",
 ]
 
 MIDDLEWARE = [

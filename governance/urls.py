@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from gateway import views as mcp_views
 from governance.api import api
 
 admin.site.site_header = "Agent governance control plane"
@@ -13,6 +14,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:inbox", permanent=False), name="home"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("mcp", mcp_views.endpoint, name="mcp"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("inbox/", include("governance.reviews.urls")),

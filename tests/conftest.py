@@ -150,47 +150,7 @@ def vlevel_api(client, vlevel) -> Api:
 def served(transactional_db, tmp_path):
     """The real web stack (gunicorn, 2 worker processes x 8 threads) on the test database, for
     tests with real concurrent clients. Yields the base URL."""
-    import subprocess
-    import sys
-    import urllib.request
+    from tests.support.processes import gunicorn
 
-    from tests.support.processes import BASE_DIR, database_url_of_tests, free_port, process_env, wait_for
-
-    port = free_port()
-    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
-    log = open(tmp_path / "gunicorn.log", "w")  # noqa: SIM115  (closed below)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "governance.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "8",
-            "--no-control-socket",
-        ],
-        cwd=BASE_DIR,
-        env=child_env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"{base}/api/v1/health", timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
-
-    try:
-        assert wait_for(healthy, timeout=60), (tmp_path / "gunicorn.log").read_text()[-3000:]
+    with gunicorn(tmp_path) as base:
         yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()

@@ -3,7 +3,8 @@
 The kernel (``governance.kernel``) is below everything and imports no product package; the
 governance services every app calls (the reviewer inbox, the contract catalog) come next; then
 agents, then the apps built on agents (sessions, memory); the project modules of ``governance``
-(settings, urls, the root API, demo loading) sit on top and are the only ones that import every app.
+(settings, urls, the root API, demo loading) sit on top, above the MCP
+endpoint (``gateway``), which calls every app's services, and are the only ones that import every app.
 An import against that order is a cycle waiting to happen, so the test names the offending line.
 
 Imports under ``if TYPE_CHECKING:`` are left out: they are read by the type checker only and never
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("governance", "agents", "sessions", "memory")
+PACKAGES = ("governance", "agents", "sessions", "memory", "gateway")
 SUB_APPS = ("governance.kernel", "governance.reviews", "governance.contracts")
 
 # Lower number = lower layer. A package may import its own layer's package itself and lower layers.
@@ -31,7 +32,8 @@ LAYERS = {
     "agents": 3,
     "sessions": 4,
     "memory": 4,
-    "governance": 5,  # the project package: settings, urls, celery, the root API, demo loading
+    "gateway": 5,  # MCP: an edge over every app's services
+    "governance": 6,  # the project package: settings, urls, celery, the root API, demo loading
 }
 
 

@@ -176,3 +176,41 @@ def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str)
     the worker's log file (`celery_worker_process` for more control)."""
     with celery_worker_process(tmp_path, wait_ready=wait_ready, own_group=False, **extra_env) as worker:
         yield worker.log
+
+
+@contextmanager
+def gunicorn(tmp_path: Path, *, workers: int = 2, threads: int = 8) -> Iterator[str]:
+    """gunicorn serving the project on the test database (``workers`` processes x ``threads``);
+    yields the base URL once /api/v1/health answers."""
+    import urllib.request
+
+    port = free_port()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
+    log_path = tmp_path / "gunicorn.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}"),
+                *("--workers", str(workers), "--threads", str(threads), "--no-control-socket"),
+            ],
+            cwd=BASE_DIR,
+            env=child_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"{base}/api/v1/health", timeout=2) as response:
+                    return response.status == 200
+            except OSError:
+                return False
+
+        try:
+            assert wait_for(healthy, timeout=60), log_path.read_text()[-3000:]
+            yield base
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

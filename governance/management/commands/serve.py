@@ -69,6 +69,7 @@ class Command(BaseCommand):
                 self.stdout.write(
                     self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
                     + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
+                    + f"  MCP:      {base}/mcp (Streamable HTTP, Bearer API key)\n"
                     + (f"  Demo credentials: {credentials}\n" if not no_demo and credentials.exists() else "")
                     + "Press Ctrl-C to stop."
                 )

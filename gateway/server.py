@@ -1,0 +1,81 @@
+"""The MCP server: the SDK's low-level server with one handler per method, each asking who calls.
+
+The HTTP view authenticates the Bearer key before the SDK sees the request and puts the principal
+in ``PRINCIPAL`` (a context variable, so every task the SDK starts for the request inherits it).
+Tool handlers are the synchronous services of the REST API, run in Django's thread for the request
+(``sync_to_async``), so they use the request's database connection and transaction rules.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextvars import ContextVar
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from pydantic import ValidationError
+
+from gateway.tools import TOOLS
+from governance.kernel.exceptions import DomainError
+from governance.kernel.principals import Principal
+
+logger = logging.getLogger(__name__)
+
+PRINCIPAL: ContextVar[Principal] = ContextVar("mcp_principal")
+
+
+def _tools_for(principal: Principal) -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema(),
+            output_schema=tool.output_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False),
+        )
+        for tool in TOOLS.values()
+        if principal.agent is not None or tool.read_only
+    ]
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=_tools_for(PRINCIPAL.get()))
+
+
+def _error(message: str, **data: Any) -> types.CallToolResult:
+    """A refusal the agent reads and can act on: a tool error, not a protocol error."""
+    body = json.dumps({"error": message, **data}, default=str)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
+
+
+def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    tool = TOOLS.get(name)
+    if tool is None or not any(t.name == name for t in _tools_for(principal)):
+        return _error(f"No tool {name!r} for this key.")
+    try:
+        data = tool.arguments.model_validate(arguments)
+    except ValidationError as exc:
+        errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        return _error("The arguments are invalid; see errors.", errors=errors)
+    try:
+        result = tool.run(principal, data)
+    except DomainError as exc:
+        return _error(exc.detail, refusal=type(exc).__name__, **exc.extra)
+    structured = tool.answer(result)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(structured))], structured_content=structured
+    )
+
+
+async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    principal = PRINCIPAL.get()
+    return await sync_to_async(_call)(principal, params.name, dict(params.arguments or {}))
+
+
+SERVER: Server[Any] = Server("agent-governance", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -1,0 +1,116 @@
+"""``/mcp``: MCP's Streamable HTTP transport, stateless, served by Django itself.
+
+Each request gets its own SDK session manager (``stateless=True``, JSON answers): nothing about a
+client lives in one process's memory, so any web process answers any request of a session. The
+view is async, so the SDK runs on an event loop under WSGI and ASGI alike; the principal comes
+from the Bearer key, checked here before the SDK reads anything. The SDK's own transport security
+checks the Host and Origin headers (DNS rebinding) against ``MCP_ALLOWED_HOSTS``/``ORIGINS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+import anyio
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from gateway.server import PRINCIPAL, SERVER
+from governance.kernel.models import ApiKey
+from governance.kernel.principals import Principal
+from governance.kernel.problems import problem_response
+from governance.kernel.services import authenticate_key
+
+
+def _principal(request: HttpRequest) -> Principal | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return None
+    api_key: ApiKey | None = authenticate_key(token.strip())
+    if api_key is None:
+        return None
+    return Principal(agent=api_key.agent, user=api_key.user, api_key=api_key)
+
+
+def _security() -> TransportSecuritySettings:
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(settings.MCP_ALLOWED_HOSTS),
+        allowed_origins=list(settings.MCP_ALLOWED_ORIGINS),
+    )
+
+
+def _scope(request: HttpRequest) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "root_path": "",
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()
+        ],
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+        "server": (request.META.get("SERVER_NAME", ""), int(request.META.get("SERVER_PORT") or 0)),
+    }
+
+
+async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Run the SDK's transport on one request and collect its answer."""
+    manager = StreamableHTTPSessionManager(
+        app=SERVER, stateless=True, json_response=True, security_settings=_security()
+    )
+    answered = anyio.Event()
+    received = False
+    status, headers, chunks = 500, [], []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal received
+        if not received:
+            received = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = message["status"], list(message.get("headers") or [])
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                answered.set()
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, b"".join(chunks)
+
+
+@csrf_exempt
+async def endpoint(request: HttpRequest) -> HttpResponse:
+    principal = await sync_to_async(_principal)(request)
+    if principal is None:
+        response = problem_response(
+            401, detail="An agent or operator API key is required: Authorization: Bearer <key>."
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="mcp"'
+        return response
+    body = await sync_to_async(lambda: request.body)()
+    token = PRINCIPAL.set(principal)
+    try:
+        status, headers, content = await _serve(_scope(request), body)
+    finally:
+        PRINCIPAL.reset(token)
+    response = HttpResponse(content, status=status)
+    for name, value in headers:
+        response[name.decode("latin-1")] = value.decode("latin-1")
+    return response

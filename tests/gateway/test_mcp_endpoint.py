@@ -1,0 +1,233 @@
+"""/mcp with the SDK's own client over real HTTP (Django's live server): agents work through MCP
+tools that run the REST API's services."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from agents.models import Job
+from tests.support.keys import issue_key
+from tests.support.manifests import load
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ENVELOPE = {
+    "intent": "seo_audit",
+    "scope": {"entityType": "page", "entityIds": ["p1"]},
+    "payload": {"urls": ["https://example.com/a"], "depth": 1},
+    "context": {"source": "manual"},
+}
+
+
+@asynccontextmanager
+async def connected(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session on ``url``/mcp over ``http``."""
+    async with (
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def mcp_session(url: str, key: str, work: Any) -> Any:
+    """Run ``work(session)`` with an initialized SDK client session; returns its result."""
+
+    async def main() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+            connected(url, http) as session,
+        ):
+            return await work(session)
+
+    return anyio.run(main)
+
+
+@pytest.fixture
+def vlevel_key(transactional_db) -> str:
+    return issue_key(agent=load("agent.seo.vlevel"))
+
+
+def test_an_agent_lists_the_platform_tools_with_their_schemas(live_server, vlevel_key):
+    async def work(session: ClientSession) -> Any:
+        return await session.list_tools()
+
+    tools = {tool.name: tool for tool in mcp_session(live_server.url, vlevel_key, work).tools}
+
+    assert {"submit_job", "lease_job", "update_job_state", "submit_job_result", "get_injection_block"} <= set(tools)
+    assert "intent" in tools["submit_job"].input_schema["properties"]
+    assert tools["get_injection_block"].annotations.read_only_hint is True
+
+
+def test_a_job_submitted_over_mcp_is_the_same_job_as_over_rest(live_server, vlevel_key):
+    async def work(session: ClientSession) -> Any:
+        first = await session.call_tool("submit_job", ENVELOPE)
+        again = await session.call_tool("submit_job", ENVELOPE)
+        return first, again
+
+    first, again = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not first.is_error, first.content
+    assert first.structured_content["created"] is True
+    assert again.structured_content["created"] is False  # the idempotency key of the REST path
+    assert again.structured_content["jobId"] == first.structured_content["jobId"]
+    job = Job.objects.get(job_id=first.structured_content["jobId"])
+    assert job.agent.agent_id == "agent.seo.vlevel"
+
+
+def test_a_refusal_is_a_tool_error_naming_the_field(live_server, vlevel_key):
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("submit_job", {**ENVELOPE, "intent": 42})
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert result.is_error
+    body = json.loads(result.content[0].text)
+    assert any(error["loc"][0] == "intent" for error in body["errors"])
+    assert Job.objects.count() == 0
+
+
+def test_no_key_is_a_401_before_the_protocol(live_server):
+    response = httpx2.post(f"{live_server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_foreign_origin_is_refused_before_any_tool_runs(live_server, vlevel_key):
+    """DNS rebinding: a page on another site cannot drive a local control plane through a browser."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "submit_job", "arguments": ENVELOPE}}
+    headers = {
+        "Authorization": f"Bearer {vlevel_key}",
+        "Origin": "http://evil.example",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    response = httpx2.post(f"{live_server.url}/mcp", json=body, headers=headers)
+
+    assert response.status_code in (400, 403)
+    assert Job.objects.count() == 0
+
+
+def test_a_foreign_host_header_is_refused(live_server, vlevel_key):
+    headers = {"Authorization": f"Bearer {vlevel_key}", "Host": "evil.example"}
+    response = httpx2.post(
+        f"{live_server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers
+    )
+
+    assert response.status_code == 400
+
+
+def test_an_operator_key_gets_no_agent_tool(live_server, admin_operator):
+    key = issue_key(user=admin_operator)
+
+    async def work(session: ClientSession) -> Any:
+        listed = await session.list_tools()
+        called = await session.call_tool("submit_job", ENVELOPE)
+        return listed, called
+
+    listed, called = mcp_session(live_server.url, key, work)
+
+    assert "submit_job" not in {tool.name for tool in listed.tools}
+    assert called.is_error
+    assert Job.objects.count() == 0
+
+
+def test_an_agent_cannot_drive_another_agents_job(live_server, vlevel_key):
+    other = issue_key(agent=load("agent.seo.architect"))
+
+    async def submit(session: ClientSession) -> Any:
+        return await session.call_tool("submit_job", ENVELOPE)
+
+    job_id = mcp_session(live_server.url, vlevel_key, submit).structured_content["jobId"]
+
+    async def lease(session: ClientSession) -> Any:
+        return await session.call_tool("lease_job", {"jobId": job_id})
+
+    result = mcp_session(live_server.url, other, lease)
+
+    assert result.is_error
+    assert json.loads(result.content[0].text)["refusal"] == "Forbidden"
+    assert Job.objects.get(job_id=job_id).lease_owner in (None, "")
+
+
+def test_a_job_runs_to_its_result_over_mcp(live_server, vlevel_key):
+    async def work(session: ClientSession) -> Any:
+        job = (await session.call_tool("submit_job", ENVELOPE)).structured_content
+        leased = await session.call_tool("lease_job", {"jobId": job["jobId"], "owner": "worker-1"})
+        state = await session.call_tool(
+            "update_job_state",
+            {"jobId": job["jobId"], "leaseOwner": "worker-1", "update": {"currentNode": "crawl"}},
+        )
+        return job, leased, state
+
+    _, leased, state = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not leased.is_error, leased.content
+    assert leased.structured_content["lease"]["owner"] == "worker-1"
+    assert not state.is_error, state.content
+    assert state.structured_content["graphState"]["currentNode"] == "crawl"
+
+
+class Alternating(httpx2.AsyncBaseTransport):
+    """Sends each request of one client to the next of several servers in turn."""
+
+    def __init__(self, bases: list[str]) -> None:
+        self.ports = [httpx2.URL(base).port or 80 for base in bases]
+        self.served_by: list[int] = []
+        self.inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = self.ports[len(self.served_by) % len(self.ports)]
+        self.served_by.append(port)
+        request.url = request.url.copy_with(port=port)
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.process
+def test_two_web_processes_serve_one_clients_consecutive_requests(tmp_path, vlevel_key):
+    """Nothing of an MCP session lives in one process: initialize on one server, then list and
+    call on the other, alternately, as a load balancer may do."""
+    from tests.support.processes import gunicorn
+
+    with gunicorn(tmp_path / "a", workers=1, threads=2) as a, gunicorn(tmp_path / "b", workers=1, threads=2) as b:
+        transport = Alternating([a, b])
+
+        async def main() -> Any:
+            headers = {"Authorization": f"Bearer {vlevel_key}"}
+            async with (
+                httpx2.AsyncClient(headers=headers, transport=transport, timeout=60) as http,
+                connected(a, http) as session,
+            ):
+                tools = await session.list_tools()
+                first = await session.call_tool("submit_job", ENVELOPE)
+                again = await session.call_tool("submit_job", ENVELOPE)
+                return tools, first, again
+
+        tools, first, again = anyio.run(main)
+
+    assert len(set(transport.served_by)) == 2
+    assert "submit_job" in {tool.name for tool in tools.tools}
+    assert first.structured_content["created"] is True
+    assert again.structured_content["jobId"] == first.structured_content["jobId"]
+
+
+def test_the_injection_block_over_mcp_is_the_step_zero_block(live_server, vlevel_key):
+    arguments = {"story": "S-1", "domain": "seo", "project": "site", "query_text": "canonical tags"}
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("get_injection_block", arguments)
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not result.is_error, result.content
+    assert "_aucun résultat_" in result.structured_content["markdown"]
