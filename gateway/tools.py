@@ -21,9 +21,12 @@ from agents.access import owned_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.jobs_api import serialize
 from agents.schemas import JobOut, JobResultOut
+from governance.contracts import services as contracts
+from governance.contracts.api import ReportOut, ValidateIn
+from governance.kernel.access import agent_or_perm
 from governance.kernel.principals import Principal
-from memory import injection
-from memory.schemas import InjectionIn, InjectionOut
+from memory import clarifications, injection, learnings
+from memory.schemas import ClarificationsCreatedOut, ClarificationsIn, GateResultIn, InjectionIn, InjectionOut
 
 
 class _Arguments(BaseModel):
@@ -49,6 +52,17 @@ class StateArguments(JobRef):
 
 class ResultArguments(JobRef):
     output: AgentOutput
+
+
+class ValidateOutputArguments(ValidateIn):
+    contract: str = Field(..., min_length=1, max_length=100, description="A contract of the catalog, by name.")
+
+
+class GateResultOut(BaseModel):
+    id: int
+    story: str
+    gate: int
+    verdict: str
 
 
 class SubmittedJobOut(JobOut):
@@ -106,6 +120,24 @@ def _submit_job_result(principal: Principal, data: ResultArguments) -> dict[str,
     return jobs.submit_result(job, data.output, actor=principal, writer=_writer(principal, data.leaseOwner))
 
 
+def _validate_output(principal: Principal, data: ValidateOutputArguments) -> dict[str, Any]:
+    fields = {"output": data.output, "session": data.session, "job": data.job, "known_ids": data.known_ids}
+    return contracts.report(contracts.validate_output(principal, data.contract, **fields))
+
+
+def _record_gate_result(principal: Principal, data: GateResultIn) -> dict[str, Any]:
+    result = learnings.record_gate_result(actor=principal, **data.dict())
+    return {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict}
+
+
+def _add_clarification(principal: Principal, data: ClarificationsIn) -> dict[str, Any]:
+    agent_or_perm(principal, "memory.add_clarification")
+    version, name = clarifications.persist_clarifications(
+        story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=principal
+    )
+    return {"story": data.story, "version": version, "name": name}
+
+
 def _injection_block(principal: Principal, data: InjectionIn) -> dict[str, Any]:
     return injection.build_block(actor=principal, **data.dict())
 
@@ -150,6 +182,28 @@ TOOLS: dict[str, PlatformTool] = {
             InjectionOut,
             _injection_block,
             read_only=True,
+        ),
+        PlatformTool(
+            "validate_output",
+            "Check an LLM output against a contract of the catalog: every violation with its JSON path, "
+            "code and the runtime effect lost. The check is stored, as on POST /contracts/{name}/validate.",
+            ValidateOutputArguments,
+            ReportOut,
+            _validate_output,
+        ),
+        PlatformTool(
+            "record_gate_result",
+            "Record a story gate's GO / NO_GO (seed 004): it feeds the reuse scores of the learnings.",
+            GateResultIn,
+            GateResultOut,
+            _record_gate_result,
+        ),
+        PlatformTool(
+            "add_clarification",
+            "Store the PO's four answers for a story, verbatim, as its next version (seed 004 flow B2).",
+            ClarificationsIn,
+            ClarificationsCreatedOut,
+            _add_clarification,
         ),
     )
 }

@@ -13,11 +13,10 @@ from ninja.pagination import paginate
 
 from governance.contracts import services as contracts
 from governance.contracts import spec as contract_spec
-from governance.contracts.models import Contract, ContractCheck, checked
-from governance.kernel.access import agent_or_perm, get_for
+from governance.contracts.models import Contract, ContractCheck
+from governance.kernel.access import agent_or_perm
 from governance.kernel.auth import operator_key
 from governance.kernel.exceptions import Forbidden, InvalidInput
-from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["contracts"])
@@ -140,17 +139,6 @@ def _field_out(field: Any) -> dict[str, Any]:
     }
 
 
-def _report(check: ContractCheck) -> dict[str, Any]:
-    return {
-        "contract": check.contract_name,
-        "version": check.contract.version,
-        "compliant": check.compliant,
-        "violations": check.violations,
-        "warnings": check.warnings,
-        "reportId": check.pk,
-    }
-
-
 @router.get("", operation_id="list_contracts", response=list[ContractSummary])
 @paginate(BoundedLimitOffsetPagination)
 def list_contracts(request: HttpRequest, section: str | None = None, q: str | None = None) -> Any:
@@ -167,22 +155,8 @@ def list_contracts(request: HttpRequest, section: str | None = None, q: str | No
     ]
 
 
-def _submission(principal: Principal, contract: Contract, data: ValidateIn) -> contracts.Submission:
-    session_id = job_id = None
-    if data.session is not None:
-        session_id = get_for(
-            principal,
-            checked("session")._default_manager.all(),
-            data.session,
-            perm="ai_sessions.view_aisession",
-            what="session",
-        ).pk
-    if data.job is not None:
-        job_id = get_for(
-            principal, checked("job")._default_manager.all(), data.job, perm="agents.view_job", what="job"
-        ).pk
-    known = frozenset(str(i) for i in data.known_ids) if data.known_ids is not None else None
-    return contracts.Submission(contract, data.output, session_id=session_id, job_id=job_id, known_ids=known)
+def _fields(data: ValidateIn) -> dict[str, Any]:
+    return {"output": data.output, "session": data.session, "job": data.job, "known_ids": data.known_ids}
 
 
 # Before /{name}: Django resolves the first matching pattern, and /{name} matches /audit.
@@ -200,12 +174,12 @@ def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     ]
     if unknown:
         raise InvalidInput("Some items name no contract of the catalog.", unknown)
-    submissions = [_submission(request.auth, current[item.contract], item) for item in data.items]
+    submissions = [contracts.submission(request.auth, current[item.contract], **_fields(item)) for item in data.items]
     checks = contracts.check(submissions, principal=request.auth, source=ContractCheck.Source.BATCH)
     return {
         "total": len(checks),
         "compliant": sum(c.compliant for c in checks),
-        "reports": [_report(c) for c in checks],
+        "reports": [contracts.report(c) for c in checks],
     }
 
 
@@ -226,10 +200,7 @@ def get_contract(request: HttpRequest, name: str, version: int | None = None) ->
 @router.post("/{name}/validate", operation_id="validate_contract_output", response=ReportOut)
 def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any]:
     """Check one output against the current version of the contract; every call is stored."""
-    agent_or_perm(request.auth, "governance.add_contractcheck")
-    contract = contracts.current(name)
-    (check,) = contracts.check([_submission(request.auth, contract, data)], principal=request.auth)
-    return _report(check)
+    return contracts.report(contracts.validate_output(request.auth, name, **_fields(data)))
 
 
 @router.post("/{name}/spec-audit", operation_id="spec_audit", response=SpecAuditOut)

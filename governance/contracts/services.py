@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -32,6 +33,7 @@ from governance.contracts.models import (
     ContractViolationStat,
     checked,
 )
+from governance.kernel.access import agent_or_perm, get_for
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -458,3 +460,43 @@ def ranking(by: str, *, since: date | None = None, agent_label: str | None = Non
         daily = daily.exclude(agent_label="")
     totals = {"checks": Sum("checks"), "compliant": Sum("compliant"), "violations": Sum("violations")}
     return _ranked(daily.values(by).annotate(**totals), by)
+
+
+def submission(
+    principal: Principal,
+    contract: Contract,
+    *,
+    output: Any,
+    session: UUID | None = None,
+    job: UUID | None = None,
+    known_ids: Iterable[str | int] | None = None,
+) -> Submission:
+    """One output to check, with the session or job it came from as the principal may name them:
+    an agent names only its own."""
+    session_id = job_id = None
+    if session is not None:
+        sessions = checked("session")._default_manager.all()
+        session_id = get_for(principal, sessions, session, perm="ai_sessions.view_aisession", what="session").pk
+    if job is not None:
+        job_id = get_for(principal, checked("job")._default_manager.all(), job, perm="agents.view_job", what="job").pk
+    known = frozenset(str(i) for i in known_ids) if known_ids is not None else None
+    return Submission(contract, output, session_id=session_id, job_id=job_id, known_ids=known)
+
+
+def validate_output(principal: Principal, name: str, **fields: Any) -> ContractCheck:
+    """Check one output against the current version of contract ``name``; the check is stored
+    (the REST endpoint and the MCP tool both come here)."""
+    agent_or_perm(principal, "governance.add_contractcheck")
+    (stored,) = check([submission(principal, current(name), **fields)], principal=principal)
+    return stored
+
+
+def report(check: ContractCheck) -> dict[str, Any]:
+    return {
+        "contract": check.contract_name,
+        "version": check.contract.version,
+        "compliant": check.compliant,
+        "violations": check.violations,
+        "warnings": check.warnings,
+        "reportId": check.pk,
+    }

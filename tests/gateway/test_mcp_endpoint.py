@@ -231,3 +231,45 @@ def test_the_injection_block_over_mcp_is_the_step_zero_block(live_server, vlevel
 
     assert not result.is_error, result.content
     assert "_aucun résultat_" in result.structured_content["markdown"]
+
+
+def test_an_output_validated_over_mcp_is_checked_and_stored_like_over_rest(live_server, vlevel_key):
+    from governance.contracts import services as contracts
+    from governance.contracts.models import ContractCheck
+    from governance.kernel.principals import SYSTEM
+
+    contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
+    bad = {"rankings": [{"id": 3, "rank": "first"}]}
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("validate_output", {"contract": "memory_retrieval_ranking", "output": bad})
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not result.is_error, result.content
+    report = result.structured_content
+    assert report["compliant"] is False
+    assert any(v["path"].startswith("rankings[0]") for v in report["violations"])
+    stored = ContractCheck.objects.get(pk=report["reportId"])
+    assert stored.agent.agent_id == "agent.seo.vlevel"
+
+
+def test_clarifications_and_gate_results_over_mcp_go_through_their_services(live_server, vlevel_key):
+    from memory.models import Clarification, GateResult
+
+    answers = ["Keep it.", "No.", "Monthly.", "The SEO lead."]
+
+    async def work(session: ClientSession) -> Any:
+        stored = await session.call_tool(
+            "add_clarification", {"story": "PD-1", "domain": "seo", "project": "site", "answers": answers}
+        )
+        gate = await session.call_tool("record_gate_result", {"story": "PD-1", "gate": 2, "verdict": "GO"})
+        return stored, gate
+
+    stored, gate = mcp_session(live_server.url, vlevel_key, work)
+
+    assert stored.structured_content["version"] == 1, stored.content
+    stored_answers = Clarification.objects.filter(story="PD-1").order_by("question_idx")
+    assert [c.verbatim for c in stored_answers] == answers
+    assert gate.structured_content["verdict"] == "GO"
+    assert GateResult.objects.filter(story="PD-1", gate=2).count() == 1
