@@ -24,9 +24,21 @@ from agents.schemas import JobOut, JobResultOut
 from governance.contracts import services as contracts
 from governance.contracts.api import ReportOut, ValidateIn
 from governance.kernel.access import agent_or_perm
+from governance.kernel.exceptions import Conflict
 from governance.kernel.principals import Principal
-from memory import clarifications, injection, learnings
-from memory.schemas import ClarificationsCreatedOut, ClarificationsIn, GateResultIn, InjectionIn, InjectionOut
+from memory import clarifications, injection, learnings, search
+from memory.embeddings import EmbeddingError
+from memory.schemas import (
+    ClarificationsCreatedOut,
+    ClarificationsIn,
+    GateResultIn,
+    InjectionIn,
+    InjectionOut,
+    SearchHit,
+    SearchQuery,
+)
+from memory.subjects import services as subjects
+from memory.subjects.schemas import EmotionIn, MemoryHit
 
 
 class _Arguments(BaseModel):
@@ -63,6 +75,30 @@ class GateResultOut(BaseModel):
     story: str
     gate: int
     verdict: str
+
+
+class SearchOut(BaseModel):
+    hits: list[SearchHit]
+
+
+class SubjectSearchArguments(_Arguments):
+    subject: str = Field(..., min_length=1, max_length=200, description="The person, by key.")
+    q: str = Field(..., min_length=1, max_length=10_000)
+    k: int = Field(5, ge=1, le=100)
+
+
+class SubjectSearchOut(BaseModel):
+    hits: list[MemoryHit]
+
+
+class EmotionArguments(EmotionIn):
+    subject: str = Field(..., min_length=1, max_length=200, description="The person, by key.")
+
+
+class EmotionOut(BaseModel):
+    emotion: str
+    intensity: float
+    timestamp: Any
 
 
 class SubmittedJobOut(JobOut):
@@ -138,6 +174,24 @@ def _add_clarification(principal: Principal, data: ClarificationsIn) -> dict[str
     return {"story": data.story, "version": version, "name": name}
 
 
+def _search_memory(principal: Principal, data: SearchQuery) -> dict[str, Any]:
+    try:
+        return {"hits": search.search_memory(principal, **data.dict())}
+    except EmbeddingError as exc:
+        raise Conflict(f"The embedding backend is unavailable: {exc}") from exc
+
+
+def _search_subject(principal: Principal, data: SubjectSearchArguments) -> dict[str, Any]:
+    try:
+        return {"hits": subjects.search_subject(principal, data.subject, q=data.q, k=data.k)}
+    except EmbeddingError as exc:
+        raise Conflict(f"The embedding backend is unavailable: {exc}") from exc
+
+
+def _record_emotion(principal: Principal, data: EmotionArguments) -> dict[str, Any]:
+    return subjects.record_emotion(principal, data.subject, **data.as_fields())
+
+
 def _injection_block(principal: Principal, data: InjectionIn) -> dict[str, Any]:
     return injection.build_block(actor=principal, **data.dict())
 
@@ -182,6 +236,28 @@ TOOLS: dict[str, PlatformTool] = {
             InjectionOut,
             _injection_block,
             read_only=True,
+        ),
+        PlatformTool(
+            "search_memory",
+            "Learnings, watch notes or clarifications nearest to a text (pgvector), score = cosine similarity.",
+            SearchQuery,
+            SearchOut,
+            _search_memory,
+            read_only=True,
+        ),
+        PlatformTool(
+            "search_subject_memory",
+            "One person's memories nearest to a text (seed 002), if your manifest enables long-term memory.",
+            SubjectSearchArguments,
+            SubjectSearchOut,
+            _search_subject,
+        ),
+        PlatformTool(
+            "record_emotion",
+            "An emotion of a person as you observed it (seed 002); an unrealistic move is refused.",
+            EmotionArguments,
+            EmotionOut,
+            _record_emotion,
         ),
         PlatformTool(
             "validate_output",

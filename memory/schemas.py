@@ -68,6 +68,16 @@ class InjectionOut(Schema):
     sections: list[SectionOut]
 
 
+class SearchQuery(Schema):
+    q: str = Field(..., min_length=1, max_length=10_000)
+    kind: Literal["learning", "veille", "clarification"] = "learning"
+    k: int = Field(5, ge=1, le=100)
+    domain: str | None = None
+    project: str | None = None
+    impact: Literal["fort", "modere", "faible", "aucun"] | None = None
+    verdict: Literal["signal", "bruit", "veille"] | None = None
+
+
 class SearchHit(Schema):
     id: int
     kind: str

@@ -12,9 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+
+from governance.kernel.access import agent_or_perm
+from governance.kernel.principals import Principal
+from memory.models import Clarification, Learning, VeilleNote
 
 OVERFETCH = 8
 MAX_EF_SEARCH = 1000
@@ -205,3 +210,61 @@ def nearest_subject_memories(
     with connection.cursor() as cursor:
         cursor.execute(exact, params)
         return [Hit(pk, sim) for pk, sim in cursor.fetchall()]
+
+
+def search_memory(
+    principal: Principal,
+    *,
+    q: str,
+    kind: str = "learning",
+    k: int = 5,
+    domain: str | None = None,
+    project: str | None = None,
+    impact: str | None = None,
+    verdict: str | None = None,
+) -> list[dict[str, Any]]:
+    """Ranked hits with their cosine similarity as ``score`` (the REST endpoint and the MCP tool)."""
+    from memory.embeddings import get_backend
+
+    agent_or_perm(principal, "memory.view_learning")
+    backend = get_backend()
+    vector = backend.embed([q])[0]
+    common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
+    if kind == "learning":
+        hits = nearest_learnings(vector, domain=domain, project=project, **common)
+        rows = Learning.objects.in_bulk([h.object_id for h in hits])
+        return [
+            {
+                "id": h.object_id,
+                "kind": kind,
+                "score": h.similarity,
+                "title": f"{rows[h.object_id].story} gate {rows[h.object_id].gate}",
+                "text": rows[h.object_id].text,
+            }
+            for h in hits
+        ]
+    if kind == "veille":
+        notes_hits = nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
+        notes = VeilleNote.objects.in_bulk([h.object_id for h in notes_hits])
+        return [
+            {
+                "id": h.object_id,
+                "kind": kind,
+                "score": h.similarity,
+                "title": notes[h.object_id].title,
+                "text": notes[h.object_id].summary,
+            }
+            for h in notes_hits
+        ]
+    answer_hits = nearest_clarifications(vector, domain=domain, project=project, **common)
+    answers = Clarification.objects.in_bulk([h.object_id for h in answer_hits])
+    return [
+        {
+            "id": h.object_id,
+            "kind": kind,
+            "score": h.similarity,
+            "title": f"{answers[h.object_id].story} Q{answers[h.object_id].question_idx}",
+            "text": answers[h.object_id].verbatim,
+        }
+        for h in answer_hits
+    ]

@@ -10,9 +10,8 @@ from ninja.errors import HttpError
 
 from governance.kernel.auth import agent_key, operator_key
 from governance.kernel.exceptions import Forbidden
-from memory import search
-from memory.models import PersonalityState, SubjectMemory
-from memory.subjects import emotions, personality
+from memory.models import PersonalityState
+from memory.subjects import personality
 from memory.subjects import services as subjects
 from memory.subjects.access import READ, WRITE, restrict, subject_for
 from memory.subjects.schemas import (
@@ -54,27 +53,12 @@ def search_subject(
     k: int = Query(5, ge=1, le=100),
 ) -> list[dict[str, Any]]:
     """The subject's memories nearest to ``q`` (cosine similarity as ``score``)."""
-    from memory.embeddings import EmbeddingError, get_backend
+    from memory.embeddings import EmbeddingError
 
-    found = subject_for(request.auth, subject, access=READ, purpose="search")
-    backend = get_backend()
     try:
-        vector = backend.embed([q])[0]
+        return subjects.search_subject(request.auth, subject, q=q, k=k)
     except EmbeddingError as exc:
         raise HttpError(503, f"The embedding backend is unavailable: {exc}") from exc
-    hits = search.nearest_subject_memories(
-        vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
-    )
-    rows = SubjectMemory.objects.in_bulk([h.object_id for h in hits])
-    return [
-        {
-            "id": rows[h.object_id].key,
-            "type": rows[h.object_id].type,
-            "text": rows[h.object_id].text,
-            "score": h.similarity,
-        }
-        for h in hits
-    ]
 
 
 @router.post(
@@ -82,16 +66,7 @@ def search_subject(
 )
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
-    event = emotions.record(
-        subject_for(request.auth, subject, access=WRITE, purpose="emotion"),
-        actor=request.auth,
-        emotion=data.emotion,
-        intensity=data.intensity,
-        context=data.context,
-        triggered_by=data.triggered_by,
-        at=data.timestamp,
-    )
-    return Status(201, {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp})
+    return Status(201, subjects.record_emotion(request.auth, subject, **data.as_fields()))
 
 
 @router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=dict[str, str])

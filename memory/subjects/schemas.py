@@ -32,6 +32,16 @@ class EmotionIn(Schema):
     triggered_by: Literal["user_message", "assistant_response", "system"]
     timestamp: datetime | None = None
 
+    def as_fields(self) -> dict[str, Any]:
+        """The arguments of ``services.record_emotion`` (``timestamp`` is when it was felt)."""
+        return {
+            "emotion": self.emotion,
+            "intensity": self.intensity,
+            "context": self.context,
+            "triggered_by": self.triggered_by,
+            "at": self.timestamp,
+        }
+
 
 class InteractionsIn(Schema):
     count: int = Field(1, ge=1, le=10_000)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from governance.kernel.exceptions import InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from memory import search
 from memory.indexing import schedule_embedding
 from memory.models import (
     Conversation,
@@ -38,6 +39,8 @@ from memory.models import (
     TraitSnapshot,
 )
 from memory.subjects import documents as docs
+from memory.subjects import emotions
+from memory.subjects.access import READ, WRITE, subject_for
 
 SUBJECT_KEY = re.compile(r"[-a-zA-Z0-9_]{1,100}")  # what Subject.key, a slug, allows
 
@@ -598,3 +601,33 @@ def erase(subject: Subject, *, actor: Principal) -> str:
             data={"key_sha256": digest},
         )
     return digest
+
+
+def search_subject(principal: Principal, subject: str, *, q: str, k: int = 5) -> list[dict[str, Any]]:
+    """The subject's memories nearest to ``q``, cosine similarity as ``score`` (REST and MCP).
+    Raises EmbeddingError when the embedding backend cannot embed ``q``."""
+    from memory.embeddings import get_backend
+
+    found = subject_for(principal, subject, access=READ, purpose="search")
+    backend = get_backend()
+    vector = backend.embed([q])[0]
+    hits = search.nearest_subject_memories(
+        vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
+    )
+    rows = SubjectMemory.objects.in_bulk([h.object_id for h in hits])
+    return [
+        {
+            "id": rows[h.object_id].key,
+            "type": rows[h.object_id].type,
+            "text": rows[h.object_id].text,
+            "score": h.similarity,
+        }
+        for h in hits
+    ]
+
+
+def record_emotion(principal: Principal, subject: str, **fields: Any) -> dict[str, Any]:
+    """An emotion of the subject, as the calling agent observed it (REST and MCP); 422 naming from,
+    to and probability when the move from the current emotion is unrealistic."""
+    event = emotions.record(subject_for(principal, subject, access=WRITE, purpose="emotion"), actor=principal, **fields)
+    return {"emotion": event.emotion, "intensity": event.intensity, "timestamp": event.timestamp}

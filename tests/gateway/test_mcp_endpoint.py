@@ -15,6 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agents.models import Job
+from governance.kernel.principals import SYSTEM
 from tests.support.keys import issue_key
 from tests.support.manifests import load
 
@@ -273,3 +274,46 @@ def test_clarifications_and_gate_results_over_mcp_go_through_their_services(live
     assert [c.verbatim for c in stored_answers] == answers
     assert gate.structured_content["verdict"] == "GO"
     assert GateResult.objects.filter(story="PD-1", gate=2).count() == 1
+
+
+def test_memory_search_over_mcp_ranks_by_meaning_with_the_real_model(live_server, vlevel_key):
+    from memory import indexing, learnings
+    from memory.embeddings import get_backend
+
+    texts = (
+        "Adding a column with a default rewrites the table and locks it during the migration.",
+        "Button colours must follow the design system palette.",
+    )
+    rows = [
+        learnings.create_learning(actor=SYSTEM, story="S-9", gate=1, domain="data", project="site", tags=[], text=text)
+        for text in texts
+    ]
+    indexing.embed("learning", [row.pk for row in rows], backend=get_backend("local"))
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("search_memory", {"q": "schema change blocks writes on a big table", "k": 2})
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not result.is_error, result.content
+    hits = result.structured_content["hits"]
+    assert [hit["text"] for hit in hits] == list(texts)
+    assert hits[0]["score"] > hits[1]["score"]
+
+
+def test_an_emotion_recorded_over_mcp_goes_through_the_subject_service(live_server, vlevel_key, admin_operator):
+    from memory.models import EmotionEvent, Subject
+
+    Subject.objects.create(key="alice")
+    arguments = {"subject": "alice", "emotion": "joie", "intensity": 0.5, "triggered_by": "user_message"}
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("record_emotion", arguments)
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+    refused = mcp_session(live_server.url, issue_key(user=admin_operator), work)
+
+    assert not result.is_error, result.content
+    assert result.structured_content["emotion"] == "joie"
+    assert refused.is_error  # an operator key has no agent tool
+    assert list(EmotionEvent.objects.values_list("subject__key", "emotion")) == [("alice", "joie")]
