@@ -1,4 +1,4 @@
-"""Per-agent quotas on queued work: automations and queued sessions. A buggy or hostile agent
+"""Per-agent quotas on queued work: automations, queued sessions and pending approval requests. A buggy or hostile agent
 that creates them in a loop gets 429 instead of filling the scheduler's queue (fuzzing once left
 one agent with 1,747 queued sessions and 689 automations).
 
@@ -15,7 +15,11 @@ from agents.registry import manifest_document
 from governance.kernel.exceptions import RateLimited
 from governance.kernel.principals import Principal
 
-SETTINGS = {"automations": "AGENT_MAX_AUTOMATIONS", "queued_sessions": "AGENT_MAX_QUEUED_SESSIONS"}
+SETTINGS = {
+    "automations": "AGENT_MAX_AUTOMATIONS",
+    "queued_sessions": "AGENT_MAX_QUEUED_SESSIONS",
+    "pending_approvals": "AGENT_MAX_PENDING_APPROVALS",
+}
 RETRY_AFTER_SECONDS = 60
 
 

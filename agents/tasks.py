@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from agents import escalations, jobs
+from agents import approvals, escalations, jobs
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
 def escalation_timeouts() -> dict[str, int]:
-    """Re-escalate escalations not handled in time; expire those already re-escalated."""
-    return escalations.process_overdue()
+    """Re-escalate escalations not handled in time; expire those already re-escalated, and the
+    agents' approval requests past their deadline."""
+    return {**escalations.process_overdue(), "approvals_expired": approvals.expire_due()}
 
 
 @shared_task(name="agents.sweep_jobs", ignore_result=True, acks_late=True)

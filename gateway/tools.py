@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents import jobs
+from agents import approvals, jobs
 from agents.access import owned_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.jobs_api import serialize
@@ -99,6 +99,32 @@ class EmotionOut(BaseModel):
     emotion: str
     intensity: float
     timestamp: Any
+
+
+class ApprovalArguments(_Arguments):
+    title: str = Field(..., min_length=1, max_length=200, description="What you ask a human to approve.")
+    details: str = Field("", max_length=10_000, description="What the reviewer needs to decide.")
+    payload: Any = Field(None, description="What the approval is bound to (its hash is recorded).")
+
+
+class ApprovalRef(_Arguments):
+    id: int
+
+
+class DecisionOut(BaseModel):
+    decision: str
+    comment: str
+    decidedBy: str
+    decidedAt: Any
+
+
+class ApprovalOut(BaseModel):
+    id: int
+    status: str = Field(..., description="pending, approved, rejected or expired: poll get_approval while pending.")
+    title: str
+    payloadHash: str | None
+    expiresAt: Any
+    decision: DecisionOut | None
 
 
 class SubmittedJobOut(JobOut):
@@ -192,6 +218,15 @@ def _record_emotion(principal: Principal, data: EmotionArguments) -> dict[str, A
     return subjects.record_emotion(principal, data.subject, **data.as_fields())
 
 
+def _request_approval(principal: Principal, data: ApprovalArguments) -> dict[str, Any]:
+    item = approvals.request_approval(actor=principal, title=data.title, details=data.details, payload=data.payload)
+    return approvals.describe(item)
+
+
+def _get_approval(principal: Principal, data: ApprovalRef) -> dict[str, Any]:
+    return approvals.describe(approvals.approval(principal, data.id))
+
+
 def _injection_block(principal: Principal, data: InjectionIn) -> dict[str, Any]:
     return injection.build_block(actor=principal, **data.dict())
 
@@ -258,6 +293,21 @@ TOOLS: dict[str, PlatformTool] = {
             EmotionArguments,
             EmotionOut,
             _record_emotion,
+        ),
+        PlatformTool(
+            "request_approval",
+            "Ask a human reviewer to approve something before you do it. Returns at once with the request's "
+            "id and status; poll get_approval until it is no longer pending (it expires if nobody decides).",
+            ApprovalArguments,
+            ApprovalOut,
+            _request_approval,
+        ),
+        PlatformTool(
+            "get_approval",
+            "The status of one of your approval requests, with the reviewer's decision once there is one.",
+            ApprovalRef,
+            ApprovalOut,
+            _get_approval,
         ),
         PlatformTool(
             "validate_output",

@@ -313,6 +313,7 @@ KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)
 # Per-agent quotas on queued work (a manifest's `quotas` overrides them): past them, 429.
 AGENT_MAX_AUTOMATIONS = env.integer("AGENT_MAX_AUTOMATIONS", 50)
 AGENT_MAX_QUEUED_SESSIONS = env.integer("AGENT_MAX_QUEUED_SESSIONS", 20)
+AGENT_MAX_PENDING_APPROVALS = env.integer("AGENT_MAX_PENDING_APPROVALS", 20)
 
 # --- Sessions (seed 003's AILimitsConfig and scheduler) -----------------------------------------
 

@@ -317,3 +317,53 @@ def test_an_emotion_recorded_over_mcp_goes_through_the_subject_service(live_serv
     assert result.structured_content["emotion"] == "joie"
     assert refused.is_error  # an operator key has no agent tool
     assert list(EmotionEvent.objects.values_list("subject__key", "emotion")) == [("alice", "joie")]
+
+
+def test_an_approval_asked_over_mcp_is_decided_in_the_inbox_and_read_back(live_server, vlevel_key, reviewer, client):
+    from governance.reviews.models import ReviewItem
+
+    async def ask(session: ClientSession) -> Any:
+        return await session.call_tool(
+            "request_approval", {"title": "Publish the audit", "details": "12 pages", "payload": {"pages": 12}}
+        )
+
+    asked = mcp_session(live_server.url, vlevel_key, ask).structured_content
+    assert asked["status"] == "pending"
+    item = ReviewItem.objects.get(pk=asked["id"])
+    assert item.agent.agent_id == "agent.seo.vlevel"
+
+    client.force_login(reviewer)
+    response = client.post(f"/inbox/{item.pk}/decide/", {"decision": "approve", "comment": "Go."})
+    assert response.status_code in (200, 302)
+
+    async def poll(session: ClientSession) -> Any:
+        return await session.call_tool("get_approval", {"id": asked["id"]})
+
+    read = mcp_session(live_server.url, vlevel_key, poll).structured_content
+    assert read["status"] == "approved"
+    assert read["decision"]["decidedBy"] == f"user:{reviewer.get_username()}"
+    assert read["payloadHash"] == item.payload["payloadHash"]
+
+
+def test_another_agent_cannot_read_an_approval_and_a_flood_is_refused(live_server, vlevel_key, settings):
+    from governance.reviews.models import ReviewItem
+
+    settings.AGENT_MAX_PENDING_APPROVALS = 2
+    other = issue_key(agent=load("agent.seo.architect"))
+
+    async def ask_three(session: ClientSession) -> Any:
+        return [await session.call_tool("request_approval", {"title": f"step {n}"}) for n in range(3)]
+
+    results = mcp_session(live_server.url, vlevel_key, ask_three)
+    first_id = results[0].structured_content["id"]
+
+    async def peek(session: ClientSession) -> Any:
+        return await session.call_tool("get_approval", {"id": first_id})
+
+    peeked = mcp_session(live_server.url, other, peek)
+
+    assert [r.is_error for r in results] == [False, False, True]
+    assert json.loads(results[2].content[0].text)["refusal"] == "RateLimited"
+    assert ReviewItem.objects.filter(kind="agent.approval").count() == 2
+    assert peeked.is_error
+    assert json.loads(peeked.content[0].text)["refusal"] == "NotFound"

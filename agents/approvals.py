@@ -1,0 +1,90 @@
+"""Approvals an agent asks a human for (MCP ``request_approval``): an item in the reviewer inbox,
+bound to the hash of what the agent showed, that the agent polls with ``get_approval``.
+
+Nothing waits on a worker: the request returns at once with the item's id and status. A request
+not decided in ``REVIEW_EXPIRY_HOURS`` expires (the escalation sweep closes it, and a poll past
+the deadline does too), and an agent has at most ``AGENT_MAX_PENDING_APPROVALS`` pending ones, so
+a looping agent cannot flood the inbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents import quotas
+from agents.models import Agent
+from governance.kernel.exceptions import Conflict, Forbidden, NotFound
+from governance.kernel.principals import SYSTEM, Principal
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
+
+REVIEW_KIND = "agent.approval"
+
+
+def request_approval(*, actor: Principal, title: str, details: str = "", payload: Any = None) -> ReviewItem:
+    """Open an approval request of the calling agent; the decision is bound to ``payload``'s hash."""
+    if actor.agent is None:
+        raise Forbidden("Only an agent asks for an approval.")
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=actor.agent.pk)
+        pending = ReviewItem.objects.filter(agent=agent, kind=REVIEW_KIND, status=ReviewItem.Status.PENDING)
+        quotas.check(agent, "pending_approvals", pending, actor=actor)
+        return reviews.open_item(
+            actor=actor,
+            kind=REVIEW_KIND,
+            title=f"{agent.agent_id}: {title}",
+            agent=agent,
+            payload={"details": details, "payload": payload, "payloadHash": reviews.payload_hash(payload)},
+            expires_at=timezone.now() + timedelta(hours=settings.REVIEW_EXPIRY_HOURS),
+        )
+
+
+def approval(principal: Principal, item_id: int) -> ReviewItem:
+    """One of the calling agent's approval requests, expired first if its deadline passed."""
+    item = ReviewItem.objects.visible_to(principal).filter(pk=item_id, kind=REVIEW_KIND).first()
+    if item is None:
+        raise NotFound(f"No approval request {item_id}.")
+    if item.status == ReviewItem.Status.PENDING and item.expires_at is not None and item.expires_at <= timezone.now():
+        _expire(item.pk)
+        item.refresh_from_db()
+    return item
+
+
+def expire_due() -> int:
+    """Expire every pending approval request past its deadline (run by the escalation sweep)."""
+    due = ReviewItem.objects.filter(kind=REVIEW_KIND, status=ReviewItem.Status.PENDING, expires_at__lte=timezone.now())
+    ids = list(due.values_list("pk", flat=True))
+    for item_id in ids:
+        _expire(item_id)
+    return len(ids)
+
+
+def _expire(item_id: int) -> None:
+    with contextlib.suppress(Conflict):  # decided meanwhile: that decision stands
+        reviews.decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment="Not decided in time.")
+
+
+def describe(item: ReviewItem) -> dict[str, Any]:
+    """The agent's view of its request: status, and who decided what when it is decided."""
+    decision = getattr(item, "decision", None) if item.status != ReviewItem.Status.PENDING else None
+    return {
+        "id": item.pk,
+        "status": item.status,
+        "title": item.title,
+        "payloadHash": item.payload.get("payloadHash"),
+        "expiresAt": item.expires_at,
+        "decision": None
+        if decision is None
+        else {
+            "decision": decision.decision,
+            "comment": decision.comment,
+            "decidedBy": decision.decided_by,
+            "decidedAt": decision.decided_at,
+        },
+    }
