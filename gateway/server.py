@@ -15,10 +15,14 @@ from typing import Any
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError as InvalidValue
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
+from gateway import context
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
@@ -78,4 +82,72 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     return await sync_to_async(_call)(principal, params.name, dict(params.arguments or {}))
 
 
-SERVER: Server[Any] = Server("agent-governance", on_list_tools=list_tools, on_call_tool=call_tool)
+def _refused(exc: DomainError) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=exc.detail, data={"refusal": type(exc).__name__})
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    own = PRINCIPAL.get().agent is not None
+    manifest = types.Resource(
+        uri=context.MANIFEST_URI, name="manifest", description="Your active manifest.", mime_type="application/json"
+    )
+    return types.ListResourcesResult(resources=[manifest] if own else [])
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    template = types.ResourceTemplate(
+        uri_template=context.INJECTION_TEMPLATE,
+        name="injection-block",
+        description="Step 0 (seed 004): the injection block of a story; it never fails.",
+        mime_type="text/markdown",
+    )
+    return types.ListResourceTemplatesResult(resource_templates=[template])
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    uri = str(params.uri)
+    try:
+        text, mime_type = await sync_to_async(context.read)(PRINCIPAL.get(), uri)
+    except DomainError as exc:
+        raise _refused(exc) from exc
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    argument = types.PromptArgument(name="sessionId", description="One of your sessions.", required=True)
+    prompts = [
+        types.Prompt(name=name, description=description, arguments=[argument])
+        for name, (description, _) in context.PROMPTS.items()
+    ]
+    return types.ListPromptsResult(prompts=prompts)
+
+
+async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    session_id = (params.arguments or {}).get("sessionId", "")
+    try:
+        text = await sync_to_async(context.session_prompt)(PRINCIPAL.get(), params.name, session_id)
+    except (DomainError, InvalidValue) as exc:
+        detail = exc.detail if isinstance(exc, DomainError) else f"No session {session_id!r}."
+        raise MCPError(code=INVALID_PARAMS, message=detail) from exc
+    message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+    return types.GetPromptResult(description=context.PROMPTS[params.name][0], messages=[message])
+
+
+SERVER: Server[Any] = Server(
+    "agent-governance",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_list_resources=list_resources,
+    on_list_resource_templates=list_resource_templates,
+    on_read_resource=read_resource,
+    on_list_prompts=list_prompts,
+    on_get_prompt=get_prompt,
+)

@@ -367,3 +367,50 @@ def test_another_agent_cannot_read_an_approval_and_a_flood_is_refused(live_serve
     assert ReviewItem.objects.filter(kind="agent.approval").count() == 2
     assert peeked.is_error
     assert json.loads(peeked.content[0].text)["refusal"] == "NotFound"
+
+
+def test_the_manifest_and_the_injection_block_are_resources(live_server, vlevel_key):
+    async def work(session: ClientSession) -> Any:
+        listed = await session.list_resources()
+        templates = await session.list_resource_templates()
+        manifest = await session.read_resource("governance://manifest")
+        block = await session.read_resource("governance://injection-block/seo/site/S-1")
+        return listed, templates, manifest, block
+
+    listed, templates, manifest, block = mcp_session(live_server.url, vlevel_key, work)
+
+    assert [str(r.uri) for r in listed.resources] == ["governance://manifest"]
+    assert templates.resource_templates[0].uri_template == "governance://injection-block/{domain}/{project}/{story}"
+    assert json.loads(manifest.contents[0].text)["id"] == "agent.seo.vlevel"
+    assert "_aucun résultat_" in block.contents[0].text
+
+
+def test_a_sessions_prompt_levels_are_prompts_for_its_agent_only(live_server, vlevel_key):
+    from mcp.shared.exceptions import MCPError
+
+    from agents.models import Agent
+    from governance.kernel.principals import Principal
+    from sessions import scheduler
+
+    vlevel = Agent.objects.get(agent_id="agent.seo.vlevel")
+    chat = scheduler.start_chat(vlevel, actor=Principal(agent=vlevel), name="chat", require_validation=False)
+    other = issue_key(agent=load("agent.seo.architect"))
+
+    async def work(session: ClientSession) -> Any:
+        listed = await session.list_prompts()
+        level1 = await session.get_prompt("session_level1", {"sessionId": str(chat.pk)})
+        return listed, level1
+
+    async def peek(session: ClientSession) -> Any:
+        try:
+            await session.get_prompt("session_level2", {"sessionId": str(chat.pk)})
+        except MCPError as exc:
+            return exc.error.message
+        return None
+
+    listed, level1 = mcp_session(live_server.url, vlevel_key, work)
+    refusal = mcp_session(live_server.url, other, peek)
+
+    assert {p.name for p in listed.prompts} == {"session_level1", "session_level2"}
+    assert level1.messages[0].content.text.strip()
+    assert refusal == "This session belongs to another agent."
