@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint format clean bench fuzz
+.PHONY: install run test lint format clean bench fuzz inspector
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,22 @@ $(STAMP): requirements.txt | $(PY)
 
 install: $(STAMP)
 
+# The MCP Inspector CLI (tests/gateway/test_inspector.py): pinned in tools/inspector/package-lock.json,
+# Node 22 included. Needs npm; without it the inspector test says so and is skipped.
+INSPECTOR := tools/inspector/node_modules/.bin/mcp-inspector
+$(INSPECTOR): tools/inspector/package-lock.json
+	npm ci --prefix tools/inspector --no-audit --no-fund --loglevel=error
+	touch $(INSPECTOR)
+
+inspector: $(INSPECTOR)
+
 run: install
 	$(PY) manage.py serve
 
 # In parallel: one test database per worker process (tests/conftest.py names them by pid).
 TEST_WORKERS ?= auto
 test: install
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory inspector; fi
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Schemathesis over the whole OpenAPI document (agent key and operator key), FUZZ_EXAMPLES per
@@ -48,4 +58,4 @@ format: install
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tools/inspector/node_modules

@@ -104,6 +104,10 @@ async def endpoint(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
+    if request.method == "GET":
+        # No server-initiated stream: a stateless server has nothing to push, and an open stream
+        # would hold a web worker's thread for as long as the client keeps it (MCP allows 405).
+        return HttpResponse(status=405, headers={"Allow": "POST, DELETE"})
     body = await sync_to_async(lambda: request.body)()
     token = PRINCIPAL.set(principal)
     try:

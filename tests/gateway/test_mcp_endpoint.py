@@ -414,3 +414,11 @@ def test_a_sessions_prompt_levels_are_prompts_for_its_agent_only(live_server, vl
     assert {p.name for p in listed.prompts} == {"session_level1", "session_level2"}
     assert level1.messages[0].content.text.strip()
     assert refusal == "This session belongs to another agent."
+
+
+def test_a_get_stream_is_refused_so_no_worker_thread_is_held(live_server, vlevel_key):
+    headers = {"Authorization": f"Bearer {vlevel_key}", "Accept": "text/event-stream"}
+    response = httpx2.get(f"{live_server.url}/mcp", headers=headers, timeout=10)
+
+    assert response.status_code == 405
+    assert "POST" in response.headers["Allow"]
