@@ -8,6 +8,7 @@ Tool handlers are the synchronous services of the REST API, run in Django's thre
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from contextvars import ContextVar
@@ -32,18 +33,22 @@ logger = logging.getLogger(__name__)
 PRINCIPAL: ContextVar[Principal] = ContextVar("mcp_principal")
 
 
+@functools.cache
+def _definition(name: str) -> types.Tool:
+    """A tool as MCP lists it; its JSON Schemas are built once per process (pydantic takes
+    milliseconds per schema, which every tools/list would otherwise pay)."""
+    tool = TOOLS[name]
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema(),
+        annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False),
+    )
+
+
 def _tools_for(principal: Principal) -> list[types.Tool]:
-    return [
-        types.Tool(
-            name=tool.name,
-            description=tool.description,
-            input_schema=tool.input_schema(),
-            output_schema=tool.output_schema(),
-            annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False),
-        )
-        for tool in TOOLS.values()
-        if principal.agent is not None or tool.read_only
-    ]
+    return [_definition(name) for name, tool in TOOLS.items() if principal.agent is not None or tool.read_only]
 
 
 async def list_tools(
