@@ -422,3 +422,21 @@ def test_a_get_stream_is_refused_so_no_worker_thread_is_held(live_server, vlevel
 
     assert response.status_code == 405
     assert "POST" in response.headers["Allow"]
+
+
+def test_the_seed_jazz_question_over_mcp_finds_the_jazz_memories(live_server, vlevel_key):
+    """Seed 002's search example through search_subject_memory, with the real model."""
+    from memory.subjects import services as subjects
+    from tests.support.subjects import alice_documents
+
+    subjects.import_documents("alice", alice_documents(), actor=SYSTEM)
+
+    async def work(session: ClientSession) -> Any:
+        arguments = {"subject": "alice", "q": "Quels sont mes genres musicaux préférés ?", "k": 10}
+        return await session.call_tool("search_subject_memory", arguments)
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert not result.is_error, result.content
+    ranked = [hit["id"] for hit in result.structured_content["hits"]]
+    assert set(ranked[:2]) == {"pref_001", "conv_20251116_001"}

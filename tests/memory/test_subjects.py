@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
-import numpy
 import pytest
 
-from memory.embeddings import LocalMiniLM
 from memory.models import Embedding, EmotionEvent, Preference, Subject, SubjectMemory
 from memory.subjects import documents as subject_documents
-from memory.subjects import services as subjects
+from tests.support.subjects import ALICE, alice_documents
 
 pytestmark = pytest.mark.django_db
-
-ALICE = Path(subjects.__file__).resolve().parent / "fixtures" / "alice"
 
 
 @pytest.fixture
@@ -28,21 +23,8 @@ def agent_api(vlevel_api):
 
 
 @pytest.fixture(scope="module")
-def minilm() -> LocalMiniLM:
-    return LocalMiniLM()
-
-
-@pytest.fixture(scope="module")
-def alice(minilm) -> dict:
-    """The seed's documents, with real all-MiniLM-L6-v2 vectors where the seed elides them, each
-    component in float4's shortest decimal form (how PostgreSQL stores and returns it)."""
-    documents = {
-        name: json.loads((ALICE / f"{name}.json").read_text(encoding="utf-8")) for name in subject_documents.DOCUMENTS
-    }
-    entries = documents["embeddings"]["embeddings"]
-    for entry, vector in zip(entries, minilm.embed([e["text"] for e in entries]), strict=True):
-        entry["embedding"] = [float(str(numpy.float32(x))) for x in vector]
-    return documents
+def alice() -> dict:
+    return alice_documents()
 
 
 def test_the_seed_documents_round_trip_equal(admin_api, alice):
