@@ -27,6 +27,7 @@ from gateway import context
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
+from governance.kernel.validation import json_errors
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,11 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
     tool = TOOLS.get(name)
     if tool is None or not any(t.name == name for t in _tools_for(principal)):
         return _error(f"No tool {name!r} for this key.")
+    # What PostgreSQL would refuse (NUL characters, non-finite numbers, deep nesting) is named
+    # here, as the REST API's input guard names it, instead of failing in the database.
+    unstorable = json_errors(arguments, ["arguments"])
+    if unstorable:
+        return _error("The arguments cannot be stored; see errors.", errors=unstorable)
     try:
         data = tool.arguments.model_validate(arguments)
     except ValidationError as exc:
@@ -84,7 +90,12 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     principal = PRINCIPAL.get()
-    return await sync_to_async(_call)(principal, params.name, dict(params.arguments or {}))
+    try:
+        return await sync_to_async(_call)(principal, params.name, dict(params.arguments or {}))
+    except Exception:
+        # Never the exception's text: it may name tables, values or hosts an agent must not see.
+        logger.exception("[mcp] tools/call %s failed", params.name)
+        return _error("The call failed on the server; it was logged.")
 
 
 def _refused(exc: DomainError) -> MCPError:

@@ -440,3 +440,18 @@ def test_the_seed_jazz_question_over_mcp_finds_the_jazz_memories(live_server, vl
     assert not result.is_error, result.content
     ranked = [hit["id"] for hit in result.structured_content["hits"]]
     assert set(ranked[:2]) == {"pref_001", "conv_20251116_001"}
+
+
+def test_a_nul_character_in_an_argument_is_a_clear_refusal_not_a_database_error(live_server, vlevel_key):
+    from memory.models import GateResult
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool("record_gate_result", {"story": "PD\u00001", "gate": 1, "verdict": "GO"})
+
+    result = mcp_session(live_server.url, vlevel_key, work)
+
+    assert result.is_error
+    text = result.content[0].text
+    assert "NUL" in text or "\\u0000" in text
+    assert "psycopg" not in text and "DataError" not in text
+    assert GateResult.objects.count() == 0
