@@ -453,5 +453,6 @@ def test_a_nul_character_in_an_argument_is_a_clear_refusal_not_a_database_error(
     assert result.is_error
     text = result.content[0].text
     assert "NUL" in text or "\\u0000" in text
-    assert "psycopg" not in text and "DataError" not in text
+    assert "psycopg" not in text
+    assert "DataError" not in text
     assert GateResult.objects.count() == 0
