@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 from contextvars import ContextVar
 from typing import Any
 
@@ -23,7 +24,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
-from gateway import context
+from agents import tools as agent_tools
+from gateway import context, forwarding, upstream
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
@@ -52,10 +54,62 @@ def _tools_for(principal: Principal) -> list[types.Tool]:
     return [_definition(name) for name, tool in TOOLS.items() if principal.agent is not None or tool.read_only]
 
 
+async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
+    """Each granted upstream tool with the upstream's own definition; a server that cannot be
+    reached lists nothing (and is logged), the others still do."""
+    found = []
+    for grant in await sync_to_async(forwarding.grants)(principal):
+        try:
+            listed = {tool.name: tool for tool in await upstream.tools_of(grant.server)}
+        except Exception as exc:
+            logger.warning("[mcp] upstream %s did not list its tools: %s", grant.server.name, type(exc).__name__)
+            continue
+        if grant.tool in listed:
+            found.append((grant, listed[grant.tool]))
+    return found
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=_tools_for(PRINCIPAL.get()))
+    principal = PRINCIPAL.get()
+    upstream_tools = [
+        tool.model_copy(update={"name": grant.tool_id}) for grant, tool in await _upstream_tools(principal)
+    ]
+    return types.ListToolsResult(tools=_tools_for(principal) + upstream_tools)
+
+
+async def _forward(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    """An upstream tool call, governed: refusals never reach the upstream."""
+    found = {grant.tool_id: (grant, tool) for grant, tool in await _upstream_tools(principal)}
+    if name not in found:
+        return _error(f"No tool {name!r} for this key.")
+    grant, tool = found[name]
+    unstorable = json_errors(arguments, ["arguments"])
+    if unstorable:
+        return _error("The arguments cannot be stored; see errors.", errors=unstorable)
+    destructive = bool(tool.annotations and tool.annotations.destructive_hint)
+    try:
+        allowed = await sync_to_async(forwarding.authorize)(principal, grant, arguments, destructive=destructive)
+    except DomainError as exc:
+        return _error(exc.detail, refusal=type(exc).__name__, **exc.extra)
+    if isinstance(allowed, agent_tools.PendingApproval):
+        return _error(
+            f"{name} with these arguments waits for a reviewer; call again with the same arguments once approved.",
+            refusal="PendingApproval",
+            reviewItemId=allowed.review_item_id,
+        )
+    started = time.perf_counter()
+    try:
+        result = await upstream.call(grant.server, grant.tool, arguments)
+    except Exception as exc:
+        await sync_to_async(forwarding.forwarded)(
+            principal, allowed["id"], started=started, outcome="failed", error_class=type(exc).__name__
+        )
+        return _error(f"The upstream server failed ({type(exc).__name__}).", refusal="UpstreamFailed")
+    outcome = "tool_error" if result.is_error else "ok"
+    await sync_to_async(forwarding.forwarded)(principal, allowed["id"], started=started, outcome=outcome)
+    return result
 
 
 def _error(message: str, **data: Any) -> types.CallToolResult:
@@ -90,8 +144,11 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     principal = PRINCIPAL.get()
+    arguments = dict(params.arguments or {})
     try:
-        return await sync_to_async(_call)(principal, params.name, dict(params.arguments or {}))
+        if forwarding.split(params.name) is not None:
+            return await _forward(principal, params.name, arguments)
+        return await sync_to_async(_call)(principal, params.name, arguments)
     except Exception:
         # Never the exception's text: it may name tables, values or hosts an agent must not see.
         logger.exception("[mcp] tools/call %s failed", params.name)

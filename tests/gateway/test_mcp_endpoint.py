@@ -4,20 +4,18 @@ tools that run the REST API's services."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from agents.models import Job
 from governance.kernel.principals import SYSTEM
 from tests.support.keys import issue_key
 from tests.support.manifests import load
+from tests.support.mcp import connected, mcp_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,30 +25,6 @@ ENVELOPE = {
     "payload": {"urls": ["https://example.com/a"], "depth": 1},
     "context": {"source": "manual"},
 }
-
-
-@asynccontextmanager
-async def connected(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session on ``url``/mcp over ``http``."""
-    async with (
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-def mcp_session(url: str, key: str, work: Any) -> Any:
-    """Run ``work(session)`` with an initialized SDK client session; returns its result."""
-
-    async def main() -> Any:
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
-            connected(url, http) as session,
-        ):
-            return await work(session)
-
-    return anyio.run(main)
 
 
 @pytest.fixture

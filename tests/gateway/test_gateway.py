@@ -1,0 +1,130 @@
+"""The gateway: agents reach upstream MCP tools only as their manifest grants them, and every
+call passes the platform's checks before anything reaches the upstream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+
+from agents.models import ToolCall
+from agents.registry import load_manifest
+from gateway.models import UpstreamServer
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM
+from tests.support.keys import issue_key
+from tests.support.manifests import manifest_text
+from tests.support.mcp import mcp_session
+from tests.support.upstream import upstream_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SQL = "mcp__supabase__execute_sql"
+
+
+def vlevel_key(*replacements: tuple[str, str]) -> str:
+    """agent.seo.vlevel (its manifest grants mcp__supabase__execute_sql, read) with edits."""
+    text = manifest_text("agent.seo.vlevel")
+    for old, new in replacements:
+        assert old in text
+        text = text.replace(old, new)
+    return issue_key(agent=load_manifest(text, actor=SYSTEM)[0].agent)
+
+
+def register(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPABASE_MCP_TOKEN", "upstream-secret-token")
+    UpstreamServer.objects.create(name="supabase", url=url, secret_name="SUPABASE_MCP_TOKEN")
+
+
+def test_an_agent_sees_only_the_upstream_tools_its_manifest_grants(live_server, monkeypatch):
+    key = vlevel_key()
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return await session.list_tools()
+
+        names = {tool.name for tool in mcp_session(live_server.url, key, work).tools}
+
+    assert SQL in names
+    assert "mcp__supabase__drop_table" not in names  # the upstream has it; the manifest does not grant it
+    assert "submit_job" in names
+
+
+def test_a_granted_call_is_forwarded_with_the_upstreams_token_never_the_agents_key(live_server, monkeypatch):
+    key = vlevel_key()
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return await session.call_tool(SQL, {"query": "select 1"})
+
+        result = mcp_session(live_server.url, key, work)
+
+    assert not result.is_error, result.content
+    assert result.content[0].text == "rows for select 1"
+    assert upstream.calls == [("execute_sql", {"query": "select 1"})]
+    assert set(upstream.authorizations) == {"Bearer upstream-secret-token"}
+    assert all(key not in seen for seen in upstream.authorizations)
+    call = ToolCall.objects.get(tool_id=SQL)
+    audit = AuditEvent.objects.get(action="mcp.forwarded", target_id=str(call.pk))
+    assert audit.data["outcome"] == "ok"
+    assert audit.data["latency_ms"] >= 0
+
+
+def test_a_read_grant_never_reaches_a_tool_the_upstream_marks_destructive(live_server, monkeypatch):
+    key = vlevel_key()
+    with upstream_server(destructive_sql=True) as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return await session.call_tool(SQL, {"query": "delete from pages"})
+
+        result = mcp_session(live_server.url, key, work)
+
+    assert result.is_error
+    assert json.loads(result.content[0].text)["refusal"] == "Forbidden"
+    assert upstream.calls == []
+    assert not ToolCall.objects.exists()
+
+
+def test_calls_past_the_manifests_rate_limit_are_refused_before_the_upstream(live_server, monkeypatch):
+    key = vlevel_key(("      rate_limit: 100", "      rate_limit: 2"))
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return [await session.call_tool(SQL, {"query": f"select {n}"}) for n in range(3)]
+
+        results = mcp_session(live_server.url, key, work)
+
+    assert [r.is_error for r in results] == [False, False, True]
+    assert json.loads(results[2].content[0].text)["refusal"] == "RateLimited"
+    assert [c[1]["query"] for c in upstream.calls] == ["select 0", "select 1"]
+
+
+def test_a_call_that_requires_approval_waits_then_goes_through_once(live_server, monkeypatch, reviewer, client):
+    key = vlevel_key(("      rate_limit: 100", "      rate_limit: 100\n      requires_approval: true"))
+    arguments = {"query": "select count(*) from pages"}
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def call(session: ClientSession) -> Any:
+            return await session.call_tool(SQL, arguments)
+
+        waiting = mcp_session(live_server.url, key, call)
+        item_id = json.loads(waiting.content[0].text)["reviewItemId"]
+        assert upstream.calls == []
+
+        client.force_login(reviewer)
+        client.post(f"/inbox/{item_id}/decide/", {"decision": "approve", "comment": "Fine."})
+        approved = mcp_session(live_server.url, key, call)
+        again = mcp_session(live_server.url, key, call)
+
+    assert waiting.is_error
+    assert json.loads(waiting.content[0].text)["refusal"] == "PendingApproval"
+    assert not approved.is_error, approved.content
+    assert upstream.calls == [("execute_sql", arguments)]  # once: the approval was used
+    assert again.is_error

@@ -1,0 +1,36 @@
+"""The SDK's own MCP client, as an agent uses it, against /mcp over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+@asynccontextmanager
+async def connected(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session on ``url``/mcp over ``http``."""
+    async with (
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def mcp_session(url: str, key: str, work: Any) -> Any:
+    """Run ``work(session)`` with an initialized SDK client session; returns its result."""
+
+    async def main() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+            connected(url, http) as session,
+        ):
+            return await work(session)
+
+    return anyio.run(main)
