@@ -20,8 +20,14 @@ from mcp.client.streamable_http import streamable_http_client
 from gateway.models import UpstreamServer
 
 LIST_TTL = 60.0
-TIMEOUT = 60.0
+RETRY_AFTER_FAILURE = 15.0  # an unreachable upstream is not asked again by every tools/list
+TIMEOUT = httpx2.Timeout(60.0, connect=5.0)
 _lists: dict[tuple[str, str], tuple[float, list[types.Tool]]] = {}
+_failures: dict[tuple[str, str], float] = {}
+
+
+class Unreachable(Exception):
+    """The upstream failed to list its tools a moment ago; it is asked again after a pause."""
 
 
 @asynccontextmanager
@@ -40,11 +46,19 @@ async def _session(server: UpstreamServer) -> AsyncIterator[ClientSession]:
 async def tools_of(server: UpstreamServer) -> list[types.Tool]:
     """The upstream's tools, as it lists them (cached for ``LIST_TTL`` seconds)."""
     key = (server.name, server.url)
+    now = time.monotonic()
     cached = _lists.get(key)
-    if cached is not None and time.monotonic() - cached[0] < LIST_TTL:
+    if cached is not None and now - cached[0] < LIST_TTL:
         return cached[1]
-    async with _session(server) as session:
-        tools = (await session.list_tools()).tools
+    if now - _failures.get(key, -RETRY_AFTER_FAILURE) < RETRY_AFTER_FAILURE:
+        raise Unreachable(server.name)
+    try:
+        async with _session(server) as session:
+            tools = (await session.list_tools()).tools
+    except Exception:
+        _failures[key] = time.monotonic()
+        raise
+    _failures.pop(key, None)
     _lists[key] = (time.monotonic(), tools)
     return tools
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PRODUCT_APPS = ("governance", "agents", "ai_sessions", "memory")
+PRODUCT_APPS = ("governance", "agents", "ai_sessions", "memory", "gateway")
 ADMIN_EXTRA_APPS = ("django_celery_beat", "axes")  # schedules; login lockouts (an Admin unlocks)
 REVIEW_PERMISSIONS = ("decide_reviewitem",)
 ROLES = ("Viewer", "Reviewer", "Admin")

@@ -128,3 +128,29 @@ def test_a_call_that_requires_approval_waits_then_goes_through_once(live_server,
     assert not approved.is_error, approved.content
     assert upstream.calls == [("execute_sql", arguments)]  # once: the approval was used
     assert again.is_error
+
+
+def test_an_unreachable_upstream_hides_its_tools_and_nothing_else(live_server):
+    from tests.support.processes import free_port
+
+    key = vlevel_key()
+    UpstreamServer.objects.create(name="supabase", url=f"http://127.0.0.1:{free_port()}/mcp")
+
+    async def work(session: ClientSession) -> Any:
+        listed = await session.list_tools()
+        called = await session.call_tool(SQL, {"query": "select 1"})
+        return listed, called
+
+    listed, called = mcp_session(live_server.url, key, work)
+
+    names = {tool.name for tool in listed.tools}
+    assert "submit_job" in names
+    assert SQL not in names
+    assert called.is_error
+    assert not ToolCall.objects.exists()
+
+
+def test_admins_manage_upstream_servers_and_viewers_only_see_them(admin_operator, viewer):
+    assert admin_operator.has_perm("gateway.add_upstreamserver")
+    assert viewer.has_perm("gateway.view_upstreamserver")
+    assert not viewer.has_perm("gateway.change_upstreamserver")
