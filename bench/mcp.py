@@ -1,4 +1,4 @@
-"""The MCP endpoint's cost: ``tools/call submit_job`` on ``/mcp`` vs its REST twin ``POST /api/v1/jobs``.
+"""The MCP endpoint's cost (vs its REST twin) and the gateway's (vs calling the upstream directly).
 
 One gunicorn (as ``bench/jobs.py`` serves it) answers, in turn, for ``duration`` seconds each
 after a warm-up, at 1 client and then at ``clients`` clients:
@@ -12,23 +12,35 @@ Both paths run the same service, so the difference is what MCP adds: the SDK's t
 session manager per request, the JSON-RPC envelope, the event loop of the async view. The answers
 are checked once before the clock (a replay, not an error); under load only the status counts.
 
+Then the gateway, against an upstream MCP server of ``UPSTREAM_TOOLS`` tools run in its own process
+(``bench/mcp_upstream.py``):
+
+* ``direct``: ``tools/call execute_sql`` sent straight to the upstream;
+* ``gateway``: ``tools/call mcp__supabase__execute_sql`` on ``/mcp``: the manifest grant, the rate
+  limit (set high enough not to refuse), the call's record and audit row, then the forward;
+* ``gwlist``: ``tools/list`` on ``/mcp`` for that agent (the upstream's list is cached).
+
 Run: ``python -m bench mcp --duration 20 --clients 8``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import SETTINGS, div, machine, package_version, publish, warmup_seconds
+from bench.common import BASE_DIR, SETTINGS, div, machine, package_version, publish, warmup_seconds
 from bench.jobs import (
     WORKERS,
     Request,
@@ -46,6 +58,9 @@ from bench.jobs import (
 )
 
 PROTOCOL = "2025-11-25"
+UPSTREAM_TOOLS = 50
+GATEWAY_AGENT = "agent.bench.gateway"
+GATEWAY_TOOL = "mcp__supabase__execute_sql"
 # Targets (issue 14 sets them for the gateway; here for the endpoint it stands on): printed, never a failure.
 P95_OVERHEAD_MS = 5.0
 RPS_VS_REST = 0.5
@@ -89,6 +104,85 @@ def check_outside_the_clock(port: int, call: Request, listing: Request) -> None:
         raise RuntimeError(f"tools/list lacks submit_job: {sorted(tools)}")
 
 
+def prepare_gateway(upstream_url: str) -> str:
+    """An agent whose manifest grants the upstream's execute_sql (rate limit out of the way) and the
+    upstream's registration; returns the agent's key."""
+    from django.db import connection
+
+    from agents.registry import load_manifest
+    from bench.common import MANIFEST
+    from gateway.models import UpstreamServer
+    from governance.kernel.principals import SYSTEM
+    from governance.kernel.services import issue_api_key
+
+    text = MANIFEST.read_text(encoding="utf-8").replace('id: "agent.seo.vlevel"', f'id: "{GATEWAY_AGENT}"')
+    text = text.replace("rate_limit: 100\n", "rate_limit: 100000\n", 1)
+    row, _ = load_manifest(text, actor=SYSTEM)
+    UpstreamServer.objects.update_or_create(name="supabase", defaults={"url": upstream_url, "enabled": True})
+    _, key = issue_api_key(actor=SYSTEM, name="bench-gateway", agent=row.agent)
+    connection.close()
+    return key
+
+
+@contextlib.contextmanager
+def upstream(port: int, log: Path) -> Iterator[str]:
+    """The upstream MCP server in its own process; yields its URL once it answers a ping."""
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "bench.mcp_upstream", str(port), str(UPSTREAM_TOOLS)],
+            cwd=BASE_DIR,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    ping = Request(
+        "POST",
+        "/mcp",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode(),
+        {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": PROTOCOL,
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer(port, ping)
+                break
+            except (OSError, RuntimeError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the upstream did not start: {log.read_text()[-2000:]}") from None
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+def call(key: str | None, name: str) -> Request:
+    request = mcp_request(key or "", "tools/call", {"name": name, "arguments": {"query": "select 1"}})
+    if key is None:
+        request.headers.pop("Authorization")
+    return request
+
+
+def measure_gateway(port: int, upstream_port: int, key: str, clients: int, duration: float) -> dict[str, dict]:
+    governed, direct = call(key, GATEWAY_TOOL), call(None, "execute_sql")
+    for at, request in ((port, governed), (upstream_port, direct)):
+        result = answer(at, request)["result"]
+        if result.get("isError") or "1 row" not in json.dumps(result):
+            raise RuntimeError(f"tools/call did not answer the row: {json.dumps(result)[:500]}")
+    listing = mcp_request(key, "tools/list", {})
+    results: dict[str, dict] = {}
+    for n in sorted({1, clients}):
+        print(f"{n} client(s): upstream direct, through the gateway, gateway tools/list ...", flush=True)
+        results[f"direct@{n}"] = phase(upstream_port, cycling([direct]), expect_status(200), n, duration)
+        results[f"gateway@{n}"] = phase(port, cycling([governed]), expect_status(200), n, duration)
+        results[f"gwlist@{n}"] = phase(port, cycling([listing]), expect_status(200), n, duration)
+    return results
+
+
 def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dict]:
     replays = seed_replays(port, key, uuid.uuid4().hex[:12])
     calls = [as_tool_call(key, request) for request in replays]
@@ -106,6 +200,10 @@ def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dic
 def ratios(phases: dict[str, dict], counts: list[int]) -> dict[str, float]:
     out: dict[str, float] = {}
     for n in counts:
+        direct, gateway = phases[f"direct@{n}"], phases[f"gateway@{n}"]
+        out[f"gateway_rps_vs_direct@{n}"] = div(gateway["rps"], direct["rps"])
+        out[f"gateway_p50_overhead_ms@{n}"] = round(gateway["p50_ms"] - direct["p50_ms"], 2)
+        out[f"gateway_p95_overhead_ms@{n}"] = round(gateway["p95_ms"] - direct["p95_ms"], 2)
         rest, mcp = phases[f"rest@{n}"], phases[f"mcp@{n}"]
         out[f"mcp_rps_vs_rest@{n}"] = div(mcp["rps"], rest["rps"])
         out[f"mcp_p50_overhead_ms@{n}"] = round(mcp["p50_ms"] - rest["p50_ms"], 2)
@@ -116,6 +214,12 @@ def ratios(phases: dict[str, dict], counts: list[int]) -> dict[str, float]:
 def targets(ratio: dict[str, float], counts: list[int]) -> dict[str, bool]:
     out = {}
     for n in counts:
+        out[f"gateway p95 overhead < {P95_OVERHEAD_MS:g} ms at {n} client(s)"] = (
+            ratio[f"gateway_p95_overhead_ms@{n}"] < P95_OVERHEAD_MS
+        )
+        out[f"gateway throughput >= {RPS_VS_REST:.0%} of direct at {n} client(s)"] = (
+            ratio[f"gateway_rps_vs_direct@{n}"] >= RPS_VS_REST
+        )
         out[f"p95 overhead < {P95_OVERHEAD_MS:g} ms at {n} client(s)"] = (
             ratio[f"mcp_p95_overhead_ms@{n}"] < P95_OVERHEAD_MS
         )
@@ -141,21 +245,30 @@ def report(result: dict[str, Any]) -> str:
 def run(duration: float = 20, clients: int = 8) -> dict:
     load_before = os.getloadavg()
     key, database = prepare_jobs_database()
-    port = free_port()
-    log = Path(tempfile.gettempdir()) / f"bench-mcp-gunicorn-{port}.log"
-    server = start_server(port, log)
-    try:
-        wait_healthy(server, port, log)
-        print(f"gunicorn ({WORKERS} workers) on 127.0.0.1:{port}, log {log}", flush=True)
-        phases = measure(port, key, clients, duration)
-    finally:
-        stop_server(server)
-        stop_embedded_db_if_ours()
+    upstream_port, port = free_port(), free_port()
+    tmp = Path(tempfile.gettempdir())
+    log = tmp / f"bench-mcp-gunicorn-{port}.log"
+    with upstream(upstream_port, tmp / f"bench-mcp-upstream-{upstream_port}.log") as upstream_url:
+        gateway_key = prepare_gateway(upstream_url)
+        server = start_server(port, log)
+        try:
+            wait_healthy(server, port, log)
+            print(f"gunicorn ({WORKERS} workers) on 127.0.0.1:{port}, log {log}", flush=True)
+            phases = measure(port, key, clients, duration)
+            phases.update(measure_gateway(port, upstream_port, gateway_key, clients, duration))
+        finally:
+            stop_server(server)
+            stop_embedded_db_if_ours()
     counts = sorted({1, clients})
     ratio = ratios(phases, counts)
     result = {
         "benchmark": "mcp",
-        "config": {"duration_s": duration, "warmup_s": warmup_seconds(duration), "clients": counts},
+        "config": {
+            "duration_s": duration,
+            "warmup_s": warmup_seconds(duration),
+            "clients": counts,
+            "upstream_tools": UPSTREAM_TOOLS,
+        },
         "config_server": {"workers": WORKERS, "worker_class": "sync", "settings": SETTINGS},
         "machine": machine(database, load_before, gunicorn=package_version("gunicorn"), mcp=package_version("mcp")),
         "phases": phases,
