@@ -11,7 +11,9 @@ import json
 import math
 import os
 import platform
+import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -167,3 +169,20 @@ def config_json(cfg: Any) -> dict[str, Any]:
     out = asdict(cfg)
     out["spec"] = {**asdict(cfg.spec), "description": cfg.spec.describe()}
     return out
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM behaves like Ctrl-C, so the ``finally`` that stops a benchmark's server runs."""
+    raise KeyboardInterrupt
+
+
+def until_interrupted(measure: Callable[[], object]) -> int:
+    """Run ``measure`` as a benchmark's ``main`` does: 0, or 130 once Ctrl-C or SIGTERM stopped it
+    (its servers stopped by their own ``finally``)."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        measure()
+    except KeyboardInterrupt:
+        print("interrupted; server stopped", file=sys.stderr)
+        return 130
+    return 0

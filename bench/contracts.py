@@ -59,6 +59,7 @@ from bench.common import (
     prepare_database,
     publish,
     run_threads,
+    until_interrupted,
 )
 from bench.contract_corpus import Sample, corpus
 from bench.contract_schemas import CATALOG, DRAFT_07, DRAFT_2020_12, Contract, json_schema, load_catalog
@@ -682,11 +683,6 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     return publish("contracts", result, report(result))
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM behaves like Ctrl-C, so the ``finally`` that stops gunicorn runs."""
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench contracts", description=__doc__.splitlines()[0])
     defaults = Config()
@@ -713,13 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         api_clients=args.api_clients,
         api_duration=args.api_duration,
     )
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        run(cfg)
-    except KeyboardInterrupt:
-        print("interrupted; server stopped", file=sys.stderr)
-        return 130
-    return 0
+    return until_interrupted(lambda: run(cfg))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from bench.common import (
     prepare_database,
     publish,
     run_threads,
+    until_interrupted,
     warmup_seconds,
 )
 
@@ -397,23 +398,12 @@ def run(duration: float = 30, clients: int = 8) -> dict:
     return publish("jobs", result, report(result))
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM behaves like Ctrl-C, so the ``finally`` that stops gunicorn runs."""
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench jobs", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=30, help="seconds per phase (default 30)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads (default 8)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        run(duration=args.duration, clients=args.clients)
-    except KeyboardInterrupt:
-        print("interrupted; server stopped", file=sys.stderr)
-        return 130
-    return 0
+    return until_interrupted(lambda: run(duration=args.duration, clients=args.clients))
 
 
 if __name__ == "__main__":

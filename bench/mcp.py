@@ -30,7 +30,6 @@ import contextlib
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import BASE_DIR, SETTINGS, div, machine, package_version, publish, warmup_seconds
+from bench.common import BASE_DIR, SETTINGS, div, machine, package_version, publish, until_interrupted, warmup_seconds
 from bench.jobs import (
     WORKERS,
     Request,
@@ -278,22 +277,12 @@ def run(duration: float = 20, clients: int = 8) -> dict:
     return publish("mcp", result, report(result))
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20, help="seconds per phase (default 20)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients of the loaded phases (default 8)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        run(duration=args.duration, clients=args.clients)
-    except KeyboardInterrupt:
-        print("interrupted; server stopped", file=sys.stderr)
-        return 130
-    return 0
+    return until_interrupted(lambda: run(duration=args.duration, clients=args.clients))
 
 
 if __name__ == "__main__":

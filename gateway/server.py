@@ -54,11 +54,13 @@ def _tools_for(principal: Principal) -> list[types.Tool]:
     return [_definition(name) for name, tool in TOOLS.items() if principal.agent is not None or tool.read_only]
 
 
-async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
-    """Each granted upstream tool with the upstream's own definition; a server that cannot be
-    reached lists nothing (and is logged), the others still do."""
+async def _upstream_tools(principal: Principal, only: str | None = None) -> list[tuple[forwarding.Grant, types.Tool]]:
+    """Each granted upstream tool (or only the one named ``only``) with the upstream's own
+    definition; a server that cannot be reached lists nothing (and is logged), the others still do."""
     found = []
     for grant in await sync_to_async(forwarding.grants)(principal):
+        if only is not None and grant.tool_id != only:
+            continue
         try:
             listed = {tool.name: tool for tool in await upstream.tools_of(grant.server)}
         except Exception as exc:
@@ -81,10 +83,10 @@ async def list_tools(
 
 async def _forward(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     """An upstream tool call, governed: refusals never reach the upstream."""
-    found = {grant.tool_id: (grant, tool) for grant, tool in await _upstream_tools(principal)}
-    if name not in found:
+    found = await _upstream_tools(principal, only=name)
+    if not found:
         return _error(f"No tool {name!r} for this key.")
-    grant, tool = found[name]
+    ((grant, tool),) = found
     unstorable = json_errors(arguments, ["arguments"])
     if unstorable:
         return _error("The arguments cannot be stored; see errors.", errors=unstorable)
