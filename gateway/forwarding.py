@@ -69,7 +69,12 @@ def authorize(principal: Principal, grant: Grant, arguments: dict[str, Any], *, 
 def forwarded(principal: Principal, call_id: int, *, started: float, outcome: str, error_class: str = "") -> None:
     """The audit row of a forwarded call: latency, outcome and, on failure, the error's class."""
     latency_ms = round((time.perf_counter() - started) * 1000, 1)
-    call = ToolCall.objects.get(pk=call_id)
+    target = ToolCall(pk=call_id)  # the row record_call wrote: the audit row needs only its key
     record(
-        actor=principal, action="mcp.forwarded", target=call, latency_ms=latency_ms, outcome=outcome, error=error_class
+        actor=principal,
+        action="mcp.forwarded",
+        target=target,
+        latency_ms=latency_ms,
+        outcome=outcome,
+        error=error_class,
     )
