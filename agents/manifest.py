@@ -183,6 +183,9 @@ class ToolSpec(_Strict):
     approval_timeout_hours: float | None = Field(
         None, gt=0, le=24 * 30, description="Extension: how long a request to use this tool waits for a reviewer."
     )
+    contract: ContractName | None = Field(
+        None, description="Extension: a contract of the catalog each result of the tool is checked against"
+    )
 
     @model_validator(mode="before")
     @classmethod

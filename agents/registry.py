@@ -72,20 +72,22 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text
 
 
 def _check_contracts(manifest: Manifest) -> None:
-    """Every contract an output names is in the catalog (seed 000) now: a typo would otherwise
-    surface only when the first result is checked."""
-    named = {spec.contract for spec in manifest.outputs if spec.contract}
+    """Every contract an output or a tool names is in the catalog (seed 000) now: a typo would
+    otherwise surface only when the first result is checked."""
+    named = [
+        (["body", section, index, "contract"], spec.contract)
+        for section, specs in (("outputs", manifest.outputs), ("tools", manifest.tools))
+        for index, spec in enumerate(specs)
+        if spec.contract
+    ]
     if not named:
         return
-    known = set(Contract.objects.filter(name__in=named, is_current=True).values_list("name", flat=True))
+    names = {name for _, name in named}
+    known = set(Contract.objects.filter(name__in=names, is_current=True).values_list("name", flat=True))
     errors = [
-        {
-            "loc": ["body", "outputs", index, "contract"],
-            "msg": f"no contract {spec.contract!r} in the catalog",
-            "type": "unknown_contract",
-        }
-        for index, spec in enumerate(manifest.outputs)
-        if spec.contract and spec.contract not in known
+        {"loc": loc, "msg": f"no contract {name!r} in the catalog", "type": "unknown_contract"}
+        for loc, name in named
+        if name not in known
     ]
     if errors:
         raise InvalidInput("The manifest names contracts the catalog does not have.", errors=errors)
@@ -156,6 +158,7 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
             permission=tool.permissions.value,
             rate_limit=tool.rate_limit,
             requires_approval=bool(tool.requires_approval),
+            contract=tool.contract or "",
         )
         for tool in manifest.tools
     )

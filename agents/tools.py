@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document
-from governance.kernel.exceptions import Forbidden, RateLimited
+from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.reviews import services as reviews
@@ -69,6 +69,8 @@ def record_call(
     if not actor.owns(agent):
         raise Forbidden("Only the agent itself records its tool calls.")
     tool = _tool(agent, tool_id)
+    if job is not None:
+        _check_job(job)
     if permission is not None and permission not in _COVERS.get(tool.permission, set()):
         raise Forbidden(
             f"Tool {tool_id!r} is granted {tool.permission!r}, not {permission!r}.",
@@ -118,6 +120,26 @@ def record_call(
         "grantId": grant.pk if grant is not None else None,
         "dryRun": dry,
     }
+
+
+def _check_job(job: Job) -> None:
+    """A call made for a job is part of its work: none once the job is finished, none once its
+    token or cost budget is spent (seed 001's constraints)."""
+    if job.status in Job.FINISHED:
+        raise Conflict(f"Job {job.pk} is {job.status}: it makes no more tool calls.", jobStatus=job.status)
+    budget, constraints = job.budget, job.constraints
+    if budget.get("tokensRemaining", 1) <= 0:
+        raise Conflict(
+            f"Job {job.pk} has spent its token budget ({budget.get('tokensUsed')} of {constraints.get('maxTokens')}).",
+            tokensRemaining=budget.get("tokensRemaining"),
+        )
+    limit = constraints.get("budget")
+    if limit is not None and budget.get("costUsed", 0) >= limit:
+        raise Conflict(
+            f"Job {job.pk} has spent its cost budget (${budget.get('costUsed')} of ${limit}).",
+            costUsed=budget.get("costUsed"),
+            budget=limit,
+        )
 
 
 def _approved_grant(

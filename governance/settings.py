@@ -343,6 +343,11 @@ REVIEW_EXPIRY_HOURS = env.integer("REVIEW_EXPIRY_HOURS", 24)
 CONTRACT_AUDIT_STORE_OUTPUTS = env.boolean("CONTRACT_AUDIT_STORE_OUTPUTS", True)
 CONTRACT_AUDIT_BATCH_MAX = 1000
 
+# --- MCP gateway ---------------------------------------------------------------------------------
+
+# false: the gateway's call log keeps the SHA-256 of each call's arguments, not the arguments.
+GATEWAY_STORE_ARGUMENTS = env.boolean("GATEWAY_STORE_ARGUMENTS", True)
+
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 
 LEARNINGS_PROMOTION_MODE = env.string("LEARNINGS_PROMOTION_MODE", "review")  # review | auto

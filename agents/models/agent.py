@@ -67,6 +67,7 @@ class ManifestTool(models.Model):
     permission = models.CharField(max_length=10, choices=[(p.value, p.name.title()) for p in Permission])
     rate_limit = models.PositiveIntegerField(help_text="Calls per minute")
     requires_approval = models.BooleanField()
+    contract = models.CharField(max_length=100, blank=True, help_text="Contract each result is checked against")
 
     class Meta:
         ordering = ["tool_id"]

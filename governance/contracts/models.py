@@ -81,6 +81,7 @@ class ContractCheck(models.Model):
         API = "api", "API"
         BATCH = "batch", "Batch"
         LOG = "log", "LLM log"
+        TOOL = "tool", "Tool result"
 
     contract = models.ForeignKey(Contract, on_delete=models.PROTECT, related_name="checks")
     contract_name = models.CharField(max_length=100)
