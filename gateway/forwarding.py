@@ -1,26 +1,42 @@
-"""The governed path to upstream tools: which ones an agent's manifest grants, and the checks a
-call passes before it is forwarded (``agents.tools.record_call``: permission, the rate limit shared
-by every process, a reviewer's approval bound to the arguments' hash).
+"""The governed path to upstream tools: which ones an agent's manifest grants, the checks a call
+passes before it is forwarded, and the log of every call (``GatewayCall``).
 
 A manifest names an upstream tool ``mcp__<server>__<tool>``; the server is an enabled
-:class:`UpstreamServer` of that name. Everything here is synchronous (database); the server runs
-it with ``sync_to_async``.
+:class:`UpstreamServer` of that name. Before anything is forwarded, ``authorize`` runs the same
+rule as the REST path (``agents.tools.record_call``: permission, the rate limit shared by every
+process, a reviewer's approval bound to the arguments' hash, the named job's state, budget and
+dryRun). A refused call is logged and answered; it never reaches the upstream.
+
+A call may name its job and session in the request's ``_meta`` (``jobId``, ``sessionId``); with
+no session named, the agent's active session is the one recorded. Everything here is synchronous
+(database); the MCP server runs it with ``sync_to_async``.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
+import mcp_types as types
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
 from agents import tools as agent_tools
-from agents.models import ManifestTool, ToolCall
-from gateway.models import UpstreamServer
-from governance.kernel.exceptions import Forbidden
+from agents.models import Job, ManifestTool
+from gateway.models import GatewayCall, UpstreamServer
+from governance.contracts import services as contracts
+from governance.contracts.models import ContractCheck
+from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
-from governance.kernel.services import record
+from governance.kernel.validation import json_errors
+from governance.reviews.services import payload_hash
+from sessions.models import AISession
 
 PREFIX = "mcp__"
+Outcome = GatewayCall.Outcome
 
 
 @dataclass(frozen=True)
@@ -29,6 +45,31 @@ class Grant:
     server: UpstreamServer
     tool: str  # the upstream's own name
     permission: str
+    contract: str = ""  # the catalog contract each result is checked against, if any
+
+
+@dataclass
+class Attempt:
+    """One call on its way: what the log will say about it."""
+
+    principal: Principal
+    tool_id: str
+    arguments: dict[str, Any]
+    server: UpstreamServer | None = None
+    contract: str = ""
+    job: Job | None = None
+    session: AISession | None = None
+    tool_call_id: int | None = None
+    dry_run: bool = False
+    called_at: Any = field(default_factory=timezone.now)
+
+
+class Refused(Exception):
+    """The gateway said no (or not yet); the attempt is already logged."""
+
+    def __init__(self, message: str, refusal: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message, self.refusal, self.extra = message, refusal, extra
 
 
 def split(tool_id: str) -> tuple[str, str] | None:
@@ -45,36 +86,140 @@ def grants(principal: Principal) -> list[Grant]:
     if agent is None or agent.active_manifest_id is None:
         return []
     rows = ManifestTool.objects.filter(manifest_id=agent.active_manifest_id, tool_id__startswith=PREFIX)
-    named = {row.tool_id: (split(row.tool_id), row.permission) for row in rows}
+    named = {row.tool_id: (split(row.tool_id), row) for row in rows}
     servers = UpstreamServer.objects.in_bulk(
         [parts[0] for parts, _ in named.values() if parts is not None], field_name="name"
     )
     return [
-        Grant(tool_id, servers[parts[0]], parts[1], permission)
-        for tool_id, (parts, permission) in sorted(named.items())
+        Grant(tool_id, servers[parts[0]], parts[1], row.permission, row.contract)
+        for tool_id, (parts, row) in sorted(named.items())
         if parts is not None and parts[0] in servers and servers[parts[0]].enabled
     ]
 
 
-def authorize(principal: Principal, grant: Grant, arguments: dict[str, Any], *, destructive: bool) -> Any:
-    """Record the call (or the approval it waits for) before anything is forwarded."""
-    if destructive and grant.permission == "read":
-        raise Forbidden(
-            f"{grant.tool_id} is granted read, and the upstream marks it destructive.", tool_id=grant.tool_id
-        )
-    assert principal.agent is not None
-    return agent_tools.record_call(principal.agent, grant.tool_id, actor=principal, arguments=arguments)
-
-
-def forwarded(principal: Principal, call_id: int, *, started: float, outcome: str, error_class: str = "") -> None:
-    """The audit row of a forwarded call: latency, outcome and, on failure, the error's class."""
-    latency_ms = round((time.perf_counter() - started) * 1000, 1)
-    target = ToolCall(pk=call_id)  # the row record_call wrote: the audit row needs only its key
-    record(
-        actor=principal,
-        action="mcp.forwarded",
-        target=target,
-        latency_ms=latency_ms,
+def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any) -> GatewayCall:
+    agent = attempt.principal.agent
+    assert agent is not None
+    return GatewayCall.objects.create(
+        agent=agent,
+        tool_id=attempt.tool_id,
+        server=attempt.server,
+        job=attempt.job,
+        session=attempt.session,
+        arguments_hash=payload_hash(attempt.arguments),
+        arguments=attempt.arguments if settings.GATEWAY_STORE_ARGUMENTS and storable else None,
+        called_at=attempt.called_at,
         outcome=outcome,
-        error=error_class,
+        tool_call_id=attempt.tool_call_id,
+        **fields,
     )
+
+
+def refuse(attempt: Attempt, message: str, refusal: str, *, storable: bool = True, **extra: Any) -> Refused:
+    """Log a refused attempt (an operator's key has no agent to log) and build its answer."""
+    if attempt.principal.agent is not None:
+        outcome = Outcome.PENDING if refusal == "PendingApproval" else Outcome.REFUSED
+        _log(attempt, outcome, storable=storable, refusal=refusal)
+    return Refused(message, refusal, **extra)
+
+
+def _own(principal: Principal, model: type[Job] | type[AISession], key: Any, name: str) -> Any:
+    try:
+        found = model._default_manager.filter(pk=key, agent=principal.agent).first()
+    except (ValidationError, ValueError):
+        found = None
+    if found is None:
+        msg = f"no {name} {key} of this agent"
+        raise InvalidInput(msg, errors=[{"loc": ["_meta", f"{name}Id"], "msg": msg, "type": "not_found"}])
+    return found
+
+
+def _where(principal: Principal, meta: dict[str, Any]) -> tuple[Job | None, AISession | None]:
+    """The job and session the call is for: named in ``_meta``, or the agent's active session."""
+    job = _own(principal, Job, meta["jobId"], "job") if meta.get("jobId") is not None else None
+    if meta.get("sessionId") is not None:
+        return job, _own(principal, AISession, meta["sessionId"], "session")
+    return job, AISession.objects.filter(agent=principal.agent, is_active=True).first()
+
+
+def authorize(
+    principal: Principal, grant: Grant, arguments: dict[str, Any], *, destructive: bool, meta: dict[str, Any]
+) -> Attempt:
+    """The attempt, recorded as a call (``ToolCall``) the rate limit counts; or ``Refused``."""
+    attempt = Attempt(principal, grant.tool_id, arguments, server=grant.server, contract=grant.contract)
+    if principal.agent is None:
+        raise refuse(attempt, "Only agents call upstream tools.", "Forbidden")
+    unstorable = json_errors(arguments, ["arguments"])
+    if unstorable:
+        raise refuse(
+            attempt, "The arguments cannot be stored; see errors.", "InvalidInput", storable=False, errors=unstorable
+        )
+    try:
+        attempt.job, attempt.session = _where(principal, meta)
+        if destructive and grant.permission == "read":
+            raise Forbidden(
+                f"{grant.tool_id} is granted read, and the upstream marks it destructive.", tool_id=grant.tool_id
+            )
+        allowed = agent_tools.record_call(
+            principal.agent, grant.tool_id, actor=principal, arguments=arguments, job=attempt.job
+        )
+    except DomainError as exc:
+        raise refuse(attempt, exc.detail, type(exc).__name__, **exc.data()) from exc
+    if isinstance(allowed, agent_tools.PendingApproval):
+        raise refuse(
+            attempt,
+            f"{grant.tool_id} with these arguments waits for a reviewer; "
+            "call again with the same arguments once approved.",
+            "PendingApproval",
+            reviewItemId=allowed.review_item_id,
+        )
+    attempt.tool_call_id, attempt.dry_run = allowed["id"], allowed["dryRun"]
+    if attempt.dry_run:
+        _log(attempt, Outcome.DRY_RUN)
+    return attempt
+
+
+def unknown(principal: Principal, tool_id: str, arguments: dict[str, Any]) -> Refused:
+    """A name the caller's manifest does not grant (or whose upstream is down): logged too, since
+    an agent probing for tools is worth an operator's eye."""
+    return refuse(Attempt(principal, tool_id, arguments), f"No tool {tool_id!r} for this key.", "NotGranted")
+
+
+def _output(result: types.CallToolResult) -> Any:
+    """What a contract checks: the structured result, else the text (as JSON when it is)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@transaction.atomic
+def finish(
+    attempt: Attempt,
+    *,
+    latency_ms: float,
+    result: types.CallToolResult | None = None,
+    error_class: str = "",
+) -> dict[str, Any] | None:
+    """Log a forwarded call; check its result against the tool's contract when the manifest
+    names one, and return that check's report."""
+    check = None
+    if result is not None and attempt.contract and not result.is_error:
+        submission = contracts.Submission(
+            contracts.current(attempt.contract),
+            _output(result),
+            session_id=attempt.session.pk if attempt.session else None,
+            job_id=attempt.job.pk if attempt.job else None,
+        )
+        (check,) = contracts.check([submission], principal=attempt.principal, source=ContractCheck.Source.TOOL)
+    if result is None:
+        outcome: str = Outcome.UPSTREAM_FAILED
+    elif result.is_error:
+        outcome = Outcome.TOOL_ERROR
+    else:
+        outcome = Outcome.OK
+    _log(attempt, outcome, latency_ms=latency_ms, error_class=error_class, contract_check=check)
+    return contracts.report(check) if check is not None else None

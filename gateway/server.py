@@ -24,7 +24,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
-from agents import tools as agent_tools
 from gateway import context, forwarding, upstream
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -81,36 +80,41 @@ async def list_tools(
     return types.ListToolsResult(tools=_tools_for(principal) + upstream_tools)
 
 
-async def _forward(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    """An upstream tool call, governed: refusals never reach the upstream."""
+async def _forward(
+    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+) -> types.CallToolResult:
+    """An upstream tool call, governed: refusals are logged and never reach the upstream."""
     found = await _upstream_tools(principal, only=name)
-    if not found:
-        return _error(f"No tool {name!r} for this key.")
-    ((grant, tool),) = found
-    unstorable = json_errors(arguments, ["arguments"])
-    if unstorable:
-        return _error("The arguments cannot be stored; see errors.", errors=unstorable)
-    destructive = bool(tool.annotations and tool.annotations.destructive_hint)
     try:
-        allowed = await sync_to_async(forwarding.authorize)(principal, grant, arguments, destructive=destructive)
-    except DomainError as exc:
-        return _error(exc.detail, refusal=type(exc).__name__, **exc.extra)
-    if isinstance(allowed, agent_tools.PendingApproval):
+        if not found:
+            raise await sync_to_async(forwarding.unknown)(principal, name, arguments)
+        ((grant, tool),) = found
+        destructive = bool(tool.annotations and tool.annotations.destructive_hint)
+        attempt = await sync_to_async(forwarding.authorize)(
+            principal, grant, arguments, destructive=destructive, meta=meta
+        )
+    except forwarding.Refused as refused:
+        return _error(refused.message, refusal=refused.refusal, **refused.extra)
+    if attempt.dry_run:
+        # Not a result: the upstream's output schema cannot be honoured by a call not made.
         return _error(
-            f"{name} with these arguments waits for a reviewer; call again with the same arguments once approved.",
-            refusal="PendingApproval",
-            reviewItemId=allowed.review_item_id,
+            f"The job is a dryRun: {name} was recorded, not forwarded.",
+            refusal="DryRun",
+            dryRun=True,
+            toolCallId=attempt.tool_call_id,
         )
     started = time.perf_counter()
     try:
         result = await upstream.call(grant.server, grant.tool, arguments)
     except Exception as exc:
-        await sync_to_async(forwarding.forwarded)(
-            principal, allowed["id"], started=started, outcome="failed", error_class=type(exc).__name__
-        )
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=type(exc).__name__)
         return _error(f"The upstream server failed ({type(exc).__name__}).", refusal="UpstreamFailed")
-    outcome = "tool_error" if result.is_error else "ok"
-    await sync_to_async(forwarding.forwarded)(principal, allowed["id"], started=started, outcome=outcome)
+    latency_ms = round((time.perf_counter() - started) * 1000, 2)
+    report = await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, result=result)
+    if report is not None:
+        # The agent learns at once whether its tool's result honours the declared contract.
+        result.meta = {**(result.meta or {}), "contract": report}
     return result
 
 
@@ -137,7 +141,7 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
     try:
         result = tool.run(principal, data)
     except DomainError as exc:
-        return _error(exc.detail, refusal=type(exc).__name__, **exc.extra)
+        return _error(exc.detail, refusal=type(exc).__name__, **exc.data())
     structured = tool.answer(result)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(structured))], structured_content=structured
@@ -149,7 +153,7 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     arguments = dict(params.arguments or {})
     try:
         if forwarding.split(params.name) is not None:
-            return await _forward(principal, params.name, arguments)
+            return await _forward(principal, params.name, arguments, dict(params.meta or {}))
         return await sync_to_async(_call)(principal, params.name, arguments)
     except Exception:
         # Never the exception's text: it may name tables, values or hosts an agent must not see.

@@ -12,6 +12,10 @@ class DomainError(Exception):
         self.detail = detail
         self.extra = extra
 
+    def data(self) -> dict[str, Any]:
+        """What a caller is told besides ``detail`` (the MCP refusals carry it)."""
+        return dict(self.extra)
+
 
 class Conflict(DomainError):
     """The request is well formed but the current state refuses it (409)."""
@@ -32,6 +36,9 @@ class RateLimited(DomainError):
         super().__init__(detail, **extra)
         self.retry_after = retry_after
 
+    def data(self) -> dict[str, Any]:
+        return {**self.extra, "retryAfter": self.retry_after}
+
 
 class InvalidInput(DomainError):
     """Input that passed the schema but breaks a rule (422). ``errors`` carry a ``loc`` each."""
@@ -39,3 +46,6 @@ class InvalidInput(DomainError):
     def __init__(self, detail: str, errors: list[dict[str, Any]], **extra: Any) -> None:
         super().__init__(detail, **extra)
         self.errors = errors
+
+    def data(self) -> dict[str, Any]:
+        return {**self.extra, "errors": self.errors}

@@ -11,9 +11,9 @@ from mcp.client.session import ClientSession
 
 from agents.models import ToolCall
 from agents.registry import load_manifest
-from gateway.models import UpstreamServer
-from governance.kernel.models import AuditEvent
+from gateway.models import GatewayCall, UpstreamServer
 from governance.kernel.principals import SYSTEM
+from governance.reviews.services import payload_hash
 from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
 from tests.support.mcp import mcp_session
@@ -68,10 +68,12 @@ def test_a_granted_call_is_forwarded_with_the_upstreams_token_never_the_agents_k
     assert upstream.calls == [("execute_sql", {"query": "select 1"})]
     assert set(upstream.authorizations) == {"Bearer upstream-secret-token"}
     assert all(key not in seen for seen in upstream.authorizations)
-    call = ToolCall.objects.get(tool_id=SQL)
-    audit = AuditEvent.objects.get(action="mcp.forwarded", target_id=str(call.pk))
-    assert audit.data["outcome"] == "ok"
-    assert audit.data["latency_ms"] >= 0
+    logged = GatewayCall.objects.get()
+    assert (logged.tool_id, logged.outcome, logged.server.name) == (SQL, "ok", "supabase")
+    assert logged.latency_ms is not None and logged.latency_ms > 0
+    assert logged.arguments == {"query": "select 1"}
+    assert logged.arguments_hash == payload_hash({"query": "select 1"})
+    assert logged.tool_call == ToolCall.objects.get(tool_id=SQL)  # what the rate limit counts
 
 
 def test_a_read_grant_never_reaches_a_tool_the_upstream_marks_destructive(live_server, monkeypatch):
@@ -103,6 +105,9 @@ def test_calls_past_the_manifests_rate_limit_are_refused_before_the_upstream(liv
     assert [r.is_error for r in results] == [False, False, True]
     assert json.loads(results[2].content[0].text)["refusal"] == "RateLimited"
     assert [c[1]["query"] for c in upstream.calls] == ["select 0", "select 1"]
+    logged = list(GatewayCall.objects.order_by("called_at").values_list("outcome", "refusal", "latency_ms"))
+    assert [row[:2] for row in logged] == [("ok", ""), ("ok", ""), ("refused", "RateLimited")]
+    assert logged[2][2] is None  # never forwarded
 
 
 def test_a_call_that_requires_approval_waits_then_goes_through_once(live_server, monkeypatch, reviewer, client):
@@ -148,6 +153,7 @@ def test_an_unreachable_upstream_hides_its_tools_and_nothing_else(live_server):
     assert SQL not in names
     assert called.is_error
     assert not ToolCall.objects.exists()
+    assert GatewayCall.objects.get().refusal == "NotGranted"  # logged, for an operator's eye
 
 
 def test_admins_manage_upstream_servers_and_viewers_only_see_them(admin_operator, viewer):

@@ -1,21 +1,25 @@
-"""A real upstream MCP server for the gateway tests, written with the SDK and served over
-Streamable HTTP by uvicorn in a thread. It records the Authorization header of every request and
-every call it receives, so tests can tell what reached it."""
+"""A real upstream MCP server for the gateway tests, written with the SDK: served over
+Streamable HTTP by uvicorn in a thread, or run over stdio as a command (``stdio_command``).
+Each records what reached it (calls; over HTTP the Authorization headers, over stdio the
+environment it was started with), so tests can tell."""
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 
 from tests.support.processes import free_port
+from tests.support.upstream_tools import build
 
 
 @dataclass
@@ -26,26 +30,16 @@ class Upstream:
 
 
 @contextmanager
-def upstream_server(*, destructive_sql: bool = False) -> Iterator[Upstream]:
-    """``execute_sql`` (read-only, or marked destructive when asked) and ``drop_table``."""
-    port = free_port()
+def upstream_server(
+    *, destructive_sql: bool = False, stateless: bool = False, port: int | None = None
+) -> Iterator[Upstream]:
+    """The tests' upstream (tests/support/upstream_tools.py) over Streamable HTTP: with sessions
+    as most servers keep them, or stateless. Give ``port`` to start it again where it was (an
+    upstream that restarted and forgot its sessions)."""
+    port = port or free_port()
     seen = Upstream(url=f"http://127.0.0.1:{port}/mcp")
-    server = MCPServer("supabase-test")
-    sql_hints = ToolAnnotations(read_only_hint=not destructive_sql, destructive_hint=destructive_sql)
-
-    @server.tool(annotations=sql_hints)
-    def execute_sql(query: str) -> str:
-        """Run a SQL query."""
-        seen.calls.append(("execute_sql", {"query": query}))
-        return f"rows for {query}"
-
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
-    def drop_table(name: str) -> str:
-        """Drop a table."""
-        seen.calls.append(("drop_table", {"name": name}))
-        return f"dropped {name}"
-
-    app = server.streamable_http_app(stateless_http=True, json_response=True)
+    server = build(lambda tool, arguments: seen.calls.append((tool, arguments)), destructive_sql=destructive_sql)
+    app = server.streamable_http_app(stateless_http=stateless, json_response=True)
 
     async def recording(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -64,5 +58,20 @@ def upstream_server(*, destructive_sql: bool = False) -> Iterator[Upstream]:
     try:
         yield seen
     finally:
-        runner.should_exit = True
+        # The gateway keeps its session (and its notification stream) open: don't wait for it.
+        runner.should_exit = runner.force_exit = True
         thread.join(timeout=10)
+
+
+def stdio_command(record: Path, *, destructive_sql: bool = False) -> str:
+    """The command line of the same upstream over stdio; it appends what it sees to ``record``."""
+    script = Path(__file__).with_name("upstream_tools.py")
+    flag = " --destructive-sql" if destructive_sql else ""
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(record))}{flag}"
+
+
+def stdio_record(record: Path) -> tuple[list[list[str]], list[tuple[str, dict[str, Any]]]]:
+    """(the environment names of each start, the calls) a stdio upstream wrote to ``record``."""
+    lines = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    starts = [line["env"] for line in lines if "env" in line]
+    return starts, [(line["tool"], line["arguments"]) for line in lines if "tool" in line]
