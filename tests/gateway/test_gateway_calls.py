@@ -38,6 +38,10 @@ def vlevel(*extra_tools: str) -> tuple[Agent, str]:
     return agent, issue_key(agent=agent)
 
 
+def classify_entry(contract: str) -> str:
+    return f"    - tool_id: {CLASSIFY}\n      permissions: read\n      rate_limit: 10\n      contract: {contract}\n"
+
+
 @pytest.fixture
 def supabase(monkeypatch):
     with upstream_server() as upstream:
@@ -93,15 +97,17 @@ def test_a_finished_job_or_a_spent_budget_makes_no_more_calls(live_server, supab
     after_end = refusal(call(key, live_server, SQL, {"query": "select 1"}, meta={"jobId": str(finished.pk)}))
     over_budget = refusal(call(key, live_server, SQL, {"query": "select 1"}, meta={"jobId": str(spent.pk)}))
 
-    assert after_end["refusal"] == "Conflict" and "succeeded" in after_end["error"]
-    assert over_budget["refusal"] == "Conflict" and "token budget" in over_budget["error"]
+    assert after_end["refusal"] == "Conflict"
+    assert "succeeded" in after_end["error"]
+    assert over_budget["refusal"] == "Conflict"
+    assert "token budget" in over_budget["error"]
     assert supabase.calls == []
     assert set(GatewayCall.objects.values_list("outcome", "refusal")) == {("refused", "Conflict")}
 
 
 def test_an_agent_cannot_file_its_call_under_another_agents_job(live_server, supabase):
     _, key = vlevel()
-    other = load_manifest(manifest_text("agent.seo.vlevel").replace("agent.seo.vlevel", "agent.seo.other"), actor=SYSTEM)
+    other = load_manifest(manifest_text("agent.seo.vlevel").replace("agent.seo.vlevel", "agent.seo.b"), actor=SYSTEM)
     theirs = submit_job(other[0].agent, {"urls": ["https://shop.test/a"]})
 
     answer = refusal(call(key, live_server, SQL, {"query": "select 1"}, meta={"jobId": str(theirs.pk)}))
@@ -113,12 +119,13 @@ def test_an_agent_cannot_file_its_call_under_another_agents_job(live_server, sup
 
 def test_a_tools_result_is_checked_against_the_contract_its_manifest_entry_names(live_server, supabase):
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
-    _, key = vlevel(f"    - tool_id: {CLASSIFY}\n      permissions: read\n      rate_limit: 10\n      contract: intent_ingestion\n")
+    _, key = vlevel(classify_entry("intent_ingestion"))
 
     good = call(key, live_server, CLASSIFY, {"label": "buy", "confidence": 0.9})
     bad = call(key, live_server, CLASSIFY, {"label": "buy", "confidence": 1.5})
 
-    assert not good.is_error and not bad.is_error  # the result reaches the agent, with the verdict
+    assert not good.is_error
+    assert not bad.is_error
     assert good.meta["contract"]["compliant"] is True
     assert bad.meta["contract"]["compliant"] is False
     assert any(v["path"] == "intent.confidence" for v in bad.meta["contract"]["violations"])
@@ -128,9 +135,7 @@ def test_a_tools_result_is_checked_against_the_contract_its_manifest_entry_names
 
 
 def test_a_manifest_naming_an_unknown_contract_for_a_tool_is_refused(db):
-    text = manifest_text("agent.seo.vlevel").replace(
-        TOOLS, TOOLS + f"    - tool_id: {CLASSIFY}\n      permissions: read\n      rate_limit: 10\n      contract: nope\n"
-    )
+    text = manifest_text("agent.seo.vlevel").replace(TOOLS, TOOLS + classify_entry("nope"))
     from governance.kernel.exceptions import InvalidInput
 
     with pytest.raises(InvalidInput) as refused:
