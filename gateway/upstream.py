@@ -92,8 +92,11 @@ class _Link:
                 self.ready.set_result(session)
                 await self._closing.wait()
         except BaseException as exc:  # the transport's task group may end in any error
+            cause = exc
+            while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # name the failure itself
+                cause = cause.exceptions[0]
             if not self.ready.done():
-                self.ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(repr(exc)))
+                self.ready.set_exception(cause if isinstance(cause, Exception) else ConnectionError(repr(cause)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
 

@@ -70,7 +70,8 @@ def test_a_granted_call_is_forwarded_with_the_upstreams_token_never_the_agents_k
     assert all(key not in seen for seen in upstream.authorizations)
     logged = GatewayCall.objects.get()
     assert (logged.tool_id, logged.outcome, logged.server.name) == (SQL, "ok", "supabase")
-    assert logged.latency_ms is not None and logged.latency_ms > 0
+    assert logged.latency_ms is not None
+    assert logged.latency_ms > 0
     assert logged.arguments == {"query": "select 1"}
     assert logged.arguments_hash == payload_hash({"query": "select 1"})
     assert logged.tool_call == ToolCall.objects.get(tool_id=SQL)  # what the rate limit counts

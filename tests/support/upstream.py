@@ -27,6 +27,7 @@ class Upstream:
     url: str
     authorizations: list[str] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)  # the Mcp-Session-Id of each request that had one
 
 
 @contextmanager
@@ -45,6 +46,8 @@ def upstream_server(
         if scope["type"] == "http":
             headers = dict(scope["headers"])
             seen.authorizations.append(headers.get(b"authorization", b"").decode())
+            if b"mcp-session-id" in headers:
+                seen.session_ids.append(headers[b"mcp-session-id"].decode())
         await app(scope, receive, send)
 
     config = uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
@@ -67,7 +70,8 @@ def stdio_command(record: Path, *, destructive_sql: bool = False) -> str:
     """The command line of the same upstream over stdio; it appends what it sees to ``record``."""
     script = Path(__file__).with_name("upstream_tools.py")
     flag = " --destructive-sql" if destructive_sql else ""
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(record))}{flag}"
+    # -P: the script's folder (tests/support, which has an mcp.py) must not shadow the SDK.
+    return f"{shlex.quote(sys.executable)} -P {shlex.quote(str(script))} {shlex.quote(str(record))}{flag}"
 
 
 def stdio_record(record: Path) -> tuple[list[list[str]], list[tuple[str, dict[str, Any]]]]:

@@ -3,7 +3,7 @@
 Self-contained (the SDK only): the stdio form runs this file as a script, in the bare
 environment the gateway gives a stdio command, so it cannot import the project.
 
-    python tests/support/upstream_tools.py <record.jsonl> [--destructive-sql]
+    python -P tests/support/upstream_tools.py <record.jsonl> [--destructive-sql]
 
 runs it over stdio, appending to ``record.jsonl`` one line per call and, first, the names of
 the environment variables it was started with.
