@@ -22,6 +22,7 @@ urlpatterns = [
     path("agents/", include("agents.urls")),
     path("sessions/", include("sessions.urls")),
     path("memory/", include("memory.urls")),
+    path("gateway/", include("gateway.urls")),
 ]
 
 handler404 = "governance.kernel.views.not_found"
