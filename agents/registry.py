@@ -74,12 +74,9 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text
 def _check_contracts(manifest: Manifest) -> None:
     """Every contract an output or a tool names is in the catalog (seed 000) now: a typo would
     otherwise surface only when the first result is checked."""
-    named = [
-        (["body", section, index, "contract"], spec.contract)
-        for section, specs in (("outputs", manifest.outputs), ("tools", manifest.tools))
-        for index, spec in enumerate(specs)
-        if spec.contract
-    ]
+    named = [(["body", "outputs", i, "contract"], spec.contract) for i, spec in enumerate(manifest.outputs)]
+    named += [(["body", "tools", i, "contract"], spec.contract) for i, spec in enumerate(manifest.tools)]
+    named = [(loc, name) for loc, name in named if name]
     if not named:
         return
     names = {name for _, name in named}

@@ -10,6 +10,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from gateway.querysets import GatewayCallQuerySet
+from governance.kernel import secrets
 
 SERVER_NAME = RegexValidator(
     r"^[a-z0-9][a-z0-9-]*$", "Lower-case letters, digits and dashes, as in mcp__<name>__<tool>."
@@ -40,8 +41,7 @@ class UpstreamServer(models.Model):
     secret_name = models.CharField(
         max_length=100,
         blank=True,
-        validators=[RegexValidator(r"^[A-Z_][A-Z0-9_]*$", "An environment variable name, e.g. SUPABASE_MCP_TOKEN.")],
-        help_text="Environment variable holding the upstream's credential; empty: none.",
+        help_text="Environment variable with the upstream's credential (or <NAME>_FILE: a file with it); empty: none",
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -60,6 +60,9 @@ class UpstreamServer(models.Model):
         return self.name
 
     def clean(self) -> None:
+        secret_error = secrets.name_error(self.secret_name)
+        if secret_error:
+            raise ValidationError({"secret_name": secret_error})
         if self.transport == self.Transport.HTTP and not self.url:
             raise ValidationError({"url": "A Streamable HTTP server needs its URL."})
         if self.transport == self.Transport.STDIO:
@@ -73,6 +76,11 @@ class UpstreamServer(models.Model):
     @property
     def argv(self) -> list[str]:
         return shlex.split(self.command)
+
+    @property
+    def secret_status(self) -> str:
+        """ "set", "missing" or "" (none named): all an operator is shown of the credential."""
+        return secrets.status(self.secret_name)
 
     @property
     def address(self) -> str:

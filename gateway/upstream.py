@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_REQUEST
 
 from gateway.models import UpstreamServer
+from governance.kernel import secrets
 
 LIST_TTL = 60.0
 RETRY_AFTER_FAILURE = 15.0
@@ -70,7 +71,7 @@ class Address:
         return cls(server.pk, server.name, server.transport, server.url, argv, server.secret_name)
 
     def secret(self) -> str:
-        return os.environ.get(self.secret_name, "") if self.secret_name else ""
+        return secrets.value(self.secret_name)
 
 
 class _Link:

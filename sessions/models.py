@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from governance.kernel import secrets
 from sessions.machine import EndReason, Phase, SessionType, SystemMessageType
 from sessions.querysets import AutomationQuerySet, SessionQuerySet
 
@@ -239,24 +240,13 @@ class ProviderProfile(models.Model):
         return self.base_url or DEFAULT_BASE_URLS.get(self.provider, "")
 
     def secret_value(self) -> str:
-        """The key, read now from ``<secret_name>_FILE`` or ``<secret_name>``; "" when unset.
-
-        Never stored, never shown: it goes into the provider's request headers and nowhere else."""
-        if not self.secret_name:
-            return ""
-        from governance.kernel import env
-
-        try:
-            return env.string(self.secret_name)
-        except OSError:
-            return ""
+        """The key, read now (never stored, never shown): it goes into the provider's request
+        headers and nowhere else."""
+        return secrets.value(self.secret_name)
 
     @property
     def secret_status(self) -> str:
-        """What operators may know of the secret: "set", "missing", or "" when none is named."""
-        if not self.secret_name:
-            return ""
-        return "set" if self.secret_value() else "missing"
+        return secrets.status(self.secret_name)
 
 
 class Automation(models.Model):

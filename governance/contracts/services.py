@@ -213,8 +213,8 @@ class Submission:
 
     contract: Contract
     output: Any
-    session_id: int | None = None
-    job_id: int | None = None
+    session_id: UUID | None = None
+    job_id: UUID | None = None
     known_ids: frozenset[str] | None = None
     agent: Agent | None = None  # the agent whose call it was, when not the submitter (LLM logs)
     at: datetime | None = None  # when the call happened, when known (LLM logs)

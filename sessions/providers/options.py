@@ -8,9 +8,9 @@ and each provider accepts only the options it actually reads.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from governance.kernel import secrets
 from sessions.providers import anthropic, ollama, openai, outbound
 
 DEFAULT_BASE_URLS = {
@@ -29,19 +29,6 @@ ALLOWED_OPTIONS = {
     "ollama": NETWORK_OPTIONS,
     "scripted": frozenset({"responses", "repeat_last", "network_errors_at", "simulate_actions"}),
 }
-SECRET_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
-# The platform's own secrets: a profile naming one would send it to whoever the URL points at.
-PLATFORM_SECRETS = frozenset(
-    {
-        "DATABASE_URL",
-        "SECRET_KEY",
-        "DJANGO_SECRET_KEY",
-        "CELERY_BROKER_URL",
-        "CELERY_RESULT_BACKEND",
-        "METRICS_TOKEN",
-        "PGPASSWORD",
-    }
-)
 
 
 def option_errors(provider: str, options: Any) -> list[tuple[str, str]]:
@@ -63,19 +50,6 @@ def option_errors(provider: str, options: Any) -> list[tuple[str, str]]:
     if "timeout" in options and not valid:
         errors.append(("timeout", f"timeout is a number of seconds, above 0 and at most {MAX_TIMEOUT_SECONDS}"))
     return errors
-
-
-def secret_name_error(name: str) -> str | None:
-    """Why ``name`` cannot name a provider key, or None. It names a variable, never holds a key."""
-    if not name:
-        return None
-    if not SECRET_NAME.match(name):
-        return "the NAME of an environment variable (A-Z, 0-9, _), not the key itself"
-    if name.endswith("_FILE"):
-        return f"name the variable without _FILE: {name[:-5]}_FILE is read automatically"
-    if name in PLATFORM_SECRETS:
-        return f"{name} is one of the platform's own secrets, never a provider key"
-    return None
 
 
 def profile_errors(
@@ -100,7 +74,7 @@ def profile_errors(
 
     for _key, message in option_errors(provider, options):
         add("options", message)
-    secret_error = secret_name_error(secret_name)
+    secret_error = secrets.name_error(secret_name)
     if secret_error:
         add("secret_name", secret_error)
     if provider == "scripted":

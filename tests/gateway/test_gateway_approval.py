@@ -117,6 +117,7 @@ def assert_decided(page: Any, item_id: int, decision: str, comment: str, since: 
     from playwright.sync_api import expect
 
     logged = ReviewDecision.objects.select_related("user").get(item_id=item_id)
+    assert logged.user is not None
     assert (logged.decision, logged.user.username, logged.decided_by) == (decision, "rita", "user:rita")
     assert logged.comment == comment
     assert since <= logged.decided_at <= timezone.now()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
+from mcp_types import RequestParamsMeta
 
 from agents.models import Agent, Job
 from agents.registry import load_manifest
@@ -49,7 +50,9 @@ def supabase(monkeypatch):
         yield upstream
 
 
-def call(key: str, live_server: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> Any:
+def call(
+    key: str, live_server: Any, name: str, arguments: dict[str, Any], meta: RequestParamsMeta | None = None
+) -> Any:
     async def work(session: ClientSession) -> Any:
         return await session.call_tool(name, arguments, meta=meta)
 

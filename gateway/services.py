@@ -1,0 +1,29 @@
+"""Writes to the gateway's configuration: upstream servers, by operators, audited."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from gateway.models import UpstreamServer
+from governance.kernel.exceptions import Forbidden
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
+
+
+@transaction.atomic
+def save_upstream(server: UpstreamServer, *, actor: Principal, changed: list[str]) -> UpstreamServer:
+    """Add or change an upstream server: checked (``clean``: its address, a credential name that
+    is not one of the platform's secrets) and recorded with who and which fields."""
+    adding = server.pk is None
+    perm = "gateway.add_upstreamserver" if adding else "gateway.change_upstreamserver"
+    if actor.agent is not None or (actor.user is not None and not actor.has_perm(perm)):
+        raise Forbidden(f"Registering upstream MCP servers needs the {perm} permission.")
+    server.full_clean()
+    server.save()
+    record(
+        actor=actor,
+        action="gateway.upstream_added" if adding else "gateway.upstream_changed",
+        target=server,
+        fields=sorted(changed),
+    )
+    return server
