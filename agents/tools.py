@@ -88,14 +88,12 @@ def record_call(
         grant = _approved_grant(agent, tool, arguments or {}, job=job, actor=actor, now=now)
         if isinstance(grant, PendingApproval):
             return grant
-    recent = list(
-        ToolCall.objects.filter(agent=agent, tool_id=tool_id, called_at__gt=now - WINDOW)
-        .order_by("-called_at")
-        .values_list("called_at", flat=True)[: tool.rate_limit]
-    )
-    if len(recent) >= tool.rate_limit:
+    window = ToolCall.objects.filter(agent=agent, tool_id=tool_id, called_at__gt=now - WINDOW).order_by("-called_at")
+    used = window[: tool.rate_limit].count()  # counted in the index, never more than the limit
+    if used >= tool.rate_limit:
         # The call that frees a slot is the oldest of the last `rate_limit` calls.
-        retry_after = max(1, math.ceil((recent[-1] + WINDOW - now).total_seconds()))
+        oldest = window.values_list("called_at", flat=True)[tool.rate_limit - 1]
+        retry_after = max(1, math.ceil((oldest + WINDOW - now).total_seconds()))
         raise RateLimited(
             f"Tool {tool_id!r} allows {tool.rate_limit} calls per minute.",
             retry_after=retry_after,
@@ -115,7 +113,7 @@ def record_call(
         "permission": tool.permission,
         "requires_approval": tool.requires_approval,
         "rate_limit": tool.rate_limit,
-        "remaining": tool.rate_limit - len(recent) - 1,
+        "remaining": tool.rate_limit - used - 1,
         "called_at": now,
         "grantId": grant.pk if grant is not None else None,
         "dryRun": dry,
