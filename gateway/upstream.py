@@ -229,7 +229,11 @@ class Pool:
         self._failures.clear()
 
     async def tools_of(self, server: UpstreamServer) -> list[types.Tool]:
-        return await self.run(self._tools(Address.of(server)))
+        address = Address.of(server)
+        cached = self._lists.get(address)  # read from the caller's thread: no hop for a fresh list
+        if cached is not None and time.monotonic() - cached[0] < LIST_TTL:
+            return cached[1]
+        return await self.run(self._tools(address))
 
     async def call(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         return await self.run(self._call(Address.of(server), tool, arguments))
