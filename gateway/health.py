@@ -44,10 +44,7 @@ NOT_ASKED = Health("not_asked")
 
 
 def _failure(exc: BaseException) -> str:
-    """The class of the first failure inside a task group's exception group."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return type(exc).__name__
+    return type(upstream.root_cause(exc)).__name__
 
 
 async def _probe(server: UpstreamServer) -> Health:

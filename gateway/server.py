@@ -63,7 +63,8 @@ async def _upstream_tools(principal: Principal, only: str | None = None) -> list
         try:
             listed = {tool.name: tool for tool in await upstream.tools_of(grant.server)}
         except Exception as exc:
-            logger.warning("[mcp] upstream %s did not list its tools: %s", grant.server.name, type(exc).__name__)
+            cause = type(upstream.root_cause(exc)).__name__
+            logger.warning("[mcp] upstream %s did not list its tools: %s", grant.server.name, cause)
             continue
         if grant.tool in listed:
             found.append((grant, listed[grant.tool]))
@@ -108,8 +109,9 @@ async def _forward(
         result = await upstream.call(grant.server, grant.tool, arguments)
     except Exception as exc:
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=type(exc).__name__)
-        return _error(f"The upstream server failed ({type(exc).__name__}).", refusal="UpstreamFailed")
+        error_class = type(upstream.root_cause(exc)).__name__
+        await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=error_class)
+        return _error(f"The upstream server failed ({error_class}).", refusal="UpstreamFailed")
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
     report = await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, result=result)
     if report is not None:

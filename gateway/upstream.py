@@ -49,6 +49,14 @@ _TLS = ssl.create_default_context()
 T = TypeVar("T")
 
 
+def root_cause(exc: BaseException) -> BaseException:
+    """The first real failure inside (nested) task-group exception groups: what an operator can
+    look up, where the group itself says nothing."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 class Unreachable(Exception):
     """The upstream failed a moment ago; it is asked again after a pause."""
 
@@ -93,9 +101,7 @@ class _Link:
                 self.ready.set_result(session)
                 await self._closing.wait()
         except BaseException as exc:  # the transport's task group may end in any error
-            cause = exc
-            while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # name the failure itself
-                cause = cause.exceptions[0]
+            cause = root_cause(exc)
             if not self.ready.done():
                 self.ready.set_exception(cause if isinstance(cause, Exception) else ConnectionError(repr(cause)))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):

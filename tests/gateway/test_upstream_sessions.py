@@ -124,3 +124,19 @@ def test_a_stdio_command_that_cannot_start_hides_its_tools_and_nothing_else(live
 
     assert "submit_job" in names
     assert SQL not in names
+
+
+def test_an_upstream_gone_mid_session_is_a_failed_call_logged_with_its_error_class(live_server, key):
+    from gateway.models import GatewayCall
+
+    with upstream_server() as upstream:
+        UpstreamServer.objects.create(name="supabase", url=upstream.url)
+        call(live_server, key, SQL, {"query": "select 1"})  # session open, tool list kept
+    result = call(live_server, key, SQL, {"query": "select 2"})
+
+    assert result.is_error
+    assert '"refusal": "UpstreamFailed"' in result.content[0].text
+    failed = GatewayCall.objects.get(outcome="upstream_failed")
+    assert failed.error_class
+    assert failed.error_class != "ExceptionGroup"
+    assert failed.latency_ms is not None
