@@ -15,6 +15,7 @@ no session named, the agent's active session is the one recorded. Everything her
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,8 +56,7 @@ class Attempt:
     principal: Principal
     tool_id: str
     arguments: dict[str, Any]
-    server: UpstreamServer | None = None
-    contract: str = ""
+    grant: Grant | None = None
     job: Job | None = None
     session: AISession | None = None
     tool_call_id: int | None = None
@@ -103,7 +103,7 @@ def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any
     return GatewayCall.objects.create(
         agent=agent,
         tool_id=attempt.tool_id,
-        server=attempt.server,
+        server=attempt.grant.server if attempt.grant else None,
         job=attempt.job,
         session=attempt.session,
         arguments_hash=payload_hash(attempt.arguments),
@@ -146,7 +146,7 @@ def authorize(
     principal: Principal, grant: Grant, arguments: dict[str, Any], *, destructive: bool, meta: dict[str, Any]
 ) -> Attempt:
     """The attempt, recorded as a call (``ToolCall``) the rate limit counts; or ``Refused``."""
-    attempt = Attempt(principal, grant.tool_id, arguments, server=grant.server, contract=grant.contract)
+    attempt = Attempt(principal, grant.tool_id, arguments, grant=grant)
     if principal.agent is None:
         raise refuse(attempt, "Only agents call upstream tools.", "Forbidden")
     unstorable = json_errors(arguments, ["arguments"])
@@ -179,6 +179,36 @@ def authorize(
     return attempt
 
 
+@dataclass(frozen=True)
+class NeedsList:
+    """The upstream's tool list is not at hand: fetch it (async), then prepare again."""
+
+    server: UpstreamServer
+
+
+def prepare(
+    principal: Principal,
+    tool_id: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any],
+    listed: Callable[[UpstreamServer], list[types.Tool] | None],
+) -> Attempt | NeedsList:
+    """Everything before the forward in one trip to the database thread: the grant, the
+    upstream's definition of the tool (``listed``: the kept list, None when there is none), and
+    ``authorize``. Raises ``Refused``."""
+    grant = next((g for g in grants(principal) if g.tool_id == tool_id), None)
+    if grant is None:
+        raise unknown(principal, tool_id, arguments)
+    tools = listed(grant.server)
+    if tools is None:
+        return NeedsList(grant.server)
+    tool = next((t for t in tools if t.name == grant.tool), None)
+    if tool is None:
+        raise unknown(principal, tool_id, arguments)
+    destructive = bool(tool.annotations and tool.annotations.destructive_hint)
+    return authorize(principal, grant, arguments, destructive=destructive, meta=meta)
+
+
 def unknown(principal: Principal, tool_id: str, arguments: dict[str, Any]) -> Refused:
     """A name the caller's manifest does not grant (or whose upstream is down): logged too, since
     an agent probing for tools is worth an operator's eye."""
@@ -207,9 +237,10 @@ def finish(
     """Log a forwarded call; check its result against the tool's contract when the manifest
     names one, and return that check's report."""
     check = None
-    if result is not None and attempt.contract and not result.is_error:
+    contract = attempt.grant.contract if attempt.grant else ""
+    if result is not None and contract and not result.is_error:
         submission = contracts.Submission(
-            contracts.current(attempt.contract),
+            contracts.current(contract),
             _output(result),
             session_id=attempt.session.pk if attempt.session else None,
             job_id=attempt.job.pk if attempt.job else None,

@@ -25,6 +25,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
 from gateway import context, forwarding, upstream
+from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
@@ -53,18 +54,20 @@ def _tools_for(principal: Principal) -> list[types.Tool]:
     return [_definition(name) for name, tool in TOOLS.items() if principal.agent is not None or tool.read_only]
 
 
-async def _upstream_tools(principal: Principal, only: str | None = None) -> list[tuple[forwarding.Grant, types.Tool]]:
-    """Each granted upstream tool (or only the one named ``only``) with the upstream's own
-    definition; a server that cannot be reached lists nothing (and is logged), the others still do."""
+def _unlisted(server: UpstreamServer, exc: BaseException) -> None:
+    """An upstream that did not list its tools: its tools are left out, and the log says why."""
+    logger.warning("[mcp] upstream %s did not list its tools: %s", server.name, type(upstream.root_cause(exc)).__name__)
+
+
+async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
+    """Each granted upstream tool with the upstream's own definition; a server that cannot be
+    reached lists nothing (and is logged), the others still do."""
     found = []
     for grant in await sync_to_async(forwarding.grants)(principal):
-        if only is not None and grant.tool_id != only:
-            continue
         try:
             listed = {tool.name: tool for tool in await upstream.tools_of(grant.server)}
         except Exception as exc:
-            cause = type(upstream.root_cause(exc)).__name__
-            logger.warning("[mcp] upstream %s did not list its tools: %s", grant.server.name, cause)
+            _unlisted(grant.server, exc)
             continue
         if grant.tool in listed:
             found.append((grant, listed[grant.tool]))
@@ -85,17 +88,22 @@ async def _forward(
     principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
 ) -> types.CallToolResult:
     """An upstream tool call, governed: refusals are logged and never reach the upstream."""
-    found = await _upstream_tools(principal, only=name)
+    prepare = sync_to_async(forwarding.prepare)
     try:
-        if not found:
-            raise await sync_to_async(forwarding.unknown)(principal, name, arguments)
-        ((grant, tool),) = found
-        destructive = bool(tool.annotations and tool.annotations.destructive_hint)
-        attempt = await sync_to_async(forwarding.authorize)(
-            principal, grant, arguments, destructive=destructive, meta=meta
-        )
+        prepared = await prepare(principal, name, arguments, meta, upstream.cached_tools)
+        if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream
+            try:
+                await upstream.tools_of(prepared.server)
+            except Exception as exc:
+                _unlisted(prepared.server, exc)
+            prepared = await prepare(
+                principal, name, arguments, meta, lambda server: upstream.cached_tools(server) or []
+            )
     except forwarding.Refused as refused:
         return _error(refused.message, refusal=refused.refusal, **refused.extra)
+    assert isinstance(prepared, forwarding.Attempt)
+    attempt, grant = prepared, prepared.grant
+    assert grant is not None
     if attempt.dry_run:
         # Not a result: the upstream's output schema cannot be honoured by a call not made.
         return _error(

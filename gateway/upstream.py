@@ -234,12 +234,14 @@ class Pool:
         self._lists.clear()
         self._failures.clear()
 
+    def cached_tools(self, server: UpstreamServer) -> list[types.Tool] | None:
+        """The upstream's list if one fresh enough is kept, read from the caller's thread."""
+        cached = self._lists.get(Address.of(server))
+        return cached[1] if cached is not None and time.monotonic() - cached[0] < LIST_TTL else None
+
     async def tools_of(self, server: UpstreamServer) -> list[types.Tool]:
-        address = Address.of(server)
-        cached = self._lists.get(address)  # read from the caller's thread: no hop for a fresh list
-        if cached is not None and time.monotonic() - cached[0] < LIST_TTL:
-            return cached[1]
-        return await self.run(self._tools(address))
+        cached = self.cached_tools(server)
+        return cached if cached is not None else await self.run(self._tools(Address.of(server)))
 
     async def call(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         return await self.run(self._call(Address.of(server), tool, arguments))
@@ -252,4 +254,5 @@ class Pool:
 
 POOL = Pool()
 tools_of = POOL.tools_of
+cached_tools = POOL.cached_tools
 call = POOL.call

@@ -95,9 +95,15 @@ async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[by
     return status, headers, b"".join(chunks)
 
 
+def _read(request: HttpRequest) -> tuple[Principal | None, bytes]:
+    """Who calls, and the body: one trip to Django's thread for both."""
+    principal = _principal(request)
+    return principal, request.body if principal is not None and request.method != "GET" else b""
+
+
 @csrf_exempt
 async def endpoint(request: HttpRequest) -> HttpResponse:
-    principal = await sync_to_async(_principal)(request)
+    principal, body = await sync_to_async(_read)(request)
     if principal is None:
         response = problem_response(
             401, detail="An agent or operator API key is required: Authorization: Bearer <key>."
@@ -108,7 +114,6 @@ async def endpoint(request: HttpRequest) -> HttpResponse:
         # No server-initiated stream: a stateless server has nothing to push, and an open stream
         # would hold a web worker's thread for as long as the client keeps it (MCP allows 405).
         return HttpResponse(status=405, headers={"Allow": "POST, DELETE"})
-    body = await sync_to_async(lambda: request.body)()
     token = PRINCIPAL.set(principal)
     try:
         status, headers, content = await _serve(_scope(request), body)
