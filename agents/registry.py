@@ -197,6 +197,13 @@ def manifest_document(manifest_id: int) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4096)
+def manifest_tools(manifest_id: int) -> dict[str, ManifestTool]:
+    """A stored manifest's tool entries by tool_id, read once per process (stored versions never
+    change, see manifest_document): every governed tool call reads them. Read-only."""
+    return {tool.tool_id: tool for tool in ManifestTool.objects.filter(manifest_id=manifest_id)}
+
+
+@functools.lru_cache(maxsize=4096)
 def manifest_types(manifest_id: int) -> typelang.ManifestTypes:
     """The declared inputs and outputs of a stored manifest, parsed once per process (stored
     versions never change, see manifest_document)."""

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
-from agents.registry import manifest_document
+from agents.registry import manifest_document, manifest_tools
 from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -49,7 +49,7 @@ class PendingApproval:
 def _tool(agent: Agent, tool_id: str) -> ManifestTool:
     if agent.active_manifest_id is None:
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest.")
-    tool = ManifestTool.objects.filter(manifest_id=agent.active_manifest_id, tool_id=tool_id).first()
+    tool = manifest_tools(agent.active_manifest_id).get(tool_id)
     if tool is None:
         raise Forbidden(f"Tool {tool_id!r} is not in the manifest of {agent.agent_id}.", tool_id=tool_id)
     return tool

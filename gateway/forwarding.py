@@ -26,7 +26,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import tools as agent_tools
-from agents.models import Job, ManifestTool
+from agents.models import Job
+from agents.registry import manifest_tools
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -85,8 +86,8 @@ def grants(principal: Principal) -> list[Grant]:
     agent = principal.agent
     if agent is None or agent.active_manifest_id is None:
         return []
-    rows = ManifestTool.objects.filter(manifest_id=agent.active_manifest_id, tool_id__startswith=PREFIX)
-    named = {row.tool_id: (split(row.tool_id), row) for row in rows}
+    rows = manifest_tools(agent.active_manifest_id).values()
+    named = {row.tool_id: (split(row.tool_id), row) for row in rows if row.tool_id.startswith(PREFIX)}
     servers = UpstreamServer.objects.in_bulk(
         [parts[0] for parts, _ in named.values() if parts is not None], field_name="name"
     )
