@@ -17,7 +17,8 @@ Then the gateway, against an upstream MCP server of ``UPSTREAM_TOOLS`` tools run
 
 * ``direct``: ``tools/call execute_sql`` sent straight to the upstream;
 * ``gateway``: ``tools/call mcp__supabase__execute_sql`` on ``/mcp``: the manifest grant, the rate
-  limit (set high enough not to refuse), the call's record and audit row, then the forward;
+  limit (set high enough not to refuse), the recorded call, the forward on the process's
+  upstream session, then the call log row;
 * ``gwlist``: ``tools/list`` on ``/mcp`` for that agent (the upstream's list is cached).
 
 Run: ``python -m bench mcp --duration 20 --clients 8``.
