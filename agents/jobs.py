@@ -8,6 +8,7 @@ outputs, or breaks the contract an output names, fails the job with the paths of
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -297,6 +298,11 @@ def _claim(agent: Agent, key: str, job_id: UUID, now) -> bool:
         return cursor.fetchone() is not None
 
 
+def _memory() -> Any:
+    """Memory's side of jobs (settings.JOB_MEMORY, memory/rag.py): memory sits a layer above."""
+    return importlib.import_module(settings.JOB_MEMORY)
+
+
 def _initial_budget(max_tokens: int) -> dict[str, int]:
     return {"tokensUsed": 0, "tokensRemaining": max_tokens, "docsRetrieved": 0, "apiCalls": 0}
 
@@ -385,7 +391,13 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
     job.lease_expires_at = now + timedelta(seconds=ttl_seconds or settings.JOB_LOCK_TTL_SECONDS)
     job.status = Job.Status.RUNNING
     job.started_at = job.started_at or now
-    job.save(update_fields=["lease_owner", "lease_expires_at", "attempts", "status", "started_at"])
+    fields = ["lease_owner", "lease_expires_at", "attempts", "status", "started_at"]
+    if job.rag_context is None:
+        # RAG FOURNIT (seed 001): the step-0 block for this job, kept so the audit shows what the
+        # agent was told. Built once, at the first lease; it never fails (sections degrade).
+        job.rag_context = _memory().context_for_job(job, actor=actor)
+        fields.append("rag_context")
+    job.save(update_fields=fields)
     record(actor=actor, action="job.leased", target=job, owner=owner, attempt=job.attempts, renewed=bool(held))
     return job
 
@@ -468,6 +480,7 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     job.lease_owner, job.lease_expires_at = "", None
     job.save()
     record(actor=actor, action="job.result_submitted", target=job, status=job.status, success=output.success)
+    _memory().record_gate(job, output.data, actor=actor)  # a gate verdict feeds reuse scores (seed 004)
     if job.is_finished:
         artifacts.generate(job)
         escalations.child_job_finished(job)

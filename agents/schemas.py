@@ -91,6 +91,11 @@ class GraphStateOut(Schema):
     intermediate: dict[str, Any]
     budget: dict[str, Any]
     errors: list[dict[str, Any]]
+    ragContext: dict[str, Any] | None = Field(
+        None,
+        alias="rag_context",
+        description="Seed 001's ragContext: the step-0 block the job was given at its first lease",
+    )
 
 
 class LeaseOut(Schema):

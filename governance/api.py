@@ -192,6 +192,11 @@ def _rate_limited(request: HttpRequest, exc: exceptions.RateLimited) -> HttpResp
     return problem_response(429, detail=exc.detail, headers={"Retry-After": str(exc.retry_after)}, **exc.extra)
 
 
+@api.exception_handler(exceptions.Unavailable)
+def _unavailable(request: HttpRequest, exc: exceptions.Unavailable) -> HttpResponse:
+    return problem_response(503, detail=exc.detail, headers={"Retry-After": str(exc.retry_after)}, **exc.extra)
+
+
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return problem_response(413, detail="Request body exceeds the size limit.")

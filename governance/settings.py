@@ -94,6 +94,9 @@ MIDDLEWARE = [
 ROOT_URLCONF = "governance.urls"
 # The API whose declared request bodies the input guard checks (governance.kernel.validation).
 INPUT_GUARD_API = "governance.api.api"
+# What jobs ask of memory (agents cannot import it: a layer above): the ragContext at a job's
+# first lease, the gate result a job's result reports (memory/rag.py).
+JOB_MEMORY = "memory.rag"
 WSGI_APPLICATION = "governance.wsgi.application"
 
 TEMPLATES = [

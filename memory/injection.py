@@ -42,6 +42,12 @@ class Section:
     lines: list[str] = field(default_factory=list)
 
 
+def inline(value: object) -> str:
+    """Item text on one line: a learning or a summary with newlines would otherwise open its own
+    ``##`` heading, and the block an agent parses would have more than its three sections."""
+    return " ".join(str(value).split())
+
+
 def render(sections: list[Section]) -> str:
     """Pure: the Markdown block from the sections, always all three in the same order."""
     parts = []
@@ -77,6 +83,7 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
                 "story": item.story,
                 "gate": item.gate,
                 "domain": item.domain,
+                "scope": item.scope,
                 "tags": item.tags,
                 "text": item.text,
                 "similarity": round(hit.similarity, 4),
@@ -84,7 +91,7 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
             }
         )
         tags = " ".join(item.tags)
-        section.lines.append(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}".rstrip())
+        section.lines.append(inline(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}"))
     if section.items:
         scoring.hold_inputs()
     LearningInjection.objects.bulk_create(
@@ -112,7 +119,7 @@ def _veille(vector_of: Callable[[], tuple]) -> Section:
                 "similarity": round(hit.similarity, 4),
             }
         )
-        section.lines.append(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}")
+        section.lines.append(inline(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}"))
     return section
 
 
@@ -122,8 +129,8 @@ def _clarifications(domain: str, project: str) -> Section:
         section.items.append(
             {k: entry[k] for k in ("story", "version", "name", "answers")} | {"date": entry["date"].isoformat()}
         )
-        answers = " / ".join(a.replace("\n", " ") for a in entry["answers"])
-        section.lines.append(f"- {entry['story']} (v{entry['version']}, {entry['date']:%Y-%m-%d}): {answers}")
+        answers = " / ".join(entry["answers"])
+        section.lines.append(inline(f"- {entry['story']} (v{entry['version']}, {entry['date']:%Y-%m-%d}): {answers}"))
     return section
 
 

@@ -9,6 +9,7 @@ partial index (memory/vector_index.py), or PostgreSQL would not use it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -18,8 +19,11 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from governance.kernel.access import agent_or_perm
+from governance.kernel.exceptions import Unavailable
 from governance.kernel.principals import Principal
 from memory.models import Clarification, Learning, VeilleNote
+
+logger = logging.getLogger(__name__)
 
 OVERFETCH = 8
 MAX_EF_SEARCH = 1000
@@ -212,6 +216,19 @@ def nearest_subject_memories(
         return [Hit(pk, sim) for pk, sim in cursor.fetchall()]
 
 
+def embed_query(q: str) -> tuple[list[float], Any]:
+    """The query's vector and the backend that made it; an embedder that cannot answer is a 503
+    (``Unavailable``) for the caller, its reason logged, never shown (it names hosts)."""
+    from memory.embeddings import EmbeddingError, get_backend
+
+    backend = get_backend()
+    try:
+        return backend.embed([q])[0], backend
+    except EmbeddingError as exc:
+        logger.warning("[search] the embedding backend failed: %s", exc)
+        raise Unavailable("The embedding backend is unavailable; retry later.") from exc
+
+
 def search_memory(
     principal: Principal,
     *,
@@ -224,11 +241,8 @@ def search_memory(
     verdict: str | None = None,
 ) -> list[dict[str, Any]]:
     """Ranked hits with their cosine similarity as ``score`` (the REST endpoint and the MCP tool)."""
-    from memory.embeddings import get_backend
-
     agent_or_perm(principal, "memory.view_learning")
-    backend = get_backend()
-    vector = backend.embed([q])[0]
+    vector, backend = embed_query(q)
     common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
     if kind == "learning":
         hits = nearest_learnings(vector, domain=domain, project=project, **common)

@@ -54,6 +54,9 @@ class Job(models.Model):
     intermediate = models.JSONField(default=dict)
     budget = models.JSONField(default=dict)
     errors = models.JSONField(default=list)
+    rag_context = models.JSONField(
+        null=True, blank=True, help_text="What the job was told at its first lease (seed 001 ragContext)"
+    )
 
     # AgentOutput and what the platform concluded from it.
     output = models.JSONField(null=True, blank=True)

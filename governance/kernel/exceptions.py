@@ -40,6 +40,17 @@ class RateLimited(DomainError):
         return {**self.extra, "retryAfter": self.retry_after}
 
 
+class Unavailable(DomainError):
+    """A dependency (the embedding backend, ...) cannot answer now (503, with Retry-After)."""
+
+    def __init__(self, detail: str, retry_after: int = 30, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.retry_after = retry_after
+
+    def data(self) -> dict[str, Any]:
+        return {**self.extra, "retryAfter": self.retry_after}
+
+
 class InvalidInput(DomainError):
     """Input that passed the schema but breaks a rule (422). ``errors`` carry a ``loc`` each."""
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Query, Router, Status
-from ninja.errors import HttpError
 
 from governance.kernel.auth import agent_key, operator_key
 from governance.kernel.exceptions import Forbidden
@@ -52,13 +51,9 @@ def search_subject(
     q: str = Query(..., min_length=1, max_length=10_000),
     k: int = Query(5, ge=1, le=100),
 ) -> list[dict[str, Any]]:
-    """The subject's memories nearest to ``q`` (cosine similarity as ``score``)."""
-    from memory.embeddings import EmbeddingError
-
-    try:
-        return subjects.search_subject(request.auth, subject, q=q, k=k)
-    except EmbeddingError as exc:
-        raise HttpError(503, f"The embedding backend is unavailable: {exc}") from exc
+    """The subject's memories nearest to ``q`` (cosine similarity as ``score``); 503 when the
+    embedding backend cannot answer."""
+    return subjects.search_subject(request.auth, subject, q=q, k=k)
 
 
 @router.post(

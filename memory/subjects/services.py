@@ -604,13 +604,10 @@ def erase(subject: Subject, *, actor: Principal) -> str:
 
 
 def search_subject(principal: Principal, subject: str, *, q: str, k: int = 5) -> list[dict[str, Any]]:
-    """The subject's memories nearest to ``q``, cosine similarity as ``score`` (REST and MCP).
-    Raises EmbeddingError when the embedding backend cannot embed ``q``."""
-    from memory.embeddings import get_backend
-
+    """The subject's memories nearest to ``q``, cosine similarity as ``score`` (REST and MCP);
+    ``Unavailable`` (503) when the embedding backend cannot embed ``q``."""
     found = subject_for(principal, subject, access=READ, purpose="search")
-    backend = get_backend()
-    vector = backend.embed([q])[0]
+    vector, backend = search.embed_query(q)
     hits = search.nearest_subject_memories(
         vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
     )

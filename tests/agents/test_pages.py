@@ -443,3 +443,13 @@ def test_artifacts_are_not_found_before_the_job_finishes(client, viewer, job_mix
     assert client.get(reverse("agents:job-artifact", args=[queued.job_id, "audit"])).status_code == 404
     assert client.get(reverse("agents:job-artifact", args=[job_mix["ok"].job_id, "secrets"])).status_code == 404
     assert client.get(reverse("agents:job-detail", args=[uuid4()])).status_code == 404
+
+
+def test_the_job_page_shows_what_the_job_was_told_at_its_first_lease(client, viewer, finished_job):
+    client.force_login(viewer)
+
+    html = client.get(reverse("agents:job-detail", args=[finished_job.job_id])).content.decode()
+
+    assert "What the job was told" in html
+    assert f"Truth level</dt><dd>{finished_job.rag_context['truthLevel']}" in html
+    assert "## Learnings" in html  # the step-0 block as it was served

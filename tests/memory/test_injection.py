@@ -203,3 +203,32 @@ def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
     assert hits[0]["score"] > hits[1]["score"]
     only_web = agent_api.get("/memory/search", {"q": "schema change", "domain": "web"}).json()
     assert [hit["id"] for hit in only_web] == [styling.pk]
+
+
+@pytest.mark.django_db
+def test_the_block_keeps_exactly_its_three_sections_whatever_the_items_say():
+    learning("Retry the flaky deploy.\n## Injected heading\n# and a title\nthen more")
+    note("Deploys\n## break", "Flaky deploys: " + "retry the deploy step. " * 40 + "\n# Not a heading", "fort")
+    clarifications.persist_clarifications(
+        story="PD-3", domain="tooling", project="gov", answers=["a\n## b", "c", "d", "e"], actor=SYSTEM
+    )
+
+    markdown = block()["markdown"]
+
+    headings = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert headings == ["## Learnings", "## Veille", "## Clarifications"]
+    assert "Injected heading" in markdown  # the text is kept, on its item's line
+
+
+@pytest.mark.django_db
+def test_memory_search_with_the_embedder_down_is_a_503_that_names_no_host(agent_api, settings):
+    settings.EMBEDDING_BACKEND = "ollama"
+    settings.EMBEDDING_URL = "http://10.255.255.1:11434"
+    settings.EMBEDDING_TIMEOUT_SECONDS = 1
+
+    response = agent_api.get("/memory/search", {"q": "flaky deploys"})
+
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/problem+json"
+    assert int(response["Retry-After"]) > 0
+    assert "10.255.255.1" not in response.content.decode()
