@@ -62,17 +62,24 @@ def open_for(job: Job, trigger: str) -> Escalation:
     return _open(job, [trigger], human=bool(job.manifest.document["escalation"]["human_required"]))
 
 
-def _open(job: Job, fired: list[str], *, human: bool) -> Escalation:
+def asked_by_agent(job: Job, reason: str, *, actor: Principal) -> Escalation:
+    """The agent escalates its own job (seed 001 AgentContract ``escalate``): its reason is kept
+    word for word, and the escalation is routed as the manifest says, as a fired trigger is."""
+    config = job.manifest.document["escalation"]
+    return _open(job, ["agent asked"], human=bool(config["human_required"]), reason=reason, by=actor)
+
+
+def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Principal = SYSTEM) -> Escalation:
     config = job.manifest.document["escalation"]
     escalation = Escalation.objects.create(
         job=job,
         triggers=fired,
-        reason=f"{job.agent.agent_id}: " + "; ".join(fired),
+        reason=reason or f"{job.agent.agent_id}: " + "; ".join(fired),
         human_required=human,
         timeout_hours=config["timeout_hours"],
         deadline=timezone.now() + timedelta(hours=config["timeout_hours"]),
     )
-    _step(escalation, "opened", triggers=fired)
+    _step(escalation, "opened", by=by, triggers=fired)
     target = Agent.objects.filter(agent_id=config["target_agent"]).select_related("active_manifest").first()
     if not human and target is not None and target.active_manifest is not None:
         _route_to_agent(escalation, target)

@@ -492,6 +492,19 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     }
 
 
+@transaction.atomic
+def escalate(job: Job, reason: str, *, actor: Principal) -> dict[str, Any]:
+    """The owner agent escalates the live job it works on with its own reason: 409 before the job
+    started (nothing was tried yet) and while an escalation of it is still open (one at a time,
+    so a looping agent cannot flood the inbox)."""
+    job = _locked(job, actor)
+    if job.started_at is None:
+        raise Conflict("The job has not started: lease it before escalating it.")
+    if job.escalations.filter(status__in=escalations.ACTIVE).exists():
+        raise Conflict("The job already has an open escalation.")
+    return escalations.describe(escalations.asked_by_agent(job, reason, actor=actor))
+
+
 # --- The sweeper: every job ends ------------------------------------------------------------
 
 SWEEP_BATCH = 500

@@ -14,7 +14,8 @@ from agents.access import owned_job, visible_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
-from agents.schemas import JobOut, JobResultOut, LeaseIn
+from agents.schemas import EscalateIn, JobOut, JobResultOut, LeaseIn
+from governance.kernel.access import caller
 from governance.kernel.exceptions import NotFound
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
@@ -22,9 +23,9 @@ router = Router(tags=["jobs"])
 
 
 def serialize(job: Job) -> dict[str, Any]:
-    """The JobOut document. Artifacts exist only once a job is finished and escalations only
-    once it has a result, so younger jobs skip those two lookups (the hot path of submissions
-    and idempotent replays)."""
+    """The JobOut document. Artifacts exist only once a job is finished, and escalations only once
+    it has started or has a result, so younger jobs skip those two lookups (the hot path of
+    submissions and idempotent replays)."""
     return {
         "jobId": job.job_id,
         "traceId": job.trace_id,
@@ -53,7 +54,7 @@ def serialize(job: Job) -> dict[str, Any]:
             for a in job.artifact_files.all()
         ],
         "escalations": []
-        if job.output is None and not job.is_finished
+        if job.output is None and job.started_at is None and not job.is_finished
         else [describe(e) for e in job.escalations.select_related("target_agent")],
     }
 
@@ -159,6 +160,15 @@ def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_o
     updates: only the current lease owner (or, before any lease, the owner agent) submits."""
     job = owned_job(request.auth, job_id)
     return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
+
+
+@router.post("/{job_id}/escalate", operation_id="escalate_job", response={201: dict[str, Any]})
+def escalate_job(request: HttpRequest, job_id: UUID, data: EscalateIn) -> Status:
+    """The owner agent escalates the live job it works on with its own reason (201, the escalation
+    routed as the manifest says); 409 before the job started, once it finished, and while an
+    escalation of it is still open."""
+    principal = caller(request)
+    return Status(201, jobs.escalate(owned_job(principal, job_id), data.reason, actor=principal))
 
 
 @router.get(

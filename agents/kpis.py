@@ -15,6 +15,9 @@ from agents.kpi import kpi_status, worst
 from agents.models import Agent, Job, KpiSample, ManifestKpi
 
 DERIVED_SUCCESS_METRIC = "task_success_rate"
+DERIVED_DURATION_METRIC = "avg_processing_time"
+# A duration KPI's unit, as manifests write it, in milliseconds (the seed's unit is milliseconds).
+_UNIT_MS = {"milliseconds": 1.0, "ms": 1.0, "seconds": 1000.0, "s": 1000.0, "minutes": 60_000.0}
 
 
 def _number(value: Any) -> float | None:
@@ -24,14 +27,18 @@ def _number(value: Any) -> float | None:
 
 
 def record_samples(job: Job, output: AgentOutput, *, at: datetime) -> list[KpiSample]:
-    """One sample per KPI of the job's manifest that the result measured. `task_success_rate`,
-    when declared and not reported, is derived from `success` (1 or 0), so its average over a
-    window is the success rate."""
+    """One sample per KPI of the job's manifest that the result measured. When declared and not
+    reported, `task_success_rate` is derived from `success` (1 or 0, so its average over a window
+    is the success rate) and `avg_processing_time` from the job's own clock (first start to this
+    result, in the KPI's unit): an agent cannot flatter either by leaving it out."""
     samples = []
     for kpi in job.manifest.kpis.all():
         value = _number(output.metrics.get(kpi.metric_id))
         if value is None and kpi.metric_id == DERIVED_SUCCESS_METRIC:
             value = 1.0 if output.success else 0.0
+        if value is None and kpi.metric_id == DERIVED_DURATION_METRIC and job.started_at is not None:
+            elapsed_ms = (at - job.started_at).total_seconds() * 1000
+            value = round(elapsed_ms / _UNIT_MS.get(kpi.unit.strip().lower(), 1.0), 3)
         if value is not None:
             samples.append(KpiSample(agent=job.agent, metric_id=kpi.metric_id, value=value, recorded_at=at, job=job))
     return KpiSample.objects.bulk_create(samples)

@@ -137,6 +137,10 @@ class JobOut(Schema):
     escalations: list[dict[str, Any]]
 
 
+class EscalateIn(Schema):
+    reason: str = Field(..., min_length=1, max_length=2000, description="Why the agent escalates, kept word for word")
+
+
 class JobResultOut(Schema):
     status: str
     postConditions: list[dict[str, Any]]

@@ -121,6 +121,13 @@ ATTEMPTS = [
     ),
     Attempt(
         "post",
+        "/jobs/{job_id}/escalate",
+        lambda w: f"/jobs/{w.job_id}/escalate",
+        fixed({"reason": "take it over"}),
+        (OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "post",
         "/jobs/{job_id}/result",
         lambda w: f"/jobs/{w.job_id}/result",
         fixed({"success": True, "data": {}}),

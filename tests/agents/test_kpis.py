@@ -95,3 +95,35 @@ def test_access_and_bad_windows(other_agent_api, viewer_api, vlevel_api, vlevel)
     bad = vlevel_api.get("/agents/agent.seo.vlevel/kpis", {"window_days": 0})
     assert bad.status_code == 422
     assert bad.json()["errors"][0]["loc"] == ["query", "window_days"]
+
+
+@pytest.mark.django_db
+def test_a_result_without_a_processing_time_is_timed_by_the_jobs_own_clock(vlevel_api):
+    from agents.models import Job
+    from tests.agents.test_job_lifecycle import result
+    from tests.agents.test_jobs import envelope
+
+    job = vlevel_api.post("/jobs", envelope(payload={"urls": ["https://e.com/1"]})).json()
+    vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
+    Job.objects.filter(pk=job["jobId"]).update(started_at=timezone.now() - timedelta(seconds=7))
+    unreported = result(data={"scores": [1], "recommendations": []})
+    del unreported["metrics"]["avg_processing_time"]
+
+    vlevel_api.post(f"/jobs/{job['jobId']}/result", unreported)
+
+    sample = KpiSample.objects.get(metric_id="avg_processing_time")
+    assert 7000 <= sample.value < 8000  # milliseconds, the manifest's unit
+    assert str(sample.job_id) == job["jobId"]
+
+
+@pytest.mark.django_db
+def test_a_reported_processing_time_is_kept_as_reported(vlevel_api):
+    from tests.agents.test_job_lifecycle import result
+    from tests.agents.test_jobs import envelope
+
+    job = vlevel_api.post("/jobs", envelope(payload={"urls": ["https://e.com/1"]})).json()
+    vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
+
+    vlevel_api.post(f"/jobs/{job['jobId']}/result", result(data={"scores": [1], "recommendations": []}))
+
+    assert KpiSample.objects.get(metric_id="avg_processing_time").value == 4200
