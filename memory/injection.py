@@ -69,7 +69,9 @@ def _guarded(name: str, build: Callable[[], Section]) -> Section:
     return section
 
 
-def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project: str, served_to: str) -> Section:
+def _learnings(
+    vector_of: Callable[[], tuple], story: str, domain: str, project: str, served_to: str, *, record: bool
+) -> Section:
     vector, model, dimension = vector_of()
     hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"])
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
@@ -92,6 +94,8 @@ def _learnings(vector_of: Callable[[], tuple], story: str, domain: str, project:
         )
         tags = " ".join(item.tags)
         section.lines.append(inline(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}"))
+    if not record:  # a preview (inject --dry-run): served to nobody, so reuse scores never see it
+        return section
     if section.items:
         scoring.hold_inputs()
     LearningInjection.objects.bulk_create(
@@ -135,10 +139,11 @@ def _clarifications(domain: str, project: str) -> Section:
 
 
 def build_block(
-    *, actor: Principal, story: str, domain: str, project: str, query_text: str, backend=None
+    *, actor: Principal, story: str, domain: str, project: str, query_text: str, backend=None, record: bool = True
 ) -> dict[str, Any]:
     """The block as Markdown and as data. Never raises for a failing source. The injections it
-    records name who was served (they are what reuse scores count)."""
+    records name who was served (they are what reuse scores count); ``record=False`` previews the
+    block without recording any."""
     agent_or_perm(actor, "memory.add_learninginjection")
     cache: dict[str, Any] = {}
 
@@ -157,7 +162,7 @@ def build_block(
         return cache["v"]
 
     sections = [
-        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor.label)),
+        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor.label, record=record)),
         _guarded("veille", lambda: _veille(vector_of)),
         _guarded("clarifications", lambda: _clarifications(domain, project)),
     ]

@@ -214,6 +214,19 @@ def test_tc_nom_12_inject_prints_exactly_the_block_markdown(hashing):
     assert LearningInjection.objects.filter(story="PD-9").count() == 2  # the command's block and ours
 
 
+def test_inject_dry_run_previews_the_same_block_and_records_no_injection(hashing):
+    learning("retry the flaky deploy once", hashing)
+    arguments = ("--story", "PD-9", "--domain", "tooling", "--project", "gov", "--query-text", "retry the flaky deploy")
+
+    preview, _ = run("inject", *arguments, "--dry-run")
+    assert not LearningInjection.objects.exists()  # a preview counts as nobody's reuse
+    served, _ = run("inject", *arguments)
+
+    assert preview == served
+    assert "retry the flaky deploy once" in preview
+    assert LearningInjection.objects.filter(story="PD-9").count() == 1
+
+
 def test_tc_nom_13_inject_says_no_result_for_empty_sections(hashing):
     out, _ = run("inject", "--story", "PD-9", "--domain", "d", "--project", "p", "--query-text", "anything")
     assert out == f"## Learnings\n\n{NO_RESULT}\n\n## Veille\n\n{NO_RESULT}\n\n## Clarifications\n\n{NO_RESULT}\n"
