@@ -37,8 +37,8 @@ def read(principal: Principal, uri: str) -> tuple[str, str]:
     match = _INJECTION.match(uri)
     if match is None:
         raise NotFound(f"No resource {uri!r}.")
-    parts = match.groupdict()
-    block = injection.build_block(actor=principal, query_text=parts["story"], **parts)
+    story, domain, project = match.group("story", "domain", "project")
+    block = injection.build_block(actor=principal, story=story, domain=domain, project=project, query_text=story)
     return block["markdown"], "text/markdown"
 
 

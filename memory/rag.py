@@ -23,7 +23,7 @@ entity type), with the intent and payload as the query text.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from governance.kernel.exceptions import InvalidInput
 from memory import injection, learnings
@@ -41,7 +41,14 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def where(job: Job) -> dict[str, str]:
+class Where(TypedDict):
+    story: str
+    domain: str
+    project: str
+    query_text: str
+
+
+def where(job: Job) -> Where:
     """The story, domain and project a job's block is built for, and its query text."""
     payload = job.payload if isinstance(job.payload, dict) else {}
     story = _text(payload.get("story")) or str(job.pk)
