@@ -21,9 +21,10 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from agents.models import Agent, ManifestTool
+from agents.registry import manifest_tools
+from gateway.forwarding import split
 from gateway.models import GatewayCall, UpstreamServer
 
-PREFIX = "mcp__"
 ACTIVITY_HOURS = 24
 CSV_COLUMNS = [
     "called_at",
@@ -99,14 +100,6 @@ def server_activity(calls: QuerySet[GatewayCall], now: datetime | None = None) -
 # --- One agent's grants --------------------------------------------------------------------------
 
 
-def split(tool_id: str) -> tuple[str, str] | None:
-    """(server, tool) of ``mcp__<server>__<tool>``; None for any other name."""
-    if not tool_id.startswith(PREFIX):
-        return None
-    server, sep, tool = tool_id[len(PREFIX) :].partition("__")
-    return (server, tool) if sep and server and tool else None
-
-
 @dataclass(frozen=True)
 class GrantRow:
     tool: ManifestTool
@@ -121,12 +114,12 @@ class GrantRow:
 
 
 def granted_tools(agent: Agent) -> list[GrantRow]:
-    """The upstream tools the agent's active manifest grants, as its manifest rows say, with the
-    upstream each names: two queries. Grants on unknown or disabled servers are listed too (the
-    gateway does not offer them; an operator should see why)."""
+    """The upstream tools the agent's active manifest grants, with the upstream each names: one
+    query (a manifest's tool rows are read once per process). Grants on unknown or disabled
+    servers are listed too (the gateway does not offer them; an operator should see why)."""
     if agent.active_manifest_id is None:
         return []
-    rows = ManifestTool.objects.filter(manifest_id=agent.active_manifest_id, tool_id__startswith=PREFIX)
+    rows = sorted(manifest_tools(agent.active_manifest_id).values(), key=lambda row: row.tool_id)
     named = [(row, parts) for row in rows if (parts := split(row.tool_id)) is not None]
     servers = UpstreamServer.objects.in_bulk({parts[0] for _, parts in named}, field_name="name") if named else {}
     return [GrantRow(row, parts[0], parts[1], servers.get(parts[0])) for row, parts in named]
