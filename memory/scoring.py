@@ -9,7 +9,10 @@ score as 0.0 (Écart 9).
 
 An incremental run recomputes only the keys touched since the previous run (new injections, and
 keys injected into stories that have since received a gate-8 GO), so its cost follows what
-changed; `full=True` recomputes every key. Both write the same numbers.
+changed; `full=True` recomputes every key. Both write the same numbers, so what a full run finds
+different is a correction: the weekly full run counts the keys whose stored numbers it changed,
+the keys it created and the score rows of keys no longer injected at all (removed), keeps them on
+its ScoringRun row and logs a warning naming them.
 
 "Since the previous run" is an id watermark, and ids are handed out before commit: an injection
 whose transaction commits after a run that already saw a higher id would be skipped by every
@@ -20,14 +23,19 @@ in flight below the watermark. Writers wait only for that one read, never for th
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Max
 from django.utils import timezone
 
 from memory.models import GateResult, LearningInjection, ScoringRun
+
+logger = logging.getLogger(__name__)
 
 WEIGHT_INJECTIONS = Decimal("0.4")
 WEIGHT_GATE8_GO = Decimal("0.4")
@@ -94,15 +102,40 @@ _UPSERT = """
 """
 
 
+_JOIN_TOUCHED = "JOIN scoring_touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash"
+# ON COMMIT DROP is not enough when the caller's transaction holds more than one run.
+_DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
+
+
 def statements(*, incremental: bool) -> list[str]:
     """The statements of one run, in order, to run in one transaction; the last is the upsert
     (the benchmark explains it after running the others)."""
     if not incremental:
         return [_WORK_MEM, _UPSERT.format(join_keys="")]
-    join = "JOIN scoring_touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash"
-    # ON COMMIT DROP is not enough when the caller's transaction holds more than one run.
-    drop = "DROP TABLE IF EXISTS scoring_touched"
-    return [_WORK_MEM, drop, _TOUCHED, _ANALYZE_TOUCHED, _UPSERT.format(join_keys=join)]
+    return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _UPSERT.format(join_keys=_JOIN_TOUCHED)]
+
+
+# A full run compares what it writes with what was there: a copy of the numbers taken before the
+# upsert (a few columns per key, small next to the aggregation over every injection).
+_SNAPSHOT = [
+    "DROP TABLE IF EXISTS scoring_before",
+    """CREATE TEMPORARY TABLE scoring_before ON COMMIT DROP AS
+       SELECT story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score
+         FROM memory_reusescore""",
+]
+
+# The upsert wrote every injected key with computed_at = this run's start; any other row is a
+# key nobody injects any more (its learnings were erased), which readers must see as 0.0.
+_REMOVE_UNINJECTED = "DELETE FROM memory_reusescore WHERE computed_at <> %(now)s"
+
+_CORRECTIONS = """
+    SELECT count(*) FILTER (WHERE b.story IS NULL),
+           count(*) FILTER (WHERE b.story IS NOT NULL
+               AND (b.nb_injections, b.nb_stories_gate8_go, b.nb_domains, b.reuse_score)
+                   IS DISTINCT FROM (s.nb_injections, s.nb_stories_gate8_go, s.nb_domains, s.reuse_score))
+      FROM memory_reusescore s
+      LEFT JOIN scoring_before b ON b.story = s.story AND b.gate = s.gate AND b.tags_hash = s.tags_hash
+"""
 
 
 # The advisory lock keys: one scoring run at a time; score inputs (injections, gate results).
@@ -131,18 +164,48 @@ def _watermarks() -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class Corrections:
+    """What a full run changed against the stored scores (see the module docstring)."""
+
+    corrected: int
+    created: int
+    removed: int
+
+    @property
+    def total(self) -> int:
+        return self.corrected + self.created + self.removed
+
+    def __str__(self) -> str:
+        return f"{self.corrected} corrected, {self.created} created, {self.removed} removed"
+
+
+@dataclass(frozen=True)
 class ScoringOutcome:
     mode: str
     keys_updated: int
     seconds: float
+    corrections: Corrections | None = None
+
+
+def _one_run_at_a_time() -> None:
+    """A transaction-level advisory lock, released at commit: scores have one writer at a time."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_RUN_LOCK])
+
+
+def _corrections(cursor: CursorWrapper, params: dict) -> Corrections:
+    """After a full run's upsert: drop the rows of keys no longer injected, then count what changed."""
+    cursor.execute(_REMOVE_UNINJECTED, params)
+    removed = cursor.rowcount
+    cursor.execute(_CORRECTIONS)
+    created, corrected = cursor.fetchone()
+    return Corrections(corrected=corrected, created=created, removed=removed)
 
 
 @transaction.atomic
 def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
     started = timezone.now()
-    # One run at a time: a transaction-level advisory lock, released at commit.
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_RUN_LOCK])
+    _one_run_at_a_time()
     previous = ScoringRun.objects.first()
     last_injection, last_gate = _watermarks()
     incremental = not full and previous is not None
@@ -155,18 +218,54 @@ def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
         "w_dom": WEIGHT_DOMAINS,
         "now": started,
     }
+    corrections = None
     with connection.cursor() as cursor:
+        for statement in [] if incremental else _SNAPSHOT:
+            cursor.execute(statement)
         for statement in statements(incremental=incremental):
             cursor.execute(statement, params)
         updated = cursor.rowcount
+        if not incremental:
+            corrections = _corrections(cursor, params)
     finished = timezone.now()
     ScoringRun.objects.create(
         mode=ScoringRun.Mode.INCREMENTAL if incremental else ScoringRun.Mode.FULL,
         started_at=started,
         finished_at=finished,
         keys_updated=updated,
+        keys_corrected=corrections.corrected if corrections else None,
+        keys_created=corrections.created if corrections else None,
+        keys_removed=corrections.removed if corrections else None,
         last_injection_id=last_injection,
         last_gate_result_id=last_gate,
     )
+    # The first run ever creates every key: that is building the scores, not correcting them.
+    if corrections and corrections.total and previous is not None:
+        logger.warning("[scoring] the full run corrected %s key(s): %s", corrections.total, corrections)
     mode = "incremental" if incremental else "full"
-    return ScoringOutcome(mode=mode, keys_updated=updated, seconds=(finished - started).total_seconds())
+    return ScoringOutcome(
+        mode=mode, keys_updated=updated, seconds=(finished - started).total_seconds(), corrections=corrections
+    )
+
+
+_CREATE_TOUCHED = "CREATE TEMPORARY TABLE scoring_touched (story text, gate integer, tags_hash text) ON COMMIT DROP"
+
+
+def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
+    """Recompute these (story, gate, tags_hash) keys now, inside the caller's transaction: their
+    injections were erased with a learning, which no incremental run can see (it follows new ids
+    only). A key left without injections loses its row, as if it had never been injected."""
+    rows = sorted(set(keys))
+    if not rows:
+        return
+    _one_run_at_a_time()
+    params = {"go_gate": GO_GATE, "w_inj": WEIGHT_INJECTIONS, "w_go": WEIGHT_GATE8_GO, "w_dom": WEIGHT_DOMAINS}
+    with connection.cursor() as cursor:
+        cursor.execute(_DROP_TOUCHED)
+        cursor.execute(_CREATE_TOUCHED)
+        cursor.executemany("INSERT INTO scoring_touched VALUES (%s, %s, %s)", rows)
+        cursor.execute(
+            "DELETE FROM memory_reusescore s USING scoring_touched t"
+            " WHERE s.story = t.story AND s.gate = t.gate AND s.tags_hash = t.tags_hash"
+        )
+        cursor.execute(_UPSERT.format(join_keys=_JOIN_TOUCHED), {**params, "now": timezone.now()})

@@ -15,6 +15,13 @@ def compute_reuse_scores(full: bool = False) -> dict:
     return asdict(scoring.compute_reuse_scores(full=full))
 
 
+@shared_task(name="memory.full_scoring", ignore_result=True)
+def full_scoring() -> dict:
+    """Weekly: every key recomputed, and what the incremental runs had wrong counted on the
+    ScoringRun row and logged as a warning (memory.scoring)."""
+    return asdict(scoring.compute_reuse_scores(full=True))
+
+
 @shared_task(name="memory.promote", ignore_result=True)
 def promote() -> dict:
     """Scores first, so proposals see today's injections and gate results."""

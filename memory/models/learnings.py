@@ -32,6 +32,12 @@ class Learning(models.Model):
     scope_migrated_at = models.DateTimeField(null=True, blank=True)
     scope_changed_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+    restored_at = models.DateTimeField(
+        null=True, blank=True, help_text="An operator took it out of the archive: eviction counts its age from here"
+    )
+    redacted_at = models.DateTimeField(
+        null=True, blank=True, help_text="An operator replaced its text: it has no vector and is never embedded again"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200, blank=True)
 
@@ -149,6 +155,15 @@ class ScoringRun(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     keys_updated = models.PositiveIntegerField()
+    keys_corrected = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Full runs: existing keys whose stored numbers were wrong"
+    )
+    keys_created = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Full runs: injected keys that had no score row yet"
+    )
+    keys_removed = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Full runs: score rows of keys no longer injected at all"
+    )
     last_injection_id = models.BigIntegerField()
     last_gate_result_id = models.BigIntegerField()
 

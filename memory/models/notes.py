@@ -27,6 +27,9 @@ class VeilleNote(models.Model):
     impact_pv = models.CharField(max_length=10, choices=Impact.choices)
     summary = models.TextField()
     tags = models.JSONField(default=list)
+    redacted_at = models.DateTimeField(
+        null=True, blank=True, help_text="An operator replaced its title and summary: never embedded again"
+    )
     indexed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -47,6 +50,9 @@ class Clarification(models.Model):
     question_idx = models.PositiveSmallIntegerField()
     verbatim = models.TextField()
     date = models.DateTimeField()
+    redacted_at = models.DateTimeField(
+        null=True, blank=True, help_text="An operator replaced the answer: it is never embedded again"
+    )
 
     class Meta:
         ordering = ["-date", "question_idx"]

@@ -7,15 +7,19 @@ import random
 import threading
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
 from governance.kernel.principals import SYSTEM
 from memory.learnings import record_gate_result
 from memory.models import GateResult, Learning, LearningInjection, ReuseScore, ScoringRun
 from memory.scoring import compute_reuse_score, compute_reuse_scores
+from memory.tasks import full_scoring
 from tests.factories.memory import GateResultFactory, LearningFactory, LearningInjectionFactory
 
 T0 = timezone.now() - timedelta(days=10)
@@ -189,3 +193,72 @@ def test_a_write_committing_after_a_higher_id_is_not_missed_by_incremental_runs(
     compute_reuse_scores(full=True)
     assert incremental == scores()
     assert score(early).nb_stories_gate8_go == 1
+
+
+@pytest.fixture
+def maintained(db) -> dict[str, Learning]:
+    """Three keys scored by a first run, then tampered with as a lost update or a bug would."""
+    kept, stale, gone = learning("PD-1"), learning("PD-2", tags=("#db",)), learning("PD-3", tags=("#ui",))
+    for item in (kept, stale, gone):
+        inject(item, "PD-10", "tooling", T0)
+    inject(kept, "PD-11", "seo", T0)
+    compute_reuse_scores(full=True)
+    ReuseScore.objects.filter(story="PD-1").update(nb_injections=7, reuse_score=Decimal("9.9"))
+    ReuseScore.objects.filter(story="PD-2").delete()
+    ReuseScore.objects.create(
+        story="PD-404",
+        gate=3,
+        tags_hash="f" * 64,
+        nb_injections=1,
+        nb_stories_gate8_go=0,
+        nb_domains=1,
+        reuse_score=Decimal("0.6"),
+        computed_at=T0,
+    )
+    return {"kept": kept, "stale": stale, "gone": gone}
+
+
+def test_the_full_run_puts_tampered_scores_right_and_counts_what_it_corrected(maintained, caplog):
+    outcome = compute_reuse_scores(full=True)
+
+    assert (score(maintained["kept"]).nb_injections, score(maintained["kept"]).reuse_score) == (2, Decimal("1.2"))
+    assert score(maintained["stale"]).reuse_score == Decimal("0.6")
+    assert not ReuseScore.objects.filter(story="PD-404").exists()
+    run = ScoringRun.objects.first()
+    assert (run.mode, run.keys_corrected, run.keys_created, run.keys_removed) == ("full", 1, 1, 1)
+    assert (outcome.corrections.corrected, outcome.corrections.created, outcome.corrections.removed) == (1, 1, 1)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "memory.scoring"]
+    assert warnings == ["[scoring] the full run corrected 3 key(s): 1 corrected, 1 created, 1 removed"]
+
+
+def test_a_full_run_over_right_scores_corrects_nothing_and_warns_nothing(maintained, caplog):
+    compute_reuse_scores(full=True)
+    caplog.clear()
+
+    compute_reuse_scores(full=True)
+
+    run = ScoringRun.objects.first()
+    assert (run.keys_corrected, run.keys_created, run.keys_removed, run.keys_updated) == (0, 0, 0, 3)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_the_command_prints_the_corrections_of_a_full_run(maintained):
+    out = StringIO()
+
+    call_command("compute_reuse_scores", "--full", stdout=out)
+
+    assert "[scoring] corrections: 1 corrected, 1 created, 1 removed" in out.getvalue()
+
+
+def test_the_weekly_task_runs_a_full_run_and_is_scheduled_every_seven_days(maintained):
+    task = PeriodicTask.objects.get(name="memory weekly full scoring")
+
+    full_scoring.apply()
+
+    assert (task.task, task.enabled, task.interval.every, task.interval.period) == (
+        "memory.full_scoring",
+        True,
+        7 * 24 * 3600,
+        "seconds",
+    )
+    assert ScoringRun.objects.first().keys_corrected == 1

@@ -16,3 +16,5 @@ class Command(BaseCommand):
     def handle(self, *args: object, full: bool, **options: object) -> None:
         outcome = compute_reuse_scores(full=full)
         self.stdout.write(f"[scoring] {outcome.mode}: {outcome.keys_updated} key(s) updated in {outcome.seconds:.3f} s")
+        if outcome.corrections is not None:
+            self.stdout.write(f"[scoring] corrections: {outcome.corrections}")
