@@ -53,6 +53,12 @@ class AISession(models.Model):
     tokens_used = models.JSONField(default=dict, help_text="input / output / cacheWrite / cacheRead token totals")
 
     objects = SessionQuerySet.as_manager()
+    # What the session works on, for its prompt's step-0 memory block (seed 004), when it names one.
+    story = models.CharField(
+        max_length=100, blank=True, help_text="The story the session works on: its step-0 memory block"
+    )
+    domain = models.CharField(max_length=100, blank=True, help_text="The memory domain (else the agent's)")
+    project = models.CharField(max_length=100, blank=True, help_text="The memory project of the step-0 block")
 
     class Meta:
         ordering = ["-created_at"]
@@ -164,6 +170,9 @@ class ProviderCall(models.Model):
     tokens = models.JSONField(default=dict, blank=True)
     error = models.CharField(max_length=200, blank=True, help_text="The failure as the agent saw it")
 
+    metadata = models.JSONField(
+        default=dict, blank=True, help_text="The answer's executionMetadata: model, response id, durations"
+    )
     class Meta:
         ordering = ["session", "turn"]
         constraints = [models.UniqueConstraint(fields=["session", "turn"], name="provider_call_once_per_turn")]
