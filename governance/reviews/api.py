@@ -27,5 +27,8 @@ def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet
 
 @router.post("/{item_id}/decision", operation_id="decide_review_item", response=DecisionOut)
 def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
-    """Approve or reject a pending item; 409 when it was already decided."""
+    """Approve or reject a pending item, or answer a MultipleChoice question with one of its
+    options (`"decision": "answer", "response": "<option>"`); 409 when it was already decided."""
+    if data.decision == "answer":
+        return reviews.answer(item_id, actor=request.auth, response=data.response or "", comment=data.comment)
     return reviews.decide(item_id, actor=request.auth, decision=data.decision, comment=data.comment)

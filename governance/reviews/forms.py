@@ -11,23 +11,7 @@ from typing import Any
 from django import forms
 
 from governance.reviews.models import ReviewDecision, ReviewItem
-
-COMMUNICATION_KIND = "session_communication"
-# A Validation module asks yes or no. Both buttons answer (approve/reject as plain decisions
-# would reach the model as "declined to answer"), with these words.
-VALIDATION_ANSWERS = ("Approved", "Rejected")
-
-
-def allowed_answers(item: ReviewItem) -> tuple[str, ...]:
-    """The answers a communication item accepts: its options, or yes/no for a Validation module."""
-    if item.kind != COMMUNICATION_KIND:
-        return ()
-    module = (item.payload or {}).get("module") or {}
-    if module.get("type") == "MultipleChoice":
-        return tuple((module.get("data") or {}).get("options") or ())
-    if module.get("type") == "Validation":
-        return VALIDATION_ANSWERS
-    return ()
+from governance.reviews.services import COMMUNICATION_KIND, allowed_answers
 
 
 class DecisionForm(forms.Form):

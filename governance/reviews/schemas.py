@@ -4,11 +4,29 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import ValidationInfo, field_validator
 
 
 class DecisionIn(Schema):
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "answer"]
     comment: str = Field("", max_length=10_000)
+    response: str | None = Field(
+        None,
+        max_length=2000,
+        validate_default=True,
+        description='With "decision": "answer" only: one of the MultipleChoice question\'s options.',
+    )
+
+    @field_validator("response")
+    @classmethod
+    def _response_goes_with_answer(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """An answer needs its response, and nothing else takes one (so it cannot be lost)."""
+        answering = info.data.get("decision") == "answer"
+        if answering and value is None:
+            raise ValueError('"decision": "answer" needs the chosen option as "response"')
+        if not answering and value is not None:
+            raise ValueError('a "response" goes with "decision": "answer" only')
+        return value
 
 
 class DecisionOut(Schema):

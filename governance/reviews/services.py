@@ -12,13 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
-from governance.kernel.exceptions import Conflict, Forbidden
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 if TYPE_CHECKING:
     from agents.models import Agent
+
+COMMUNICATION_KIND = "session_communication"
+# A Validation module asks yes or no. Both buttons answer (approve/reject as plain decisions
+# would reach the model as "declined to answer"), with these words.
+VALIDATION_ANSWERS = ("Approved", "Rejected")
 
 DecisionHandler = Callable[[ReviewItem, ReviewDecision], None]
 _handlers: dict[str, DecisionHandler] = {}
@@ -40,6 +45,24 @@ def payload_hash(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def multiple_choice_options(item: ReviewItem) -> tuple[str, ...] | None:
+    """The options of a MultipleChoice question (seed 003 section 12); None for any other item."""
+    module = (item.payload or {}).get("module") or {}
+    if item.kind != COMMUNICATION_KIND or module.get("type") != "MultipleChoice":
+        return None
+    return tuple((module.get("data") or {}).get("options") or ())
+
+
+def allowed_answers(item: ReviewItem) -> tuple[str, ...]:
+    """The answers a communication item accepts: its options, or yes/no for a Validation module."""
+    options = multiple_choice_options(item)
+    if options is not None:
+        return options
+    if item.kind == COMMUNICATION_KIND and ((item.payload or {}).get("module") or {}).get("type") == "Validation":
+        return VALIDATION_ANSWERS
+    return ()
+
+
 def open_item(
     *,
     actor: Principal,
@@ -55,6 +78,11 @@ def open_item(
     return item
 
 
+def _require_reviewer(actor: Principal) -> None:
+    if not actor.has_perm("governance.decide_reviewitem"):
+        raise Forbidden("Deciding review items needs the reviewer permission.")
+
+
 @transaction.atomic
 def decide(
     item_id: int, *, actor: Principal, decision: str, comment: str = "", answer: Any = None, notify: bool = True
@@ -64,8 +92,8 @@ def decide(
     ``notify=False`` is for the app that opened the item withdrawing it itself: its handler
     must not react to its own withdrawal."""
     is_system = actor.user is None and actor.agent is None
-    if not is_system and not actor.has_perm("governance.decide_reviewitem"):
-        raise Forbidden("Deciding review items needs the reviewer permission.")
+    if not is_system:
+        _require_reviewer(actor)
     if decision == ReviewDecision.Decision.EXPIRE and not is_system:
         raise Forbidden("Only the system expires review items.")
     item = ReviewItem.objects.select_for_update().get(pk=item_id)
@@ -93,3 +121,21 @@ def decide(
     if handler is not None and notify:
         handler(item, outcome)
     return outcome
+
+
+def answer(item_id: int, *, actor: Principal, response: str, comment: str = "") -> ReviewDecision:
+    """A reviewer answers a MultipleChoice question with one of its options (the API's
+    ``"decision": "answer"``): the same decision as the inbox's answer button, so the session
+    that asked gets the answer through the same handler. The reviewer permission is checked
+    before the item is read, so the options never reach someone who may not decide; only then
+    is the answer checked (422 at ``response``); ``decide`` refuses an item decided already (409)."""
+    _require_reviewer(actor)
+    item = ReviewItem.objects.get(pk=item_id)
+    options = multiple_choice_options(item)
+    if options is None:
+        msg = "only a MultipleChoice question is answered; approve or reject this item"
+        raise InvalidInput(msg, errors=[{"loc": ["body", "decision"], "msg": msg, "type": "not_a_question"}])
+    if response not in options:
+        msg = f"one of the question's options: {', '.join(options)}"
+        raise InvalidInput(msg, errors=[{"loc": ["body", "response"], "msg": msg, "type": "not_an_option"}])
+    return decide(item_id, actor=actor, decision=ReviewDecision.Decision.ANSWER, comment=comment, answer=response)

@@ -87,6 +87,13 @@ ATTEMPTS = [
         (OWNER, OTHER, OUTSIDER, REVIEWER),
     ),
     Attempt(
+        "patch",
+        "/automations/{automation_id}",
+        lambda w: f"/automations/{w.automation_id}",
+        fixed({"enabled": False, "cron": "0 3 * * *"}),
+        (OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
         "post",
         "/automations/{automation_id}/execute",
         lambda w: f"/automations/{w.automation_id}/execute",
@@ -215,7 +222,21 @@ ATTEMPTS = [
         fixed({"decision": "approve"}),
         (OWNER, OTHER, OUTSIDER),
     ),
+    Attempt(
+        "post",
+        "/reviews/{item_id}/decision",
+        lambda w: f"/reviews/{w.review_item_id}/decision",
+        fixed({"decision": "answer", "response": "Home"}),
+        (OWNER, OTHER, OUTSIDER),
+    ),
     Attempt("post", "/sessions", fixed("/sessions"), fixed({"type": "CHAT", "name": "x"}), (OUTSIDER, REVIEWER)),
+    Attempt(
+        "post",
+        "/sessions",
+        fixed("/sessions"),
+        fixed({"type": "AUTOMATION", "name": "x", "messages": [{"text": "audit the shop"}]}),
+        (OUTSIDER, REVIEWER),
+    ),
     Attempt(
         "post",
         "/sessions/{session_id}/events",
