@@ -306,6 +306,33 @@ class Quotas(_Strict):
     queued_sessions: int | None = Field(None, ge=0, le=100_000)
 
 
+class AlwaysSend(_Strict):
+    """One data command whose answer every prompt of the agent's sessions carries (seed 003's
+    ``always_send`` tool data, at level 2): a built-in type (JOBS, SESSIONS, MANIFEST...) and its
+    params, run as the agent sees the platform at each call."""
+
+    type: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z_]*$", max_length=50)]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionSettings(_Strict):
+    """Extension: this agent's sessions. The limits are seed 003's AILimitsConfig (and the
+    watchdog's idle limit), per agent: an absent key keeps the SESSION_* setting."""
+
+    chat_max_autonomous_roundtrips: int | None = Field(
+        None, ge=0, le=100_000, description="Round trips a CHAT may make (0: unlimited, as the seed's Int.MAX_VALUE)."
+    )
+    automation_max_autonomous_roundtrips: int | None = Field(
+        None, ge=1, le=100_000, description="Round trips before an AUTOMATION stops with LIMIT_REACHED."
+    )
+    inactivity_timeout_minutes: int | None = Field(
+        None, ge=1, le=60 * 24 * 7, description="Idle minutes before the watchdog closes an AUTOMATION (TIMEOUT)."
+    )
+    always_send: list[AlwaysSend] = Field(
+        default_factory=list, max_length=10, description="Data commands answered in every prompt's level 2."
+    )
+
+
 class Manifest(_Strict):
     id: AgentId
     name: Name
@@ -334,6 +361,7 @@ class Manifest(_Strict):
         description="Extension: the operator's provider profiles this agent may host its automations on.",
     )
     quotas: Quotas = Field(default_factory=Quotas)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
 
     @field_validator("version", mode="before")
     @classmethod

@@ -31,6 +31,7 @@ from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments, executor, machine, parsing, validation
+from sessions import limits as session_limits
 from sessions.commands import DataCommand, system_message
 from sessions.machine import EffectKind, Event, EventInput, Phase, SessionType, SystemMessageType
 from sessions.models import ActionResult, AISession, SessionMessage
@@ -41,15 +42,6 @@ logger = logging.getLogger(__name__)
 MAX_CHAIN = 50  # events the server may raise itself in one go; more means a loop
 REVIEW_KINDS = {"validation": "session_validation", "communication": "session_communication"}
 DECLINED = "The reviewer declined to answer."
-
-
-def limits() -> machine.Limits:
-    return machine.Limits(
-        chat_max_autonomous_roundtrips=settings.SESSION_CHAT_MAX_ROUNDTRIPS,
-        automation_max_autonomous_roundtrips=settings.SESSION_AUTOMATION_MAX_ROUNDTRIPS,
-        inactivity_timeout=timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES),
-        phase_deadlines=machine.parse_phase_deadlines(settings.SESSION_PHASE_DEADLINES),
-    )
 
 
 def to_state(session: AISession) -> machine.State:
@@ -142,6 +134,7 @@ class _Run:
 
     def apply(self, event: Event, payload: dict[str, Any]) -> None:
         armed = self.session.phase_deadline_at
+        limits = session_limits.for_agent(self.session.agent)  # the agent's manifest, else the settings
         self.queue.append(EventInput(event, self.now, payload))
         for _ in range(MAX_CHAIN):
             if not self.queue:
@@ -149,7 +142,7 @@ class _Run:
             current = self.queue.popleft()
             before = to_state(self.session)
             try:
-                after, effects = machine.transition(before, current, limits())
+                after, effects = machine.transition(before, current, limits)
             except machine.TransitionRefused as exc:
                 raise Conflict(str(exc), phase=exc.phase.value, event=exc.event.value) from exc
             except machine.InvalidPayload as exc:

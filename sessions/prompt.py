@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from sessions import limits as session_limits
 from sessions.machine import SessionType, SystemMessageType
 from sessions.models import AISession, PromptChunk, SessionMessage
 from sessions.providers import anthropic, openai
@@ -15,9 +14,10 @@ from sessions.providers.base import PromptData, PromptMessage
 HIDDEN_SYSTEM_TYPES = (SystemMessageType.NETWORK_ERROR.value, SystemMessageType.SESSION_TIMEOUT.value)
 
 
-def _limits_chunk(session_type: str) -> str:
-    if session_type == SessionType.AUTOMATION:
-        limit = settings.SESSION_AUTOMATION_MAX_ROUNDTRIPS
+def _limits_chunk(session: AISession) -> str:
+    """The session type's limits as they apply to this agent (its manifest, else the settings)."""
+    limit = session_limits.for_agent(session.agent).max_roundtrips(SessionType(session.type))
+    if session.type == SessionType.AUTOMATION:
         return (
             "## Limits\n"
             f"This is an AUTOMATION session: nobody is watching. You have at most {limit} round trips in total.\n"
@@ -25,7 +25,6 @@ def _limits_chunk(session_type: str) -> str:
             '`"completed": true`. Communication modules are not available; validation requests are ignored, '
             "but tools that require approval still wait for a reviewer."
         )
-    limit = settings.SESSION_CHAT_MAX_ROUNDTRIPS
     bound = f"at most {limit} round trips" if limit else "no limit on round trips"
     return (
         "## Limits\n"
@@ -40,7 +39,7 @@ def level1(session: AISession) -> str:
         for chunk in PromptChunk.objects.filter(enabled=True)
         if not chunk.session_types or session.type in chunk.session_types
     ]
-    return "\n\n".join([*chunks, _limits_chunk(session.type)])
+    return "\n\n".join([*chunks, _limits_chunk(session)])
 
 
 def level2(session: AISession) -> str:

@@ -28,6 +28,7 @@ from governance.kernel.services import record
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments
+from sessions import limits as session_limits
 from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
 from sessions.models import AISession, Automation, SessionMessage
 from sessions.processor import REVIEW_KINDS, apply_event
@@ -302,8 +303,11 @@ def _overdue(now: datetime) -> int:
 
 
 def _watchdog(now: datetime) -> int:
-    """Sessions idle past the timeout get a heartbeat; the machine decides whether to close."""
-    cutoff = now - timedelta(minutes=settings.SESSION_INACTIVITY_TIMEOUT_MINUTES)
+    """Sessions idle past the shortest timeout any of them has (a manifest may set its agent's
+    own) get a heartbeat; the machine judges each against its agent's limit and decides."""
+    running = AISession.objects.filter(is_active=True).exclude(type=SessionType.CHAT.value)
+    manifests = running.values_list("agent__active_manifest_id", flat=True).distinct()
+    cutoff = now - session_limits.shortest_inactivity_timeout(manifests)
     quiet = Q(phase__in=[p.value for p in WAITING_PHASES], last_user_interaction_time__lt=cutoff) | (
         ~Q(phase__in=[p.value for p in WAITING_PHASES | ACTIVE_PHASES] + [Phase.WAITING_NETWORK_RETRY.value])
         & Q(last_event_time__lt=cutoff)
