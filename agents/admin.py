@@ -11,6 +11,7 @@ import difflib
 from typing import Any
 
 import yaml
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
@@ -23,8 +24,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agents import registry
-from agents.forms import KPI_STATUSES, ManifestDiffForm, ManifestUploadForm
+from agents import registry, skills
+from agents.forms import KPI_STATUSES, ManifestDiffForm, ManifestUploadForm, SkillForm
 from agents.kpis import worst_statuses
 from agents.models import (
     Agent,
@@ -35,9 +36,11 @@ from agents.models import (
     KpiSample,
     ManifestKpi,
     ManifestTool,
+    Skill,
     ToolCall,
 )
-from governance.kernel.admin import ReadOnlyAdmin, ReadOnlyStacked, ReadOnlyTabular
+from governance.kernel.access import signed_in
+from governance.kernel.admin import NoDelete, ReadOnlyAdmin, ReadOnlyStacked, ReadOnlyTabular
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 
@@ -119,6 +122,32 @@ class AgentAdmin(ReadOnlyAdmin):
         if status is None:  # the detail page, outside the change list
             status = worst_statuses([obj], settings.KPI_WINDOW_DAYS)[obj.pk]
         return status.replace("_", " ")
+
+
+# Skills -----------------------------------------------------------------------------------------
+
+
+@admin.register(Skill)
+class SkillAdmin(NoDelete, admin.ModelAdmin):
+    """The skill registry. Saved through ``agents.skills.save_skill`` (versions only go up,
+    audited); disabled rather than deleted, since manifests keep naming a skill."""
+
+    form = SkillForm
+    list_display = ["skill_id", "version", "tool_list", "enabled", "updated_at", "updated_by"]
+    list_filter = ["enabled"]
+    search_fields = ["skill_id", "description"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Skill | None = None) -> list[str]:
+        return ["skill_id"] if obj is not None else []
+
+    @admin.display(description="Tools")
+    def tool_list(self, obj: Skill) -> str:
+        return ", ".join(obj.tools) or "—"
+
+    def save_model(self, request: HttpRequest, obj: Skill, form: forms.ModelForm, change: bool) -> None:
+        spec = form.cleaned_data["spec"]
+        skill, _ = skills.save_skill(spec, actor=signed_in(request), enabled=form.cleaned_data["enabled"])
+        obj.pk = skill.pk  # the admin's log entry and redirect name the saved row
 
 
 # Manifests --------------------------------------------------------------------------------------

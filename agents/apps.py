@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class AgentsConfig(AppConfig):
@@ -6,8 +7,9 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agents import escalations, tools
+        from agents import escalations, skills, tools
         from governance.reviews import services as reviews
 
         reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided)
         reviews.register(tools.REVIEW_KIND, tools.on_review_decided)
+        post_migrate.connect(skills.seed_after_migrate, sender=self, dispatch_uid="agents.skills.seed")

@@ -1,16 +1,18 @@
 """Forms of the agents pages and admin: GET filters (never invalid for the page: a bad value is
-ignored, not an error page) and the manifest upload."""
+ignored, not an error page), the manifest upload and the skill form."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from agents.manifest import AgentRole, Domain, JobIntent
-from agents.models import Agent, Job
+from agents.models import Agent, Job, Skill
+from agents.skills import SkillSpec, version_problem
 from governance.kernel.forms import ANY, FilterForm
 
 KPI_STATUSES = [("critical", "Critical"), ("warning", "Warning"), ("ok", "OK"), ("no_data", "No data")]
@@ -102,3 +104,45 @@ class ManifestDiffForm(forms.Form):
         super().__init__(*args, **kwargs)
         for name in ("a", "b"):
             self.fields[name].choices = [(v, v) for v in versions]
+
+
+class SkillForm(forms.ModelForm):
+    """A skill edited in the admin: checked by the same rules as a catalog file (``SkillSpec``)
+    and the registry's version rule, so the form says what the service would refuse."""
+
+    tools = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5, "cols": 60, "spellcheck": "false"}),
+        help_text="The tool ids this skill calls, one per line; a manifest requiring the skill must grant each.",
+    )
+
+    class Meta:
+        model = Skill
+        fields = ["skill_id", "version", "description", "tools", "enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["tools"] = "\n".join(self.instance.tools or [])
+
+    def clean_tools(self) -> list[str]:
+        return [line.strip() for line in (self.cleaned_data.get("tools") or "").splitlines() if line.strip()]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        if self.errors:
+            return data
+        try:
+            fields = {k: data[k] for k in ("version", "description", "tools")}
+            # On change the id is read-only (a skill's identity), so it is not in the form's data.
+            spec = SkillSpec.model_validate({"skill_id": data.get("skill_id", self.instance.skill_id), **fields})
+        except pydantic.ValidationError as exc:
+            for err in exc.errors():
+                self.add_error(str(err["loc"][0]) if err["loc"] else None, err["msg"])
+            return data
+        if self.instance.pk is not None:
+            problem = version_problem(Skill.objects.get(pk=self.instance.pk), spec)
+            if problem:
+                self.add_error("version", problem)
+        data["spec"] = spec
+        return data

@@ -12,6 +12,7 @@ from typing import Any
 import pydantic
 from django.db import IntegrityError, transaction
 
+from agents import skills
 from agents import types as typelang
 from agents.manifest import (
     Manifest,
@@ -68,6 +69,7 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text
         msg = f"manifest id {manifest.id!r} does not match the agent {agent_id!r} in the URL"
         raise InvalidInput(msg, errors=[{"loc": ["body", "id"], "msg": msg, "type": "id_mismatch"}])
     _check_contracts(manifest)
+    _check_skills(manifest)
     return manifest
 
 
@@ -90,9 +92,19 @@ def _check_contracts(manifest: Manifest) -> None:
         raise InvalidInput("The manifest names contracts the catalog does not have.", errors=errors)
 
 
+def _check_skills(manifest: Manifest) -> None:
+    """Every required skill is registered, enabled, and granted the tools it needs: an agent is
+    never activated with a skill it could not run."""
+    errors = skills.manifest_skill_errors(manifest)
+    if errors:
+        raise InvalidInput("The manifest requires skills it cannot run.", errors=errors)
+
+
 def manifest_warnings(manifest: Manifest) -> list[dict[str, Any]]:
-    """What loads but is not enforced (undefined schema names), with body paths."""
-    return [{**w, "loc": ["body", *w["loc"]]} for w in manifest.type_warnings()]
+    """What loads but is not enforced (undefined schema names, optional skills the registry
+    cannot run), with body paths."""
+    warnings = [{**w, "loc": ["body", *w["loc"]]} for w in manifest.type_warnings()]
+    return warnings + skills.manifest_skill_warnings(manifest)
 
 
 def _locked_agent(agent_id: str) -> Agent:

@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.http import content_disposition_header
 
-from agents import kpis
+from agents import kpis, registry, skills
 from agents.forms import AgentFilterForm, JobFilterForm, KpiWindowForm
 from agents.models import Agent, Job
 from governance.kernel.principals import Principal
@@ -73,6 +73,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
     context.update(
         manifests=agent.manifests.defer("document"),
         tools=manifest.tools.all() if manifest else [],
+        skills=skills.skills_of(registry.manifest_document(manifest.pk)) if manifest else [],
         recent_jobs=(
             Job.objects.visible_to(_principal(request)).filter(agent=agent).for_list()[:RECENT_JOBS]
             if request.user.has_perm("agents.view_job")

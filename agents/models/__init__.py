@@ -1,6 +1,7 @@
 from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
 from agents.models.metrics import KpiSample, ToolCall, ToolGrant
+from agents.models.skill import Skill
 
 __all__ = [
     "Agent",
@@ -12,6 +13,7 @@ __all__ = [
     "KpiSample",
     "ManifestKpi",
     "ManifestTool",
+    "Skill",
     "ToolCall",
     "ToolGrant",
 ]

@@ -6,6 +6,7 @@ fleet); operators need the model's view permission.
 
 from __future__ import annotations
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
@@ -18,6 +19,15 @@ def caller(request: HttpRequest) -> Principal:
     request (typed here once, instead of ``request.auth`` everywhere)."""
     principal: Principal = getattr(request, "auth")  # noqa: B009 - set at runtime by the auth class
     return principal
+
+
+def signed_in(request: HttpRequest) -> Principal:
+    """The person behind a browser request (admin, pages). The admin site and ``login_required``
+    turn anonymous visitors away first; one that slips through is refused, never made SYSTEM."""
+    user = request.user
+    if not isinstance(user, AbstractBaseUser):
+        raise Forbidden("Sign in first.")
+    return Principal(user=user)
 
 
 def get_for(principal: Principal, queryset: QuerySet, pk: object, *, perm: str, what: str) -> Model:
