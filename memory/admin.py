@@ -1,11 +1,15 @@
 """Admin for agent memory: every table can be browsed, filtered and searched; none is edited here
 but the realistic-transition matrix of subjects' emotions, which operators tune.
 
-Memory is archived, never deleted, and every write has its service: learnings go through
+Every write has its service: learnings go through
 ``memory.learnings.create_learning`` (canonical tags hash, embedding), scopes through
 ``memory.lifecycle`` (rules, audit rows, vector indexes), watch notes through ``memory.watch_notes``
 (mirrors of files), scores through ``memory.scoring``. Editing a row by hand would bypass all of
-that, so the admin only reads: no add, no change, no delete, no bulk delete action.
+that, so the admin only reads: no add, no change, no delete, no bulk delete action. What an
+operator may correct goes through actions calling the services: erase or redact a learning, a
+watch note or a clarification (``memory.privacy``, after a confirmation page), archive, restore or
+demote a learning (``memory.lifecycle``). Each action is offered only to holders of the permission
+its service checks (delete for erasing, change for the others).
 
 Subjects (seed 002) follow the same rule: imports replace documents through
 ``memory.subjects.services.import_documents``, facts are corrected on the subject's page through
@@ -17,17 +21,22 @@ reads on every recorded emotion, so it is edited here, and each edit leaves an a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from governance.kernel.admin import ReadOnlyAdmin
+from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from memory import lifecycle, privacy
 from memory.models import (
     Clarification,
     Conversation,
@@ -69,8 +78,99 @@ class MemoryAdmin(ReadOnlyAdmin):
         return actions
 
 
+class CorrectionActions(MemoryAdmin):
+    """Erase and redact, each after a confirmation page, through memory.privacy; ``kind`` names
+    the privacy kind of the model."""
+
+    kind = ""
+    actions = ["erase_selected", "redact_selected"]
+
+    def _perm(self, request: HttpRequest, action: str) -> bool:
+        return request.user.has_perm(f"memory.{action}_{self.model._meta.model_name}")
+
+    def has_erase_permission(self, request: HttpRequest) -> bool:
+        return self._perm(request, "delete")
+
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        return self._perm(request, "change")
+
+    def has_lifecycle_permission(self, request: HttpRequest) -> bool:
+        return self._perm(request, "change")
+
+    def _apply(
+        self, request: HttpRequest, queryset: QuerySet, done: str, call: Callable[[int, Principal], object]
+    ) -> None:
+        """Call the service once per row as the logged-in operator (the admin lets no one else in),
+        each its own transaction; a refusal is reported and the other rows go on."""
+        actor = Principal(user=cast(AbstractBaseUser, request.user))
+        count, refused = 0, []
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                call(pk, actor)
+            except DomainError as exc:
+                refused.append(f"#{pk}: {exc.detail}")
+            else:
+                count += 1
+        self.message_user(request, f"{done} {count} {self.model._meta.verbose_name_plural}.", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
+
+    def _confirmed(
+        self, request: HttpRequest, queryset: QuerySet, action: str, verb: str, consequence: str
+    ) -> TemplateResponse | None:
+        """None once the operator confirmed; otherwise the page that asks."""
+        if request.POST.get("confirmed") == "yes":
+            return None
+        opts = self.model._meta
+        return TemplateResponse(
+            request,
+            "admin/memory/confirm_correction.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": opts,
+                "title": f"{verb.capitalize()} {opts.verbose_name_plural}",
+                "objects": list(queryset),
+                "action": action,
+                "verb": verb,
+                "consequence": consequence,
+                "changelist": f"admin:{opts.app_label}_{opts.model_name}_changelist",
+            },
+        )
+
+    @admin.action(description="Erase selected rows for good (privacy)", permissions=["erase"])
+    def erase_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        ask = self._confirmed(
+            request,
+            queryset,
+            "erase_selected",
+            "erase",
+            "Their content, vectors and (learnings) injections are deleted for good; the audit trail keeps "
+            "who erased which id, never the content. This cannot be undone.",
+        )
+        if ask is None:
+            self._apply(request, queryset, "Erased", lambda pk, actor: privacy.erase(self.kind, pk, actor=actor))
+        return ask
+
+    @admin.action(description="Redact selected rows (privacy)", permissions=["redact"])
+    def redact_selected(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        ask = self._confirmed(
+            request,
+            queryset,
+            "redact_selected",
+            "redact",
+            f"Their text becomes {privacy.REDACTED} and their vectors are deleted: they no longer show in any "
+            "search. Tags and scores stay. This cannot be undone.",
+        )
+        if ask is None:
+            self._apply(request, queryset, "Redacted", lambda pk, actor: privacy.redact(self.kind, pk, actor=actor))
+        return ask
+
+
 @admin.register(Learning)
-class LearningAdmin(MemoryAdmin):
+class LearningAdmin(CorrectionActions):
+    kind = "learning"
+    actions = [*CorrectionActions.actions, "archive_selected", "restore_selected", "demote_selected"]
+
     list_display = ["id", "story", "gate", "domain", "project", "scope", "date_created", "short_text"]
     list_display_links = ["id", "story"]
     list_filter = ["scope", "domain", "project"]
@@ -84,6 +184,18 @@ class LearningAdmin(MemoryAdmin):
     @admin.display(description="Text")
     def short_text(self, obj: Learning) -> str:
         return obj.text if len(obj.text) <= 80 else obj.text[:79] + "…"
+
+    @admin.action(description="Archive selected learnings", permissions=["lifecycle"])
+    def archive_selected(self, request: HttpRequest, queryset: QuerySet[Learning]) -> None:
+        self._apply(request, queryset, "Archived", lambda pk, actor: lifecycle.archive(pk, actor=actor))
+
+    @admin.action(description="Restore selected learnings from the archive (to story)", permissions=["lifecycle"])
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet[Learning]) -> None:
+        self._apply(request, queryset, "Restored", lambda pk, actor: lifecycle.restore(pk, actor=actor))
+
+    @admin.action(description="Demote selected learnings one scope down", permissions=["lifecycle"])
+    def demote_selected(self, request: HttpRequest, queryset: QuerySet[Learning]) -> None:
+        self._apply(request, queryset, "Demoted", lambda pk, actor: lifecycle.demote(pk, actor=actor))
 
 
 @admin.register(LearningInjection)
@@ -141,7 +253,8 @@ class PromotionProposalAdmin(MemoryAdmin):
 
 
 @admin.register(VeilleNote)
-class VeilleNoteAdmin(MemoryAdmin):
+class VeilleNoteAdmin(CorrectionActions):
+    kind = "veille"
     list_display = ["date", "title", "verdict_veille", "impact_pv", "path"]
     list_filter = ["impact_pv", "verdict_veille"]
     search_fields = ["title", "summary", "path"]
@@ -149,7 +262,8 @@ class VeilleNoteAdmin(MemoryAdmin):
 
 
 @admin.register(Clarification)
-class ClarificationAdmin(MemoryAdmin):
+class ClarificationAdmin(CorrectionActions):
+    kind = "clarification"
     list_display = ["date", "story", "version", "question_idx", "domain", "project", "name"]
     list_filter = ["domain", "project"]
     search_fields = ["story", "name", "verbatim"]

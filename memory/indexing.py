@@ -1,18 +1,30 @@
 """Embedding of memory rows: scheduled after commit, computed in batches by a Celery task, so
 API calls return at once and search sees a row once it is embedded (issue: memory, point 7).
 
-A row's text is hashed; only new or changed texts are embedded again.
+A row's text is hashed; only new or changed texts are embedded again. A row an operator redacted
+(memory/privacy.py) is never embedded again, and a vector computed while its row was being
+redacted or erased is not written: the rows are locked and read again before the write.
+
+``reembed`` gives every row of a kind a vector of one model (a model change, or a catch-up after a
+long outage), batch after batch, each batch committed: a run stopped halfway is resumed by running
+it again, since it only looks for rows still without that model's vector.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from governance.kernel import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
+from memory.vector_index import create_index_sql
+
+if TYPE_CHECKING:
+    from memory.embeddings import EmbeddingBackend
 
 BATCH_SIZE = 64
 
@@ -32,6 +44,16 @@ def text_of(kind: str, obj: Learning | VeilleNote | Clarification | SubjectMemor
 MODELS = {"learning": Learning, "veille": VeilleNote, "clarification": Clarification, "subject": SubjectMemory}
 
 
+def embeddable(kind: str) -> QuerySet:
+    """The rows of ``kind`` that may have a vector: all but those an operator redacted."""
+    rows = MODELS[kind].objects.all()
+    return rows if kind == "subject" else rows.filter(redacted_at__isnull=True)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def schedule_embedding(kind: str, object_ids: Iterable[int]) -> None:
     """Call inside the transaction that created or changed the rows."""
     ids = [int(pk) for pk in object_ids]
@@ -48,9 +70,9 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
     from memory.embeddings import embed_batched, get_backend
 
     backend = backend or get_backend()
-    objects = list(MODELS[kind].objects.filter(pk__in=object_ids))
+    objects = list(embeddable(kind).filter(pk__in=object_ids))
     texts = {obj.pk: text_of(kind, obj) for obj in objects}
-    digests = {pk: hashlib.sha256(text.encode("utf-8")).hexdigest() for pk, text in texts.items()}
+    digests = {pk: _digest(text) for pk, text in texts.items()}
     current = dict(
         Embedding.objects.filter(kind=kind, model=backend.model, object_id__in=texts).values_list(
             "object_id", "text_sha256"
@@ -65,7 +87,14 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
         archived = set(Learning.objects.filter(pk__in=todo, scope=Learning.Scope.ARCHIVED).values_list("pk", flat=True))
     subjects = {obj.pk: obj.subject_id for obj in objects} if kind == "subject" else {}
     with transaction.atomic():
+        unchanged = {
+            obj.pk
+            for obj in embeddable(kind).select_for_update().filter(pk__in=todo)
+            if _digest(text_of(kind, obj)) == digests[obj.pk]
+        }
         for pk, vector in zip(todo, vectors, strict=True):
+            if pk not in unchanged:
+                continue  # erased, redacted or edited meanwhile: an edit scheduled its own embedding
             Embedding.objects.update_or_create(
                 kind=kind,
                 object_id=pk,
@@ -78,10 +107,41 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
                     "subject_id": subjects.get(pk),
                 },
             )
-    return len(todo)
+    return len(unchanged)
 
 
-def missing(kind: str, model: str, limit: int = 1000) -> list[int]:
-    """Rows of ``kind`` without a vector of ``model`` (after a broker outage, or a model change)."""
+def _without_vector(kind: str, model: str) -> QuerySet:
     embedded = Embedding.objects.filter(kind=kind, model=model).values("object_id")
-    return list(MODELS[kind].objects.exclude(pk__in=embedded).values_list("pk", flat=True)[:limit])
+    return embeddable(kind).exclude(pk__in=embedded)
+
+
+def missing(kind: str, model: str, limit: int = 1000, *, after: int = 0) -> list[int]:
+    """Rows of ``kind`` without a vector of ``model`` (after a broker outage, or a model change),
+    by id from ``after`` on, so a caller can page through them."""
+    rows = _without_vector(kind, model).filter(pk__gt=after).order_by("pk")
+    return list(rows.values_list("pk", flat=True)[:limit])
+
+
+def reembed(
+    kind: str,
+    *,
+    backend: EmbeddingBackend,
+    batch_size: int = BATCH_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Give every row of ``kind`` without one a vector of ``backend``'s model, ``batch_size`` rows
+    at a time in id order, each batch its own transaction; then make sure the model's partial HNSW
+    index exists for the kind. ``progress(done, total)`` follows each batch. Returns the rows done.
+
+    Paging by id, not by "the first rows still missing", means a row that cannot get a vector
+    (redacted or edited meanwhile) is passed over instead of being asked for again forever."""
+    total = _without_vector(kind, backend.model).count()
+    done, after = 0, 0
+    while ids := missing(kind, backend.model, batch_size, after=after):
+        embed(kind, ids, backend=backend)
+        done, after = done + len(ids), ids[-1]
+        if progress is not None:
+            progress(done, total)
+    with connection.cursor() as cursor:
+        cursor.execute(create_index_sql(kind, backend.model, backend.dimension))
+    return done

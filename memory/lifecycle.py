@@ -2,14 +2,21 @@
 application, and eviction to ARCHIVED. Rules live in memory/scope.py; this module owns the writes.
 
 Promotions are proposed by the scheduled job and applied at once (LEARNINGS_PROMOTION_MODE=auto)
-or after a reviewer's approval in the inbox (review, the default). Nothing is ever deleted:
-eviction archives, and archived rows leave the active vector indexes.
+or after a reviewer's approval in the inbox (review, the default). Nothing is ever deleted here:
+eviction archives, and archived rows leave the active vector indexes (erasing is memory/privacy.py).
+
+Operators also move a learning by hand (`archive`, `restore`, `demote`; the change permission,
+never an agent nor a reviewer). A restored learning goes back to `story` and gets another
+EVICTION_AGE_DAYS to be injected before eviction sees it as stale again: its age is counted from
+the restore. A demotion is not pinned: a learning whose reuse score still earns the scope above is
+proposed for it again by the next promotion run.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -18,6 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from governance.kernel.exceptions import Conflict, NotFound
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -25,6 +33,7 @@ from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from memory import scope
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
+from memory.privacy import require_operator
 
 logger = logging.getLogger(__name__)
 
@@ -160,8 +169,9 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
 @transaction.atomic
 def evict(*, today: date | None = None) -> LifecycleReport:
     """Archive, in one transaction, every live learning older than EVICTION_AGE_DAYS (from
-    date_created, else date) that was never injected (INV-295-11). Archived rows leave the
-    active vector indexes (INV-295-12), and each gets its audit row.
+    date_created, else date; from its restore for a restored one) that was never injected
+    (INV-295-11). Archived rows leave the active vector indexes (INV-295-12), and each gets its
+    audit row.
 
     One statement of data-modifying CTEs: the learnings, their embeddings and the audit rows
     are written set-wise, without bringing tens of thousands of ids through Python."""
@@ -188,7 +198,7 @@ _EVICT = f"""
         UPDATE {Learning._meta.db_table} l
            SET scope = %(archived)s, archived_at = %(now)s, scope_changed_at = %(now)s
          WHERE l.scope <> %(archived)s
-           AND COALESCE(l.date_created, l.date) < %(cutoff)s
+           AND COALESCE(l.restored_at::date, l.date_created, l.date) < %(cutoff)s
            AND NOT EXISTS (SELECT 1 FROM {LearningInjection._meta.db_table} i WHERE i.learning_id = l.id)
         RETURNING l.id
     ),
@@ -199,3 +209,56 @@ _EVICT = f"""
     INSERT INTO {AuditEvent._meta.db_table} (at, actor, action, target_type, target_id, data)
     SELECT %(now)s, %(actor)s, %(action)s, %(target_type)s, stale.id::text, %(data)s::jsonb FROM stale
 """
+
+
+CHANGE = "memory.change_learning"
+
+
+def _move_by_hand(
+    learning_id: int, *, actor: Principal, action: str, rule: Callable[[scope.Scope], scope.Scope], **data: str
+) -> Learning:
+    """Check the operator, lock the learning, move it where ``rule`` says and audit it as
+    ``action`` with its previous and new scope (a refused move is a 409: nothing is written)."""
+    require_operator(actor, CHANGE)
+    learning = Learning.objects.select_for_update().filter(pk=learning_id).first()
+    if learning is None:
+        raise NotFound(f"No learning {learning_id}.")
+    try:
+        target = rule(scope.Scope(learning.scope))
+    except scope.TransitionRefused as exc:
+        raise Conflict(exc.message) from exc
+    previous, now = learning.scope, timezone.now()
+    learning.scope, learning.scope_changed_at = target.value, now
+    fields = ["scope", "scope_changed_at"]
+    if target is scope.Scope.ARCHIVED:
+        learning.archived_at = now
+        fields.append("archived_at")
+    if previous == Learning.Scope.ARCHIVED:
+        learning.archived_at, learning.restored_at = None, now
+        fields += ["archived_at", "restored_at"]
+    learning.save(update_fields=fields)
+    Embedding.objects.filter(kind="learning", object_id=learning.pk).update(active=target is not scope.Scope.ARCHIVED)
+    record(actor=actor, action=action, target=learning, previous=previous, scope=target.value, **data)
+    return learning
+
+
+def _to_archive(current: scope.Scope) -> scope.Scope:
+    return scope.transition(current, scope.Scope.ARCHIVED)
+
+
+@transaction.atomic
+def archive(learning_id: int, *, actor: Principal) -> Learning:
+    """An operator archives a live learning: it leaves the searches and injection blocks."""
+    return _move_by_hand(learning_id, actor=actor, action="learning.archived", rule=_to_archive, reason="by hand")
+
+
+@transaction.atomic
+def restore(learning_id: int, *, actor: Principal) -> Learning:
+    """An operator takes a learning out of the archive, back to `story` (scope.restore_target)."""
+    return _move_by_hand(learning_id, actor=actor, action="learning.restored", rule=scope.restore_target)
+
+
+@transaction.atomic
+def demote(learning_id: int, *, actor: Principal) -> Learning:
+    """An operator moves a learning one scope down (scope.demotion_target)."""
+    return _move_by_hand(learning_id, actor=actor, action="learning.demoted", rule=scope.demotion_target)

@@ -38,8 +38,10 @@ __all__ = [
     "Scope",
     "TransitionRefused",
     "age_days",
+    "demotion_target",
     "migrate_scope",
     "promotion_target",
+    "restore_target",
     "should_evict",
     "transition",
 ]
@@ -123,6 +125,32 @@ def transition(current: Scope | str, target: Scope | str) -> Scope:
     if (source, destination) not in ALLOWED:
         raise TransitionRefused(source, destination)
     return destination
+
+
+_DEMOTIONS: dict[Scope, Scope] = {Scope.GLOBAL: Scope.DOMAIN, Scope.DOMAIN: Scope.STORY}
+
+
+def demotion_target(current: Scope | str) -> Scope:
+    """The scope an operator's demotion moves a learning to: one step down, the reverse of a
+    promotion (global -> domain -> story). Not a transition of the automation, which never
+    downgrades (see `transition`): a person decides it. A story learning has nowhere to go, and
+    an archived one is restored, not demoted: both raise `TransitionRefused`."""
+    source = Scope(current)
+    if source is Scope.ARCHIVED:
+        raise TransitionRefused(source, Scope.STORY, ARCHIVED_TERMINAL_MESSAGE)
+    if source not in _DEMOTIONS:
+        raise TransitionRefused(source, source, "a story learning cannot be demoted further")
+    return _DEMOTIONS[source]
+
+
+def restore_target(current: Scope | str) -> Scope:
+    """Where an operator's restore puts an archived learning: `story`, where every learning starts
+    (section 10, "résolution manuelle"). The scope it was archived from is not kept, and its reuse
+    score still counts: the promotion runs move it up again, one step at a time, if it earns it."""
+    source = Scope(current)
+    if source is not Scope.ARCHIVED:
+        raise TransitionRefused(source, Scope.STORY, f"only an archived learning is restored, not a {source.value} one")
+    return Scope.STORY
 
 
 def _as_score(reuse_score: float | int | Decimal) -> Decimal:

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
@@ -259,7 +260,13 @@ def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
     if not rows:
         return
     _one_run_at_a_time()
-    params = {"go_gate": GO_GATE, "w_inj": WEIGHT_INJECTIONS, "w_go": WEIGHT_GATE8_GO, "w_dom": WEIGHT_DOMAINS}
+    params: dict[str, Any] = {
+        "go_gate": GO_GATE,
+        "w_inj": WEIGHT_INJECTIONS,
+        "w_go": WEIGHT_GATE8_GO,
+        "w_dom": WEIGHT_DOMAINS,
+        "now": timezone.now(),
+    }
     with connection.cursor() as cursor:
         cursor.execute(_DROP_TOUCHED)
         cursor.execute(_CREATE_TOUCHED)
@@ -268,4 +275,4 @@ def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
             "DELETE FROM memory_reusescore s USING scoring_touched t"
             " WHERE s.story = t.story AND s.gate = t.gate AND s.tags_hash = t.tags_hash"
         )
-        cursor.execute(_UPSERT.format(join_keys=_JOIN_TOUCHED), {**params, "now": timezone.now()})
+        cursor.execute(_UPSERT.format(join_keys=_JOIN_TOUCHED), params)

@@ -1,0 +1,133 @@
+"""Operators correct what memory holds about people: erase a learning, a watch note or a
+clarification, or redact one (its text replaced by ``[redacted]``).
+
+Only a person with the model's delete (erase) or change (redact) permission may: the Admin role.
+Agents, reviewers and the system are refused before anything is read.
+
+Erasing is a hard delete, since the point of the request is that the content is gone, from the
+database and from every search: the row, its vectors of every model, and for a learning its
+injections and promotion proposals (rows that only exist for it, and that reference it); the
+reuse score of its key is recomputed at once from what remains (``scoring.rescore``), so scores,
+promotions and the next full run agree. Redacting keeps the row, its tags and its score key, so
+counts and scores stay as they were, but removes its vectors and marks it (``redacted_at``) so
+that no embedding run ever computes one again: a redacted row never surfaces in a search nor in
+an injection block's similarity sections.
+
+The audit row says who, when, which object and what was done; never the content. Copies of the
+content elsewhere are replaced too: a promotion proposal's review item quotes the learning's text
+for the reviewer, and a watch note's path (often a slug of its title) is in its audit rows and,
+for a redacted note, replaced on the row itself. A watch note mirrored from a file comes back at
+the next indexing of its directory unless the file goes as well: the file is the source of truth
+(memory/watch_notes.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.kernel.exceptions import Forbidden, NotFound
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
+from governance.reviews.models import ReviewItem
+from memory import scoring
+from memory.models import Clarification, Embedding, Learning, LearningInjection, PromotionProposal, VeilleNote
+
+REDACTED = "[redacted]"
+
+Correctable = Learning | VeilleNote | Clarification
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a correctable kind of memory is made of: its model, and its fields holding content."""
+
+    name: str
+    model: type[Learning] | type[VeilleNote] | type[Clarification]
+    content: tuple[str, ...]
+
+
+KINDS = {
+    "learning": Kind("learning", Learning, ("text",)),
+    "veille": Kind("veille", VeilleNote, ("title", "summary")),
+    "clarification": Kind("clarification", Clarification, ("verbatim",)),
+}
+
+
+def require_operator(actor: Principal, perm: str) -> None:
+    """A person holding ``perm``; never an agent, and never the system acting for nobody."""
+    if not actor.is_operator or not actor.has_perm(perm):
+        raise Forbidden(f"Correcting memory needs an operator with the {perm} permission.")
+
+
+def _perm(kind: Kind, action: str) -> str:
+    return f"memory.{action}_{kind.model._meta.model_name}"
+
+
+def _locked(kind: Kind, object_id: int) -> Correctable:
+    found = kind.model.objects.select_for_update().filter(pk=object_id).first()
+    if found is None:
+        raise NotFound(f"No {kind.name} {object_id}.")
+    return found
+
+
+def _scrub_review_copies(learning: Learning) -> None:
+    """Promotion review items quote the learning's text for the reviewer: replace that copy."""
+    items = ReviewItem.objects.filter(pk__in=PromotionProposal.objects.filter(learning=learning).values("review_item"))
+    for item in items.select_for_update():
+        item.payload = {**item.payload, "text": REDACTED}
+        item.save(update_fields=["payload"])
+
+
+def _scrub_audit_paths(note: VeilleNote) -> None:
+    """A watch note's audit rows name its path, which for a posted note is a slug of its title."""
+    rows = AuditEvent.objects.filter(target_type=VeilleNote._meta.label_lower, target_id=str(note.pk))
+    for event in rows.filter(data__has_key="path"):
+        event.data = {**event.data, "path": REDACTED}
+        event.save(update_fields=["data"])
+
+
+def _scrub_copies(row: Correctable) -> None:
+    if isinstance(row, Learning):
+        _scrub_review_copies(row)
+    if isinstance(row, VeilleNote):
+        _scrub_audit_paths(row)
+
+
+def erase(kind_name: str, object_id: int, *, actor: Principal) -> None:
+    """Delete the row, its vectors and (learnings) its injections and proposals; rescore its key."""
+    kind = KINDS[kind_name]
+    require_operator(actor, _perm(kind, "delete"))
+    with transaction.atomic():
+        row = _locked(kind, object_id)
+        record(actor=actor, action=f"{kind.name}.erased", target=row)
+        _scrub_copies(row)
+        if isinstance(row, Learning):
+            PromotionProposal.objects.filter(learning=row).delete()
+            LearningInjection.objects.filter(learning=row).delete()
+        Embedding.objects.filter(kind=kind.name, object_id=row.pk).delete()
+        row.delete()
+        if isinstance(row, Learning):
+            scoring.rescore([(row.story, row.gate, row.tags_hash)])
+
+
+def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
+    """Replace the row's content with ``[redacted]`` and drop its vectors for good."""
+    kind = KINDS[kind_name]
+    require_operator(actor, _perm(kind, "change"))
+    with transaction.atomic():
+        row = _locked(kind, object_id)
+        fields = [*kind.content, "redacted_at"]
+        for name in kind.content:
+            setattr(row, name, REDACTED)
+        row.redacted_at = timezone.now()
+        if isinstance(row, VeilleNote):
+            row.path = f"{REDACTED} {row.pk}"  # unique, and under no indexed directory
+            fields.append("path")
+        row.save(update_fields=fields)
+        _scrub_copies(row)
+        Embedding.objects.filter(kind=kind.name, object_id=row.pk).delete()
+        record(actor=actor, action=f"{kind.name}.redacted", target=row)
