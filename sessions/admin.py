@@ -1,5 +1,5 @@
 """Admin of AI sessions. Sessions and their messages are written by the event processor only, so
-they are read-only here; an automation's schedule (on/off, interval, trigger) and hosting profile,
+they are read-only here; an automation's schedule (on/off, interval or cron, trigger) and hosting profile,
 the provider profiles and the prompt chunks are what operators tune by hand. Nothing is
 deletable: sessions are the record of what agents did, and automations, profiles and chunks are
 switched off rather than removed.
@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 
 from governance.kernel.admin import NoDelete, ReadOnly
+from governance.kernel.exceptions import InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from sessions import automations as automation_actions
@@ -93,9 +94,16 @@ class SessionMessageAdmin(ReadOnly, admin.ModelAdmin):
 
 
 class AutomationForm(forms.ModelForm):
+    cron = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="Instead of an interval: minute hour day-of-month month day-of-week, e.g. 0 9 * * 1-5 "
+        "(server time zone). Leave the interval empty to use it.",
+    )
+
     class Meta:
         model = Automation
-        fields = ["enabled", "trigger", "interval_minutes", "profile"]
+        fields = ["enabled", "trigger", "interval_minutes", "cron", "profile"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Operators host on any enabled profile but a scripted one (server-side only); the
@@ -105,12 +113,20 @@ class AutomationForm(forms.ModelForm):
         if self.instance.profile_id:
             usable |= Q(pk=self.instance.profile_id)
         self.fields["profile"].queryset = ProviderProfile.objects.filter(usable)
+        self.initial.setdefault("cron", self.instance.cron if self.instance.pk else None)
+
+    def clean_cron(self) -> str | None:
+        return self.cleaned_data["cron"].strip() or None
 
     def clean(self) -> dict[str, Any]:
+        """The API's schedule rule (sessions/automations.check_schedule), its errors on the fields."""
         data = super().clean()
-        problem = automation_actions.schedule_error(data.get("trigger"), data.get("interval_minutes"))
-        if problem:
-            raise forms.ValidationError(problem)
+        try:
+            automation_actions.check_schedule(data.get("trigger", ""), data.get("interval_minutes"), data.get("cron"))
+        except InvalidInput as exc:
+            for problem in exc.errors:
+                field = "cron" if problem["loc"][-1] == "cron" else "interval_minutes"
+                self.add_error(field, problem["msg"])
         return data
 
 
@@ -120,9 +136,9 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
     on a provider profile, through the same service as the API."""
 
     form = AutomationForm
-    list_display = ["name", "agent", "trigger", "interval_minutes", "enabled", "next_run_at", "profile"]
+    list_display = ["name", "agent", "trigger", "schedule", "enabled", "next_run_at", "profile"]
     list_filter = ["enabled", "trigger"]
-    list_select_related = ["agent", "profile"]
+    list_select_related = ["agent", "profile", "crontab"]
     search_fields = ["name", "agent__agent_id"]
     fields = [
         "name",
@@ -131,6 +147,7 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
         "enabled",
         "trigger",
         "interval_minutes",
+        "cron",
         "next_run_at",
         "profile",
         "created_at",

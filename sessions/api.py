@@ -10,7 +10,7 @@ from ninja.pagination import paginate
 
 from agents.access import get_agent_for
 from agents.models import Agent
-from governance.kernel.access import get_for, require_owner_agent
+from governance.kernel.access import caller, get_for, require_owner_agent
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
@@ -22,6 +22,7 @@ from sessions.schemas import (
     AIStateOut,
     AutomationIn,
     AutomationOut,
+    AutomationPatch,
     EventIn,
     EventOut,
     ExecuteOut,
@@ -56,10 +57,29 @@ def _agent(principal: Principal) -> Agent:
 @router.post("", operation_id="create_session", response={201: AIStateOut})
 def create_session(request: HttpRequest, data: SessionIn) -> Status:
     """CHAT starts at once (pre-empting an AUTOMATION, which is suspended); AUTOMATION queues
-    and starts when the agent's slot is free."""
+    and starts when the agent's slot is free, with its instructions (`messages`) if given. A
+    `story` (with `domain` and `project`) puts its step-0 memory block in level 2 of the prompt."""
     agent = _agent(request.auth)
-    start = scheduler.start_chat if data.type == "CHAT" else scheduler.queue_automation_session
-    return Status(201, start(agent, actor=request.auth, name=data.name, require_validation=data.requireValidation))
+    scope = {"story": data.story, "domain": data.domain, "project": data.project}
+    if data.type == "CHAT":
+        if data.messages is not None:
+            msg = "a CHAT gets its messages as UserMessageSent events; messages are an AUTOMATION's instructions"
+            raise InvalidInput(msg, errors=[{"loc": ["body", "messages"], "msg": msg, "type": "automation_only"}])
+        session = scheduler.start_chat(
+            agent, actor=request.auth, name=data.name, require_validation=data.requireValidation, **scope
+        )
+        return Status(201, session)
+    messages = [message.dict() for message in data.messages or []]
+    automation_actions.check_seed_messages(messages)
+    session = scheduler.queue_automation_session(
+        agent,
+        actor=request.auth,
+        name=data.name,
+        require_validation=data.requireValidation,
+        messages=messages,
+        **scope,
+    )
+    return Status(201, session)
 
 
 @router.get("/next", operation_id="next_session", response={200: AIStateOut, 204: None})
@@ -138,6 +158,7 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
         name=data.name,
         trigger=data.trigger,
         interval_minutes=data.intervalMinutes,
+        cron=data.cron,
         enabled=data.enabled,
         seed_session_id=data.seedSessionId,
         messages=[m.dict() for m in data.messages] if data.messages else None,
@@ -169,6 +190,14 @@ def create_provider_profile(request: HttpRequest, data: ProviderProfileIn) -> St
         enabled=data.enabled,
     )
     return Status(201, profile)
+
+
+# After the provider-profile routes: "/{automation_id}" would otherwise catch their path.
+@automations.patch("/{automation_id}", operation_id="change_automation", response=AutomationOut)
+def change_automation(request: HttpRequest, automation_id: int, data: AutomationPatch) -> Automation:
+    """Rename, switch on or off, or reschedule (`intervalMinutes` or `cron`): the owner agent or an
+    operator with ai_sessions.change_automation. Switched off, it has no next run."""
+    return automation_actions.change_automation(automation_id, actor=caller(request), **data.changes())
 
 
 @automations.post("/{automation_id}/execute", operation_id="execute_automation", response={202: ExecuteOut})

@@ -9,13 +9,14 @@ only the system itself. No URL, key or key variable ever comes from the caller.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule
 
 from agents import quotas
 from agents.models import Agent
@@ -25,24 +26,61 @@ from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.kernel.validation import error
+from sessions import cron as cron_rules
 from sessions import enrichments, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from sessions.profiles import is_system
 
-SCHEDULE_NEEDS_INTERVAL = "A SCHEDULED automation needs an interval."
-DEFAULT_INTERVAL_MINUTES = 60
-CHANGEABLE = ("name", "enabled", "trigger", "interval_minutes", "profile")
+SCHEDULE_NEEDS_INTERVAL = "A SCHEDULED automation needs an interval or a cron expression."
+ONE_SCHEDULE = "Give intervalMinutes or cron, not both."
+CHANGEABLE = ("name", "enabled", "trigger", "interval_minutes", "cron", "profile")
+SCHEDULE_FIELDS = ("interval_minutes", "cron")
 
 
 def _invalid(field: str, msg: str, kind: str = "value_error") -> InvalidInput:
     return InvalidInput(msg, errors=[{"loc": ["body", field], "msg": msg, "type": kind}])
 
 
-def schedule_error(trigger: str, interval_minutes: int | None) -> str | None:
-    """The schedule rule: a SCHEDULED automation runs every ``interval_minutes``, so it needs one."""
-    if trigger == Automation.Trigger.SCHEDULED and not interval_minutes:
+def schedule_error(trigger: str, interval_minutes: int | None, cron: str | None = None) -> str | None:
+    """The schedule rule: a SCHEDULED automation runs every ``interval_minutes`` or at the
+    times ``cron`` names, so it needs one of them."""
+    if trigger == Automation.Trigger.SCHEDULED and not interval_minutes and not cron:
         return SCHEDULE_NEEDS_INTERVAL
     return None
+
+
+def check_schedule(trigger: str, interval_minutes: int | None, cron: str | None) -> cron_rules.Cron | None:
+    """The whole schedule rule, for the API, the admin form and the services alike: one of an
+    interval and a cron (never both), a cron that parses, a SCHEDULED automation with either.
+    InvalidInput at ``body.cron`` or ``body.intervalMinutes``; the parsed cron otherwise."""
+    if interval_minutes is not None and cron is not None:
+        raise _invalid("cron", ONE_SCHEDULE, "conflict")
+    parsed = None
+    if cron is not None:
+        try:
+            parsed = cron_rules.parse(cron)
+        except ValueError as exc:
+            raise _invalid("cron", f"Not a cron expression: {exc}.", "cron_invalid") from exc
+    problem = schedule_error(trigger, interval_minutes, cron)
+    if problem:
+        raise _invalid("intervalMinutes", problem, "missing")
+    return parsed
+
+
+def _crontab_row(parsed: cron_rules.Cron | None) -> CrontabSchedule | None:
+    """django-celery-beat's row for ``parsed`` in the server's time zone, shared by the
+    automations with the same expression (beat's admin lists them with their meaning)."""
+    if parsed is None:
+        return None
+    fields = {
+        "minute": parsed.minute,
+        "hour": parsed.hour,
+        "day_of_month": parsed.day_of_month,
+        "month_of_year": parsed.month_of_year,
+        "day_of_week": parsed.day_of_week,
+        "timezone": settings.TIME_ZONE,
+    }
+    return CrontabSchedule.objects.filter(**fields).order_by("pk").first() or CrontabSchedule.objects.create(**fields)
 
 
 def manifest_profiles(agent: Agent) -> list[str]:
@@ -96,6 +134,7 @@ def create_automation(
     name: str,
     trigger: str = Automation.Trigger.SCHEDULED,
     interval_minutes: int | None = None,
+    cron: str | None = None,
     enabled: bool = True,
     seed_session_id: UUID | None = None,
     messages: list[dict[str, Any]] | None = None,
@@ -112,9 +151,7 @@ def create_automation(
     _require(actor, agent, "ai_sessions.add_automation")
     agent = Agent.objects.select_for_update(of=("self",)).get(pk=agent.pk)  # creators count one at a time
     quotas.check(agent, "automations", Automation.objects.filter(agent=agent), actor=actor)
-    problem = schedule_error(trigger, interval_minutes)
-    if problem:
-        raise _invalid("intervalMinutes", problem, "missing")
+    parsed = check_schedule(trigger, interval_minutes, cron)
     profile = find_profile(profile_name, agent=agent, actor=actor)
     if seed_session_id is not None:
         seed = AISession.objects.filter(pk=seed_session_id, agent=agent, type="SEED").first()
@@ -124,20 +161,20 @@ def create_automation(
         seed = scheduler.create_seed(agent, name=name, messages=messages, now=now)
     else:
         raise _invalid("messages", "give seedSessionId or messages", "missing")
-    next_run_at = None
-    if trigger == Automation.Trigger.SCHEDULED:
-        next_run_at = first_run_at or now + timedelta(minutes=interval_minutes or DEFAULT_INTERVAL_MINUTES)
     automation = Automation.objects.create(
         agent=agent,
         name=name,
         seed_session=seed,
         trigger=trigger,
         interval_minutes=interval_minutes,
+        crontab=_crontab_row(parsed),
         enabled=enabled,
-        next_run_at=next_run_at,
         profile=profile,
         created_by=actor.label,
     )
+    if trigger == Automation.Trigger.SCHEDULED:
+        automation.next_run_at = first_run_at or automation.next_run_after(now)
+        automation.save(update_fields=["next_run_at"])
     record(
         actor=actor,
         action="automation.created",
@@ -145,6 +182,7 @@ def create_automation(
         agent=agent.agent_id,
         trigger=trigger,
         interval_minutes=interval_minutes,
+        cron=cron,
         profile=profile.name if profile else None,
     )
     agent_pk = agent.pk
@@ -152,31 +190,51 @@ def create_automation(
     return automation
 
 
+def _schedule_changes(automation: Automation, changes: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The interval and cron the automation will have: the ones given, and a schedule given
+    alone replaces the other kind (a cron sent to an interval automation makes it a cron one)."""
+    interval = changes.get("interval_minutes", automation.interval_minutes)
+    cron = changes.get("cron", automation.cron)
+    if changes.get("cron") is not None and "interval_minutes" not in changes:
+        interval = None
+    if changes.get("interval_minutes") is not None and "cron" not in changes:
+        cron = None
+    return interval, cron
+
+
 @transaction.atomic
 def change_automation(automation_id: int, *, actor: Principal, **changes: Any) -> Automation:
     """Switch, reschedule, rename or re-host an automation (any of ``CHANGEABLE``).
 
-    A schedule switched on needs a next run, or the scheduler would never pick it up; a changed
-    profile passes the same rule as at creation. The scheduler looks at the agent's slot after
-    commit (seed section 6)."""
+    The next run follows the schedule: computed again when the schedule changes or the
+    automation is switched on, and cleared while it is off, so the scheduler's tick (the beat
+    entry every automation shares) never starts a switched-off one. A changed profile passes the
+    same rule as at creation. The scheduler looks at the agent's slot after commit (seed
+    section 6)."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"not changeable: {', '.join(sorted(unknown))}")
-    automation = Automation.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=automation_id)
-    automation = automation.first()
+    locked = Automation.objects.select_for_update(of=("self",)).select_related("agent", "crontab")
+    automation = locked.filter(pk=automation_id).first()
     if automation is None:
         raise NotFound(f"No automation {automation_id}.")
     _require(actor, automation.agent, "ai_sessions.change_automation")
     if "profile" in changes and changes["profile"] != automation.profile:
         check_profile(changes["profile"], agent=automation.agent, actor=actor)
+    interval, cron = _schedule_changes(automation, changes)
+    trigger = changes.get("trigger", automation.trigger)
+    parsed = check_schedule(trigger, interval, cron)
+    rescheduled = (interval, cron) != (automation.interval_minutes, automation.cron) or trigger != automation.trigger
+    switched_on = changes.get("enabled") and not automation.enabled
     for field, value in changes.items():
-        setattr(automation, field, value)
-    problem = schedule_error(automation.trigger, automation.interval_minutes)
-    if problem:
-        raise _invalid("intervalMinutes", problem, "missing")
-    if automation.trigger == Automation.Trigger.SCHEDULED and automation.enabled and automation.next_run_at is None:
-        interval = automation.interval_minutes or DEFAULT_INTERVAL_MINUTES
-        automation.next_run_at = timezone.now() + timedelta(minutes=interval)
+        if field not in SCHEDULE_FIELDS:
+            setattr(automation, field, value)
+    automation.interval_minutes = interval
+    automation.crontab = _crontab_row(parsed)
+    if not automation.enabled or automation.trigger != Automation.Trigger.SCHEDULED:
+        automation.next_run_at = None
+    elif rescheduled or switched_on or automation.next_run_at is None:
+        automation.next_run_at = automation.next_run_after(timezone.now())
     automation.save()
     record(
         actor=actor,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -10,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from governance.kernel import secrets
+from sessions import cron as cron_rules
 from sessions.machine import EndReason, Phase, SessionType, SystemMessageType
 from sessions.querysets import AutomationQuerySet, SessionQuerySet
 
@@ -269,11 +271,21 @@ class Automation(models.Model):
         SCHEDULED = "SCHEDULED"
         EVENT = "EVENT"
 
+    DEFAULT_INTERVAL_MINUTES = 60
+
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="automations")
     name = models.CharField(max_length=200)
     seed_session = models.ForeignKey(AISession, on_delete=models.PROTECT, related_name="+")
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULED)
     interval_minutes = models.PositiveIntegerField(null=True, blank=True, help_text="For SCHEDULED automations")
+    crontab = models.ForeignKey(
+        "django_celery_beat.CrontabSchedule",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="For SCHEDULED automations, instead of an interval: runs at the times this cron names",
+    )
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
     profile = models.ForeignKey(
@@ -294,9 +306,41 @@ class Automation(models.Model):
         indexes = [
             models.Index(fields=["next_run_at"], name="automation_due", condition=Q(enabled=True, trigger="SCHEDULED"))
         ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(interval_minutes__isnull=True) | Q(crontab__isnull=True), name="automation_one_schedule"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    def _cron(self) -> cron_rules.Cron | None:
+        row = self.crontab
+        if row is None:
+            return None
+        return cron_rules.Cron(row.minute, row.hour, row.day_of_month, row.month_of_year, row.day_of_week)
+
+    @property
+    def cron(self) -> str | None:
+        """The cron expression of the schedule (five fields), None for an interval."""
+        expression = self._cron()
+        return None if expression is None else str(expression)
+
+    @property
+    def schedule(self) -> str:
+        """The schedule as an operator reads it (admin list)."""
+        if self.crontab is not None:
+            return f"cron {self.cron} ({self.crontab.timezone})"
+        return f"every {self.interval_minutes} min" if self.interval_minutes else "—"
+
+    def next_run_after(self, moment: datetime) -> datetime:
+        """When a SCHEDULED run is next due after ``moment``: the cron's next time in its time
+        zone, or one interval later (an hour when neither is set, as before cron existed)."""
+        expression = self._cron()
+        if expression is not None and self.crontab is not None:
+            return cron_rules.next_after(expression, moment, self.crontab.timezone)
+        return moment + timedelta(minutes=self.interval_minutes or self.DEFAULT_INTERVAL_MINUTES)
 
     @property
     def provider(self) -> str:

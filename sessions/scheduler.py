@@ -11,7 +11,7 @@ share the work instead of queueing) and the partial unique index is the last wor
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -103,9 +103,16 @@ def _check_queue_quota(agent: Agent, actor: Principal) -> None:
 
 @transaction.atomic
 def start_chat(
-    agent: Agent, *, actor: Principal, name: str, require_validation: bool, now: datetime | None = None
+    agent: Agent,
+    *,
+    actor: Principal,
+    name: str,
+    require_validation: bool,
+    now: datetime | None = None,
+    **scope: str,
 ) -> AISession:
-    """CHAT interrupts whatever the agent was doing, at once (seed section 5)."""
+    """CHAT interrupts whatever the agent was doing, at once (seed section 5). ``scope`` is the
+    story, domain and project whose memory the prompt carries (sessions.prompt)."""
     now = now or timezone.now()
     _require_manifest(agent)
     agent = _locked_agent(agent.pk)
@@ -113,7 +120,7 @@ def start_chat(
     if active is not None:
         _release(active, now)
     session = AISession.objects.create(
-        agent=agent, name=name, type=SessionType.CHAT.value, require_validation=require_validation
+        agent=agent, name=name, type=SessionType.CHAT.value, require_validation=require_validation, **scope
     )
     record(actor=actor, action="session.started", target=session, type=session.type, name=name)
     apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
@@ -152,9 +159,18 @@ def _new_run(automation: Automation, trigger: str, now: datetime) -> AISession:
 
 @transaction.atomic
 def queue_automation_session(
-    agent: Agent, *, actor: Principal, name: str, require_validation: bool, now: datetime | None = None
+    agent: Agent,
+    *,
+    actor: Principal,
+    name: str,
+    require_validation: bool,
+    messages: list[dict[str, Any]] | None = None,
+    now: datetime | None = None,
+    **scope: str,
 ) -> AISession:
-    """An AUTOMATION session the agent drives itself: queued, started when its turn comes."""
+    """An AUTOMATION session the agent drives itself: queued, started when its turn comes.
+    ``messages`` are its instructions, stored as the USER messages an automation run copies from
+    its SEED, so activation runs their enrichments and the model reads them, as for any run."""
     now = now or timezone.now()
     _require_manifest(agent)
     _check_queue_quota(agent, actor)
@@ -165,8 +181,12 @@ def queue_automation_session(
         require_validation=require_validation,
         queued_at=now,
         trigger=Automation.Trigger.MANUAL.value,
+        **scope,
     )
-    record(actor=actor, action="session.queued", target=session, type=session.type, name=name)
+    _store_instructions(session, messages or [], now)
+    record(
+        actor=actor, action="session.queued", target=session, type=session.type, name=name, messages=len(messages or [])
+    )
     fill_slot(agent.pk, now=now)
     session.refresh_from_db()
     return session
@@ -190,8 +210,15 @@ def execute_automation(
 def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now: datetime) -> AISession:
     """A SEED session: the template an automation copies at each run; never executed itself."""
     seed = AISession.objects.create(agent=agent, name=name, type=SessionType.SEED.value)
+    _store_instructions(seed, messages, now)
+    return seed
+
+
+def _store_instructions(session: AISession, messages: list[dict[str, Any]], now: datetime) -> None:
+    """An automation's instructions as USER messages (text, or segments with enrichments, their
+    periods relative: seed section 10), in order from seq 1."""
     for n, message in enumerate(messages, start=1):
-        segments = message.get("segments") or [{"type": "text", "text": message.get("text", "")}]
+        segments = message.get("segments") or [{"type": "text", "text": message.get("text") or ""}]
         rich = enrichments.rich_message(
             segments,
             is_relative=True,
@@ -199,8 +226,7 @@ def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now:
             day_start_hour=settings.SESSION_DAY_START_HOUR,
             week_start_day=settings.SESSION_WEEK_START_DAY,
         )
-        SessionMessage.objects.create(session=seed, seq=n, timestamp=now, sender="USER", rich_content=rich)
-    return seed
+        SessionMessage.objects.create(session=session, seq=n, timestamp=now, sender="USER", rich_content=rich)
 
 
 @transaction.atomic
@@ -244,7 +270,7 @@ def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession |
             if automation is None:
                 return None
             candidate = _new_run(automation, Automation.Trigger.SCHEDULED.value, now)
-            automation.next_run_at = now + timedelta(minutes=automation.interval_minutes or 60)
+            automation.next_run_at = automation.next_run_after(now)
             automation.save(update_fields=["next_run_at"])
         return candidate if _activate(candidate, now) else None
 

@@ -5,13 +5,27 @@ from typing import Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+
+class SeedMessageIn(Schema):
+    text: str | None = Field(None, max_length=100_000)
+    segments: list[dict[str, Any]] | None = None
 
 
 class SessionIn(Schema):
     type: Literal["CHAT", "AUTOMATION"]
     name: str = Field(..., min_length=1, max_length=200)
     requireValidation: bool = False
+    messages: list[SeedMessageIn] | None = Field(
+        None,
+        max_length=50,
+        description="AUTOMATION only: its instructions, as an automation's SEED messages (text, or segments "
+        "with enrichments, periods relative); the session starts by running their enrichments.",
+    )
+    story: str = Field("", max_length=100, description="The story worked on: level 2 carries its step-0 memory block")
+    domain: str = Field("", max_length=100, description="The block's domain (default: the agent's)")
+    project: str = Field("", max_length=100, description="The block's project")
 
 
 class AIStateOut(Schema):
@@ -31,6 +45,13 @@ class AIStateOut(Schema):
     queuedAt: datetime | None = Field(None, alias="queued_at")
     tokensUsed: dict[str, int] = Field(..., alias="tokens_used")
     createdAt: datetime = Field(..., alias="created_at")
+    providerId: str = Field(..., alias="provider_id", description="The hosting provider; empty when the agent calls")
+    providerSessionId: str = Field(
+        ..., alias="provider_session_id", description="The provider's id of its latest answer (hosted sessions)"
+    )
+    story: str
+    domain: str
+    project: str
 
 
 class EventIn(Schema):
@@ -71,16 +92,17 @@ class PromptOut(Schema):
     )
 
 
-class SeedMessageIn(Schema):
-    text: str | None = Field(None, max_length=100_000)
-    segments: list[dict[str, Any]] | None = None
-
-
 class NoProviderConfig(Schema):
     """Gone: a URL, key or key variable from the caller is what let agents aim the server's key at
     any address. Kept as a field so that each key sent is refused with its own path."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+CRON_HELP = (
+    "Instead of intervalMinutes: five cron fields (minute hour day-of-month month day-of-week, e.g. "
+    '"0 9 * * 1-5"), in the server\'s time zone; runs start on the scheduler tick that follows.'
+)
 
 
 class AutomationIn(Schema):
@@ -94,6 +116,7 @@ class AutomationIn(Schema):
     messages: list[SeedMessageIn] | None = Field(None, description="Creates the SEED session from these.")
     trigger: Literal["MANUAL", "SCHEDULED", "EVENT"] = "SCHEDULED"
     intervalMinutes: int | None = Field(None, ge=1, le=60 * 24 * 366)
+    cron: str | None = Field(None, max_length=100, description=CRON_HELP)
     enabled: bool = True
     providerProfile: str | None = Field(
         None,
@@ -113,6 +136,7 @@ class AutomationOut(Schema):
     seedSessionId: UUID = Field(..., alias="seed_session_id")
     trigger: str
     intervalMinutes: int | None = Field(None, alias="interval_minutes")
+    cron: str | None = None
     enabled: bool
     nextRunAt: datetime | None = Field(None, alias="next_run_at")
     provider: str = Field(..., description="The provider profile's provider; empty when not hosted")
@@ -121,6 +145,31 @@ class AutomationOut(Schema):
     @staticmethod
     def resolve_providerProfile(obj: Any) -> str | None:
         return obj.profile.name if obj.profile_id else None
+
+
+class AutomationPatch(Schema):
+    """Only the fields sent change. ``intervalMinutes`` or ``cron`` alone replaces the other kind of
+    schedule; both at once is a 422. ``name`` and ``enabled`` cannot be null."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    enabled: bool | None = None
+    intervalMinutes: int | None = Field(None, ge=1, le=60 * 24 * 366)
+    cron: str | None = Field(None, max_length=100, description=CRON_HELP)
+
+    @field_validator("name", "enabled")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        """Runs only on sent values: a name or switch sent as null is refused, left out is kept."""
+        if value is None:
+            raise ValueError("may be left out, not null")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        """The sent fields under the service's names (sessions.automations.CHANGEABLE)."""
+        names = {"name": "name", "enabled": "enabled", "intervalMinutes": "interval_minutes", "cron": "cron"}
+        return {names[field]: getattr(self, field) for field in self.model_fields_set}
 
 
 class ProviderProfileIn(Schema):
