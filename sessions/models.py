@@ -53,14 +53,14 @@ class AISession(models.Model):
         null=True, blank=True, help_text="When the active phase's work is overdue (SESSION_PHASE_DEADLINES)"
     )
     tokens_used = models.JSONField(default=dict, help_text="input / output / cacheWrite / cacheRead token totals")
-
-    objects = SessionQuerySet.as_manager()
     # What the session works on, for its prompt's step-0 memory block (seed 004), when it names one.
     story = models.CharField(
         max_length=100, blank=True, help_text="The story the session works on: its step-0 memory block"
     )
     domain = models.CharField(max_length=100, blank=True, help_text="The memory domain (else the agent's)")
     project = models.CharField(max_length=100, blank=True, help_text="The memory project of the step-0 block")
+
+    objects = SessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -170,11 +170,11 @@ class ProviderCall(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     content = models.TextField(blank=True, help_text="The model's answer, kept until the session has it")
     tokens = models.JSONField(default=dict, blank=True)
-    error = models.CharField(max_length=200, blank=True, help_text="The failure as the agent saw it")
-
     metadata = models.JSONField(
         default=dict, blank=True, help_text="The answer's executionMetadata: model, response id, durations"
     )
+    error = models.CharField(max_length=200, blank=True, help_text="The failure as the agent saw it")
+
     class Meta:
         ordering = ["session", "turn"]
         constraints = [models.UniqueConstraint(fields=["session", "turn"], name="provider_call_once_per_turn")]
