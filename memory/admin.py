@@ -286,7 +286,17 @@ class EmbeddingAdmin(MemoryAdmin):
 
 @admin.register(ScoringRun)
 class ScoringRunAdmin(MemoryAdmin):
-    list_display = ["started_at", "mode", "finished_at", "keys_updated", "last_injection_id", "last_gate_result_id"]
+    list_display = [
+        "started_at",
+        "mode",
+        "finished_at",
+        "keys_updated",
+        "keys_corrected",
+        "keys_created",
+        "keys_removed",
+        "last_injection_id",
+        "last_gate_result_id",
+    ]
     list_filter = ["mode"]
     date_hierarchy = "started_at"
 

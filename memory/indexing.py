@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 
 from governance.kernel import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
-from memory.vector_index import create_index_sql
+from memory.vector_index import create_index_sql, index_name
 
 if TYPE_CHECKING:
     from memory.embeddings import EmbeddingBackend
@@ -143,5 +143,7 @@ def reembed(
         if progress is not None:
             progress(done, total)
     with connection.cursor() as cursor:
-        cursor.execute(create_index_sql(kind, backend.model, backend.dimension))
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(kind, backend.model)])
+        if cursor.fetchone() is None:  # a new model: searches of its vectors want their own index
+            cursor.execute(create_index_sql(kind, backend.model, backend.dimension))
     return done

@@ -5,9 +5,11 @@ an audit row naming who wrote it."""
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Iterable
+from datetime import date, datetime
+from typing import NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from governance.kernel.access import agent_or_perm
@@ -59,3 +61,36 @@ def record_gate_result(*, actor: Principal, story: str, gate: int, verdict: str)
     result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now())
     record(actor=actor, action="gate_result.recorded", target=result, story=story, gate=gate, verdict=verdict)
     return result
+
+
+class GateVerdict(NamedTuple):
+    """One gate result of the past, with its own time (an import keeps it: "a gate-8 GO after the
+    injection" compares these times)."""
+
+    story: str
+    gate: int
+    verdict: str
+    at: datetime
+
+
+@transaction.atomic
+def record_gate_results(*, actor: Principal, results: Iterable[GateVerdict]) -> tuple[int, int]:
+    """Store a batch of past gate results, as ``record_gate_result`` stores one, at their own times.
+
+    Idempotent: a result already stored (same story, gate, verdict and time), or given twice, is
+    skipped, so importing the same history again adds nothing. Returns (created, skipped); one
+    audit row names the batch's size. New rows get ids above every scoring watermark, so the next
+    incremental run rescores the stories they concern."""
+    agent_or_perm(actor, "memory.add_gateresult")
+    wanted = list(results)
+    given = list(dict.fromkeys(wanted))
+    scoring.hold_inputs()
+    with connection.cursor() as cursor:  # two imports of the same file at once would both see a row as new
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('memory.gate_results'))")
+    stored = GateResult.objects.filter(story__in={result.story for result in given})
+    existing = {GateVerdict(*row) for row in stored.values_list("story", "gate", "verdict", "at")}
+    new = [GateResult(**result._asdict()) for result in given if result not in existing]
+    created = GateResult.objects.bulk_create(new, batch_size=1000)
+    if created:
+        record(actor=actor, action="gate_results.imported", target=created[0], created=len(created))
+    return len(created), len(wanted) - len(created)

@@ -40,13 +40,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from memory import scoring
 from memory.indexing import schedule_embedding
-from memory.models import Learning, LearningInjection
+from memory.learnings import GateVerdict, record_gate_results
+from memory.models import GateResult, Learning, LearningInjection, ReuseScore
 from memory.tags import canonical_tags, compute_tags_hash
 
 logger = logging.getLogger(__name__)
@@ -96,7 +98,7 @@ class ImportReport:
     """What one file did. `lines` counts non-blank lines; `rejected` holds (line number, reason)."""
 
     source: str
-    kind: str  # learnings | archive | injections
+    kind: str  # learnings | archive | injections | gate_results
     lines: int = 0
     created: int = 0
     skipped: int = 0
@@ -308,6 +310,20 @@ def parse_injection(raw: str, *, hash_aliases: HashAliases) -> dict[str, Any]:
         "project": _string(entry, "project", max_length=_KEY_MAX) if entry.get("project") not in (None, "") else "",
         "at": _datetime(entry, "injected_at"),
     }
+
+
+def parse_gate_result(raw: str) -> GateVerdict:
+    """One gate-results line: story, gate, verdict (GO or NO_GO) and at (ISO datetime, UTC without
+    an offset). Raises InvalidLine."""
+    entry = _load(raw)
+    _require(entry, ("story", "gate", "verdict", "at"))
+    verdict = entry["verdict"]
+    if verdict not in GateResult.Verdict.values:
+        raise InvalidLine(f"field 'verdict' must be one of {', '.join(GateResult.Verdict.values)}, got {verdict!r}")
+    at = _datetime(entry, "at")
+    if at is None:
+        raise InvalidLine("missing field(s): at")
+    return GateVerdict(_string(entry, "story", max_length=_KEY_MAX), _gate(entry), verdict, at)
 
 
 # --- Import ----------------------------------------------------------------------------------------
@@ -565,6 +581,28 @@ def read_lines(path: Path) -> Iterator[str]:
         yield from handle
 
 
+def import_gate_results(path: Path, *, actor: Principal, warn: Warn = logger.warning) -> ImportReport:
+    """A file of past gate results (one JSON object a line, ``parse_gate_result``), all or nothing:
+    every bad line is reported with its number (``[import] rejected: line N: reason``) and then the
+    file is refused whole, since a gap in a verdict history would silently change scores. A valid
+    file goes through ``record_gate_results`` (lines already stored are skipped)."""
+    started = time.monotonic()
+    report = ImportReport(source=str(path), kind="gate_results")
+    results = []
+    for number, raw in enumerate(read_lines(path), start=1):
+        if not raw.strip():
+            continue
+        report.lines += 1
+        try:
+            results.append(parse_gate_result(raw))
+        except InvalidLine as exc:
+            _reject(report, number, str(exc), warn)
+    if not report.rejected:
+        report.created, report.skipped = record_gate_results(actor=actor, results=results)
+    report.seconds = time.monotonic() - started
+    return report
+
+
 def import_files(
     learnings: Path,
     *,
@@ -710,3 +748,27 @@ def export_learnings(out_dir: Path) -> ExportReport:
         archived = _write_jsonl(directory / ARCHIVE_FILE, _learning_rows(archived=True))
         injections = _write_jsonl(directory / INJECTIONS_FILE, _injection_rows())
     return ExportReport(directory=str(directory), learnings=learnings, archived=archived, injections=injections)
+
+
+SCORE_FIELDS = ("story", "gate", "tags_hash", "nb_injections", "nb_stories_gate8_go", "nb_domains", "reuse_score")
+
+
+def reuse_score_lines(*, story: str | None = None, domain: str | None = None) -> Iterator[dict[str, Any]]:
+    """Each reuse score as a line of the seed's learnings-scores.jsonl (its key, its three counts,
+    the score as a number, when it was computed), by key. ``story`` is the key's story; ``domain``
+    keeps the keys of which some learning belongs to that domain."""
+    rows = ReuseScore.objects.order_by("story", "gate", "tags_hash")
+    if story is not None:
+        rows = rows.filter(story=story)
+    if domain is not None:
+        of_domain = Learning.objects.filter(
+            story=OuterRef("story"), gate=OuterRef("gate"), tags_hash=OuterRef("tags_hash"), domain=domain
+        )
+        rows = rows.filter(Exists(of_domain))
+    for row in rows.values(*SCORE_FIELDS, "computed_at").iterator(chunk_size=BATCH_SIZE):
+        yield {**row, "reuse_score": float(row["reuse_score"]), "computed_at": _iso(row["computed_at"])}
+
+
+def export_reuse_scores(path: Path, *, story: str | None = None, domain: str | None = None) -> int:
+    """Write the scores to ``path`` (renamed into place, as the learnings files); returns the lines."""
+    return _write_jsonl(Path(path), reuse_score_lines(story=story, domain=domain))
