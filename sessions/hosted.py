@@ -10,6 +10,7 @@ secret, goes to the server log.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -91,7 +92,9 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
         return claim
     session, call = claim
     if call.status != ProviderCall.Status.ANSWERED:
+        started = time.monotonic()
         response = _ask(session, session.automation.profile)
+        duration_ms = round((time.monotonic() - started) * 1000)
         if not response.success:
             kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
             payload: dict[str, Any] = {"summary": response.public_summary}
@@ -101,16 +104,22 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
             apply_event(session.pk, kind, payload, actor=actor)
             return kind.value
         call.content, call.tokens = response.content, _tokens(response)
+        call.metadata = execution_metadata(session.automation.profile, call, response, duration_ms=duration_ms)
         try:
-            stored = _finish(call, status=ProviderCall.Status.ANSWERED, content=call.content, tokens=call.tokens)
+            stored = _finish(
+                call,
+                status=ProviderCall.Status.ANSWERED,
+                content=call.content,
+                tokens=call.tokens,
+                metadata=call.metadata,
+            )
         except DatabaseError as exc:
             return _unstorable(session, call, exc, actor=actor)
         if not stored:
             return "superseded"  # its worker was taken for gone and the call made again
     try:
-        apply_event(
-            session.pk, Event.AI_RESPONSE_RECEIVED, {"content": call.content, "tokens": call.tokens}, actor=actor
-        )
+        answer = {"content": call.content, "tokens": call.tokens, "metadata": call.metadata}
+        apply_event(session.pk, Event.AI_RESPONSE_RECEIVED, answer, actor=actor)
     except Conflict:
         raise  # the session moved on meanwhile: the task drops the answer
     except Exception as exc:
@@ -169,6 +178,33 @@ def _finish(call: ProviderCall, **fields: Any) -> bool:
             finished_at=timezone.now(), **fields
         )
     return updated == 1
+
+
+def execution_metadata(
+    profile: ProviderProfile, call: ProviderCall, response: AIResponse, *, duration_ms: int
+) -> dict[str, Any]:
+    """The AI message's executionMetadata (seed 003: automations only): who answered (provider,
+    profile, the model as the provider names it), its id of the answer (``providerSessionId``, also
+    kept on the session), why it stopped, the tokens, how long the call took (``durationMs``, and
+    the provider's own ``providerDurationMs`` when it reports one), and which attempt of which
+    turn it was. Stored with the answer, so a redelivered task applies the same figures."""
+    metadata: dict[str, Any] = {
+        "provider": profile.provider,
+        "profile": profile.name,
+        "model": response.model or profile.model,
+        "tokens": _tokens(response),
+        "tokensUsed": response.tokens_used,
+        "durationMs": duration_ms,
+        "attempt": call.attempts,
+        "turn": call.turn,
+    }
+    if response.response_id:
+        metadata["providerSessionId"] = response.response_id
+    if response.stop_reason:
+        metadata["stopReason"] = response.stop_reason
+    if response.provider_duration_ms is not None:
+        metadata["providerDurationMs"] = response.provider_duration_ms
+    return metadata
 
 
 def _tokens(response: AIResponse) -> dict[str, int]:

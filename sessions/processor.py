@@ -93,6 +93,7 @@ SAVED_FIELDS = [
     "last_activity",
     "phase_deadline_at",
     "queued_at",
+    "provider_session_id",
 ]
 
 
@@ -249,7 +250,12 @@ class _Run:
             value = event.payload.get("tokens", {}).get(key, 0)
             tokens[key] = tokens.get(key, 0) + (value if isinstance(value, int) and value >= 0 else 0)
         self.session.tokens_used = tokens
-        self._add("AI", ai_message_json=content, execution_metadata=event.payload.get("metadata"))
+        metadata = event.payload.get("metadata")
+        provider_session = (metadata or {}).get("providerSessionId")
+        if isinstance(provider_session, str) and provider_session:
+            # The provider's side of the session (seed 003's providerSessionId): its latest answer.
+            self.session.provider_session_id = provider_session[:200]
+        self._add("AI", ai_message_json=content, execution_metadata=metadata)
 
     def _parse_response(self, before: machine.State, event: EventInput, data: dict) -> None:
         message = self._last_ai()

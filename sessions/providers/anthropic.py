@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessions.providers.base import AIResponse, ErrorCategory, PromptData
-from sessions.providers.http import count, post_json, provider_error
+from sessions.providers.http import count, post_json, provider_error, text
 from sessions.providers.openai import Turn, base_url, merge_turns
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -97,12 +97,17 @@ def parse_response(data: dict[str, Any]) -> AIResponse:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return provider_error("anthropic: the answer has no content array", ErrorCategory.INVALID_RESPONSE)
-    text = "".join(block["text"] for block in blocks if isinstance(block, dict) and isinstance(block.get("text"), str))
+    answer = "".join(
+        block["text"] for block in blocks if isinstance(block, dict) and isinstance(block.get("text"), str)
+    )
     return AIResponse(
         success=True,
-        content=text,
+        content=answer,
         input_tokens=count(data, "usage", "input_tokens"),
         output_tokens=count(data, "usage", "output_tokens"),
         cache_write_tokens=count(data, "usage", "cache_creation_input_tokens"),
         cache_read_tokens=count(data, "usage", "cache_read_input_tokens"),
+        response_id=text(data, "id"),
+        model=text(data, "model"),
+        stop_reason=text(data, "stop_reason"),
     )

@@ -59,6 +59,11 @@ class AIResponse:
     output_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
+    # What the provider says of its answer, for the AI message's executionMetadata (seed 003):
+    response_id: str = ""  # its id of this answer (OpenAI, Anthropic); "" when it gives none (Ollama)
+    model: str = ""  # the model that answered, as the provider names it (may be more precise than asked)
+    stop_reason: str = ""  # why it stopped: "stop", "end_turn", "length", "max_tokens"...
+    provider_duration_ms: int | None = None  # its own timing, when it reports one (Ollama)
 
     @property
     def tokens_used(self) -> int:

@@ -113,6 +113,12 @@ def count(data: Any, *path: str | int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def text(data: Any, *path: str | int) -> str:
+    """A string found at ``path``, "" when absent or not a string (a provider's optional fields)."""
+    value = dig(data, *path)
+    return value[:200] if isinstance(value, str) else ""
+
+
 def provider_error(message: str, category: ErrorCategory) -> AIResponse:
     """A refusal that retrying will not fix: bad config or an answer of unexpected shape."""
     logger.warning("AI provider call failed (%s): %s", category.value, message)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessions.providers.base import AIResponse, ErrorCategory, PromptData
-from sessions.providers.http import count, dig, post_json, provider_error
+from sessions.providers.http import count, dig, post_json, provider_error, text
 from sessions.providers.openai import base_url, bearer, chat_messages
 
 DEFAULT_BASE_URL = "http://localhost:11434"
@@ -50,4 +50,7 @@ def parse_response(data: dict[str, Any]) -> AIResponse:
         content=content,
         input_tokens=count(data, "prompt_eval_count"),
         output_tokens=count(data, "eval_count"),
+        model=text(data, "model"),
+        stop_reason=text(data, "done_reason"),
+        provider_duration_ms=count(data, "total_duration") // 1_000_000 or None,  # nanoseconds
     )

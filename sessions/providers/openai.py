@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sessions.providers.base import AIResponse, ErrorCategory, PromptData, PromptMessage
-from sessions.providers.http import count, dig, post_json, provider_error
+from sessions.providers.http import count, dig, post_json, provider_error, text
 
 Role = Literal["user", "assistant"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -115,4 +115,7 @@ def parse_response(data: dict[str, Any]) -> AIResponse:
         input_tokens=max(count(data, "usage", "prompt_tokens") - cached, 0),
         output_tokens=count(data, "usage", "completion_tokens"),
         cache_read_tokens=cached,
+        response_id=text(data, "id"),
+        model=text(data, "model"),
+        stop_reason=text(data, "choices", 0, "finish_reason"),
     )

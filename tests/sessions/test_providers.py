@@ -375,7 +375,9 @@ def test_ollama_request_shape_and_parsing(server: FakeServer) -> None:
             {"role": "user", "content": "DATA_ADDED: queries\n\nAutre"},
         ],
     }
-    assert response == AIResponse(success=True, content="Hello from Ollama", input_tokens=42, output_tokens=9)
+    assert response == AIResponse(
+        success=True, content="Hello from Ollama", input_tokens=42, output_tokens=9, model="llama3"
+    )
 
 
 def test_ollama_without_options_sends_none(server: FakeServer) -> None:
