@@ -205,6 +205,21 @@ def test_the_health_page_lists_the_last_scoring_runs(as_viewer):
 
 
 @pytest.mark.django_db
+def test_the_health_page_shows_what_a_full_run_corrected(as_viewer):
+    item = learning()
+    inject(item, 1)
+    scoring.compute_reuse_scores(full=True)
+    ReuseScore.objects.update(nb_injections=9)
+    scoring.compute_reuse_scores(full=True)
+
+    html = page(as_viewer, OVERVIEW)
+
+    assert "Corrected / created / removed" in html
+    assert '<td class="num">1 / 0 / 0</td>' in html
+    assert '<td class="num">0 / 1 / 0</td>' in html
+
+
+@pytest.mark.django_db
 def test_the_health_page_counts_watch_notes_clarifications_and_waiting_promotions(as_viewer):
     note = "---\ntitle: pgvector 0.8\ndate: 2026-11-01\nverdict_veille: signal\nimpact_pv: fort\n---\n\nBody.\n"
     watch_notes.add_note(note, "demo/pgvector.md", actor=SYSTEM)

@@ -21,8 +21,10 @@ from memory.scope import (
     Scope,
     TransitionRefused,
     age_days,
+    demotion_target,
     migrate_scope,
     promotion_target,
+    restore_target,
     should_evict,
     transition,
 )
@@ -334,3 +336,21 @@ def test_tc_nom_08_missing_scope_becomes_story() -> None:
 def test_tc_nom_08_unknown_scope_is_refused_not_overwritten(bad: str) -> None:
     with pytest.raises(ValueError, match="is not a valid Scope"):
         migrate_scope(bad)
+
+
+@pytest.mark.parametrize(("current", "lower"), [("global", Scope.DOMAIN), ("domain", Scope.STORY)])
+def test_an_operator_demotes_one_step_down_the_reverse_of_a_promotion(current, lower):
+    assert demotion_target(current) is lower
+
+
+@pytest.mark.parametrize("current", ["story", "archived"])
+def test_a_story_learning_is_not_demoted_and_an_archived_one_is_restored_instead(current):
+    with pytest.raises(TransitionRefused):
+        demotion_target(current)
+
+
+def test_a_restored_learning_starts_again_at_story_and_only_an_archived_one_is_restored():
+    assert restore_target("archived") is Scope.STORY
+    for live in ("story", "domain", "global"):
+        with pytest.raises(TransitionRefused, match="only an archived learning is restored"):
+            restore_target(live)
