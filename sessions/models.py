@@ -59,6 +59,9 @@ class AISession(models.Model):
     )
     domain = models.CharField(max_length=100, blank=True, help_text="The memory domain (else the agent's)")
     project = models.CharField(max_length=100, blank=True, help_text="The memory project of the step-0 block")
+    memory_served_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its block was first served: injections are recorded once a session"
+    )
 
     objects = SessionQuerySet.as_manager()
 
