@@ -44,6 +44,7 @@ from memory.models import (
     EmotionEvent,
     EmotionState,
     EmotionTransition,
+    ErasedLearning,
     GateResult,
     Learning,
     LearningInjection,
@@ -282,6 +283,14 @@ class EmbeddingAdmin(MemoryAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Embedding]:
         return super().get_queryset(request).defer("embedding")
+
+
+@admin.register(ErasedLearning)
+class ErasedLearningAdmin(MemoryAdmin):
+    """What stops an erased or redacted learning from coming back with an import: hashes only."""
+
+    list_display = ["at", "digest"]
+    date_hierarchy = "at"
 
 
 @admin.register(ScoringRun)

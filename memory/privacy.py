@@ -13,7 +13,10 @@ counts and scores stay as they were, but removes its vectors and marks it (``red
 that no embedding run ever computes one again: a redacted row never surfaces in a search nor in
 an injection block's similarity sections.
 
-The audit row says who, when, which object and what was done; never the content. Copies of the
+An erased or redacted learning leaves a one-way hash of its key and text (ErasedLearning), so
+that importing the seed's learnings files again, as the migration period does, skips it instead of
+bringing its content back. The audit row says who, when, which object and what was done; never
+the content. Copies of the
 content elsewhere are replaced too: a promotion proposal's review item quotes the learning's text
 for the reviewer, and a watch note's path (often a slug of its title) is in its audit rows and,
 for a redacted note, replaced on the row itself. A watch note mirrored from a file comes back at
@@ -23,6 +26,8 @@ the next indexing of its directory unless the file goes as well: the file is the
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -34,7 +39,15 @@ from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.reviews.models import ReviewItem
 from memory import scoring
-from memory.models import Clarification, Embedding, Learning, LearningInjection, PromotionProposal, VeilleNote
+from memory.models import (
+    Clarification,
+    Embedding,
+    ErasedLearning,
+    Learning,
+    LearningInjection,
+    PromotionProposal,
+    VeilleNote,
+)
 
 REDACTED = "[redacted]"
 
@@ -90,8 +103,24 @@ def _scrub_audit_paths(note: VeilleNote) -> None:
         event.save(update_fields=["data"])
 
 
+LearningKey = tuple[str, int, str, str]
+"""What makes an imported learning line the same learning: story, gate, tags_hash and text."""
+
+
+def learning_digest(key: LearningKey) -> str:
+    return hashlib.sha256("\x00".join(map(str, key)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def erased_learnings(keys: Iterable[LearningKey]) -> set[LearningKey]:
+    """Those of ``keys`` an operator erased or redacted (one query for a batch of import lines)."""
+    digests = {learning_digest(key): key for key in keys}
+    found = ErasedLearning.objects.filter(digest__in=digests).values_list("digest", flat=True)
+    return {digests[digest] for digest in found}
+
+
 def _scrub_copies(row: Correctable) -> None:
     if isinstance(row, Learning):
+        ErasedLearning.objects.get_or_create(digest=learning_digest((row.story, row.gate, row.tags_hash, row.text)))
         _scrub_review_copies(row)
     if isinstance(row, VeilleNote):
         _scrub_audit_paths(row)
@@ -120,6 +149,7 @@ def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
     require_operator(actor, _perm(kind, "change"))
     with transaction.atomic():
         row = _locked(kind, object_id)
+        _scrub_copies(row)  # first: a learning's tombstone hashes the text it had
         fields = [*kind.content, "redacted_at"]
         for name in kind.content:
             setattr(row, name, REDACTED)
@@ -128,6 +158,5 @@ def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
             row.path = f"{REDACTED} {row.pk}"  # unique, and under no indexed directory
             fields.append("path")
         row.save(update_fields=fields)
-        _scrub_copies(row)
         Embedding.objects.filter(kind=kind.name, object_id=row.pk).delete()
         record(actor=actor, action=f"{kind.name}.redacted", target=row)

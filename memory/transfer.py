@@ -49,6 +49,7 @@ from memory import scoring
 from memory.indexing import schedule_embedding
 from memory.learnings import GateVerdict, record_gate_results
 from memory.models import GateResult, Learning, LearningInjection, ReuseScore
+from memory.privacy import LearningKey, erased_learnings
 from memory.tags import canonical_tags, compute_tags_hash
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ _EXPORT_FIELDS = (
 
 Warn = Callable[[str], None]
 Progress = Callable[[int], None]
-Key = tuple[str, int, str, str]  # (story, gate, tags_hash, text): a learning's identity for idempotence
+Key = LearningKey  # (story, gate, tags_hash, text): a learning's identity for idempotence
 HashAliases = dict[tuple[str, int, str], str | None]
 """(story, gate, tags_hash as a line carried it) -> the canonical tags_hash, or None when one old hash
 was corrected to several (a constant placeholder hash, say): then it names no learning for sure."""
@@ -374,16 +375,19 @@ def _existing(sql: str, columns: list[list[Any]]) -> set[int]:
         return {position - 1 for (position,) in cursor.fetchall()}
 
 
-def _flush_learnings(pending: list[_Pending], report: ImportReport, created_by: str) -> None:
+def _flush_learnings(pending: list[_Pending], report: ImportReport, created_by: str, warn: Warn) -> None:
     """Insert the batch's new learnings; lines identical to a stored learning (or to an earlier
-    line of the batch) are skipped."""
+    line of the batch) are skipped, and so are learnings an operator erased or redacted."""
     if not pending:
         return
     stored = _existing(_EXISTING_LEARNINGS, [list(column) for column in zip(*(p.key for p in pending), strict=True)])
+    erased = erased_learnings(item.key for item in pending)
     seen: set[Key] = set()
     new: list[Learning] = []
     for position, item in enumerate(pending):
-        if position in stored or item.key in seen:
+        if item.key in erased:
+            warn(f"[import] skipped: line {item.number}: erased or redacted by an operator")
+        if position in stored or item.key in seen or item.key in erased:
             report.skipped += 1
             continue
         seen.add(item.key)
@@ -445,9 +449,9 @@ def import_learnings(
             key = (values["story"], values["gate"], values["tags_hash"], values["text"])
             pending.append(_Pending(number, values, key, migrated))
             if len(pending) >= BATCH_SIZE:
-                _flush_learnings(pending, report, actor.label)
+                _flush_learnings(pending, report, actor.label, warn)
                 pending = []
-        _flush_learnings(pending, report, actor.label)
+        _flush_learnings(pending, report, actor.label, warn)
         _finish(report, actor=actor, started=started)
     if progress is not None:
         progress(number)

@@ -1,7 +1,15 @@
 """The memory app's models, one module per domain: learnings, notes, embeddings, subjects."""
 
 from memory.models.embeddings import Embedding
-from memory.models.learnings import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore, ScoringRun
+from memory.models.learnings import (
+    ErasedLearning,
+    GateResult,
+    Learning,
+    LearningInjection,
+    PromotionProposal,
+    ReuseScore,
+    ScoringRun,
+)
 from memory.models.notes import Clarification, VeilleNote
 from memory.subjects.models import (
     Conversation,
@@ -28,6 +36,7 @@ __all__ = [
     "EmotionEvent",
     "EmotionState",
     "EmotionTransition",
+    "ErasedLearning",
     "GateResult",
     "Learning",
     "LearningInjection",

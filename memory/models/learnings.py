@@ -54,6 +54,18 @@ class Learning(models.Model):
         return f"{self.story} gate {self.gate}: {self.text[:60]}"
 
 
+class ErasedLearning(models.Model):
+    """A learning an operator erased or redacted, as a one-way hash of its key and text, never the
+    text: importing the seed's files again (they live on next to this system) must not bring the
+    content back (memory/privacy.py, memory/transfer.py)."""
+
+    digest = models.CharField(max_length=64, unique=True, help_text="sha256 of story, gate, tags_hash and text")
+    at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"erased {self.digest[:12]}"
+
+
 class LearningInjection(models.Model):
     """A learning served in a step-0 injection block: the raw material of reuse scores."""
 

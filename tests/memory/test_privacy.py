@@ -5,6 +5,7 @@ refused, and a refusal writes nothing. The admin offers the same, after a confir
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -17,12 +18,13 @@ from governance.kernel.exceptions import Forbidden, NotFound
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews.models import ReviewItem
-from memory import clarifications, indexing, lifecycle, privacy, scoring, search, watch_notes
+from memory import clarifications, indexing, lifecycle, privacy, scoring, search, transfer, watch_notes
 from memory.embeddings import get_backend
 from memory.learnings import create_learning
 from memory.models import (
     Clarification,
     Embedding,
+    ErasedLearning,
     Learning,
     LearningInjection,
     PromotionProposal,
@@ -324,3 +326,21 @@ def test_a_restored_learning_gets_another_eviction_period(rows, operator):
 
     assert lifecycle.evict().archived == 0
     assert lifecycle.evict(today=timezone.localdate() + timedelta(days=57)).archived == 1
+
+
+@pytest.mark.parametrize("call", [privacy.erase, privacy.redact])
+def test_importing_the_seed_file_again_does_not_bring_an_erased_or_redacted_learning_back(
+    rows, operator, call, tmp_path
+):
+    line = {"story": "PD-1", "gate": 3, "domain": "seo", "project": "shop", "tags": ["#crm"], "text": SECRET}
+    path = tmp_path / "learnings.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    call("learning", rows["learning"].pk, actor=operator)
+    warnings: list[str] = []
+
+    report = transfer.import_learnings(transfer.read_lines(path), source=str(path), actor=SYSTEM, warn=warnings.append)
+
+    assert (report.created, report.skipped) == (0, 1)
+    assert warnings == ["[import] skipped: line 1: erased or redacted by an operator"]
+    assert not Learning.objects.filter(text=SECRET).exists()
+    assert SECRET not in str(list(ErasedLearning.objects.values()))
