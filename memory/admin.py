@@ -95,9 +95,6 @@ class CorrectionActions(MemoryAdmin):
     def has_redact_permission(self, request: HttpRequest) -> bool:
         return self._perm(request, "change")
 
-    def has_lifecycle_permission(self, request: HttpRequest) -> bool:
-        return self._perm(request, "change")
-
     def _apply(
         self, request: HttpRequest, queryset: QuerySet, done: str, call: Callable[[int, Principal], object]
     ) -> None:
@@ -185,6 +182,10 @@ class LearningAdmin(CorrectionActions):
     @admin.display(description="Text")
     def short_text(self, obj: Learning) -> str:
         return obj.text if len(obj.text) <= 80 else obj.text[:79] + "…"
+
+    def has_lifecycle_permission(self, request: HttpRequest) -> bool:
+        """Archive, restore and demote: the permission memory.lifecycle checks."""
+        return self._perm(request, "change")
 
     @admin.action(description="Archive selected learnings", permissions=["lifecycle"])
     def archive_selected(self, request: HttpRequest, queryset: QuerySet[Learning]) -> None:
