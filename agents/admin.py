@@ -24,7 +24,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agents import registry, skills
+from agents import registry, skills, triggers
 from agents.forms import KPI_STATUSES, ManifestDiffForm, ManifestUploadForm, SkillForm
 from agents.kpis import worst_statuses
 from agents.models import (
@@ -33,6 +33,7 @@ from agents.models import (
     Escalation,
     Job,
     JobArtifact,
+    JobTrigger,
     KpiSample,
     ManifestKpi,
     ManifestTool,
@@ -148,6 +149,67 @@ class SkillAdmin(NoDelete, admin.ModelAdmin):
         spec = form.cleaned_data["spec"]
         skill, _ = skills.save_skill(spec, actor=signed_in(request), enabled=form.cleaned_data["enabled"])
         obj.pk = skill.pk  # the admin's log entry and redirect name the saved row
+
+
+# Job triggers -----------------------------------------------------------------------------------
+
+
+@admin.register(JobTrigger)
+class JobTriggerAdmin(NoDelete, admin.ModelAdmin):
+    """Cron, webhook and event triggers that create jobs for an agent. Saved through
+    ``agents.triggers.save_trigger`` (audited); disabled rather than deleted."""
+
+    list_display = ["name", "agent", "kind", "when", "intent", "priority", "enabled", "fired_count", "last_fired_at"]
+    list_filter = ["kind", "enabled", "event"]
+    list_select_related = ["agent", "crontab"]
+    search_fields = ["name", "agent__agent_id", "description"]
+    autocomplete_fields = ["agent"]
+    readonly_fields = ["webhook", "next_run_at", "fired_count", "last_fired_at"]
+    actions = ["rotate_secret"]
+    fieldsets = [
+        (None, {"fields": ["name", "agent", "kind", "enabled", "description"]}),
+        ("The job it creates", {"fields": ["intent", "entity_type", "payload", "constraints", "priority"]}),
+        ("Cron", {"fields": ["crontab", "next_run_at"]}),
+        ("Webhook", {"fields": ["webhook"]}),
+        ("Event", {"fields": ["event", "event_filter"]}),
+        ("Firings", {"fields": ["fired_count", "last_fired_at"]}),
+    ]
+
+    def get_fieldsets(self, request: HttpRequest, obj: JobTrigger | None = None) -> list[Any]:
+        """The webhook's secret only for those who may change the trigger, never for viewers."""
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if self.has_change_permission(request, obj):
+            return fieldsets
+        return [(name, options) for name, options in fieldsets if name != "Webhook"]
+
+    @admin.display(description="When")
+    def when(self, obj: JobTrigger) -> str:
+        if obj.kind == JobTrigger.Kind.CRON:
+            return str(obj.crontab) if obj.crontab else "—"
+        return obj.get_event_display() if obj.kind == JobTrigger.Kind.EVENT else "on delivery"
+
+    @admin.display(description="Webhook address and secret")
+    def webhook(self, obj: JobTrigger) -> str:
+        """Shown to those who may change the trigger (the admin page itself needs that): the
+        sender must be told the secret, which is derived, never stored."""
+        if obj.pk is None or obj.kind != JobTrigger.Kind.WEBHOOK:
+            return "—"
+        return format_html(
+            "<code>POST /api/v1/triggers/{}/webhook</code><br>secret <code>{}</code><br>"
+            "headers <code>{}</code> (Unix seconds) and <code>{}: sha256=HMAC(secret, timestamp + '.' + body)</code>",
+            obj.name,
+            triggers.webhook_secret(obj),
+            triggers.TIMESTAMP_HEADER,
+            triggers.SIGNATURE_HEADER,
+        )
+
+    def save_model(self, request: HttpRequest, obj: JobTrigger, form: forms.ModelForm, change: bool) -> None:
+        triggers.save_trigger(obj, actor=signed_in(request), changed=list(form.changed_data))
+
+    @admin.action(description="Rotate the webhook secret", permissions=["change"])
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> None:
+        rotated = [triggers.rotate_secret(t, actor=signed_in(request)).name for t in queryset.filter(kind="webhook")]
+        self.message_user(request, f"New secret for: {', '.join(rotated) or 'no webhook trigger selected'}.")
 
 
 # Manifests --------------------------------------------------------------------------------------

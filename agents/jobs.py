@@ -20,11 +20,12 @@ from django.db.models import DateTimeField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from agents import artifacts, conditions, escalations, kpis
+from agents import artifacts, conditions, escalations, kpis, triggers
 from agents import types as typelang
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, content_hash
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
+from agents.models.job import PRIORITY_RANK
 from agents.registry import manifest_document, manifest_types
 from governance.contracts import services as contracts
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
@@ -403,6 +404,24 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
 
 
 @transaction.atomic
+def lease_next(*, actor: Principal, owner: str, ttl_seconds: int | None = None) -> Job | None:
+    """Lease the calling agent's next job: critical, then high, normal and low priority, oldest
+    first within each; None when nothing is ready. Workers leasing at once skip the rows another
+    is taking (SKIP LOCKED), so each gets a different job."""
+    agent = _submitter(actor)
+    now = timezone.now()
+    job = (
+        Job.objects.select_for_update(of=("self",), skip_locked=True)
+        .filter(agent=agent, status=Job.Status.QUEUED)
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .order_by(PRIORITY_RANK, "created_at")
+        .first()
+    )
+    return claim_lease(job, actor=actor, owner=owner, ttl_seconds=ttl_seconds) if job is not None else None
+
+
+@transaction.atomic
 def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal, writer: str | None = None) -> Job:
     """``writer``: the worker writing (the API passes X-Lease-Owner or the key prefix); an
     in-process caller that leaves it out writes as the lease holder of the ``job`` it passes
@@ -481,15 +500,62 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     job.save()
     record(actor=actor, action="job.result_submitted", target=job, status=job.status, success=output.success)
     _memory().record_gate(job, output.data, actor=actor)  # a gate verdict feeds reuse scores (seed 004)
+    follow_up = None
     if job.is_finished:
-        artifacts.generate(job)
-        escalations.child_job_finished(job)
+        _after_finish(job)
+        if job.status == Job.Status.SUCCEEDED and output.nextAction == "continue":
+            follow_up = _continue(job, output)
     return {
         "status": job.status,
         "postConditions": job.post_conditions,
         "escalation": escalations.describe(escalation) if escalation else None,
         "nextAttemptAt": job.next_attempt_at if job.status == Job.Status.QUEUED else None,
+        "nextJobId": follow_up.job_id if follow_up is not None else None,
     }
+
+
+def _after_finish(job: Job) -> None:
+    """What every final status brings, whoever ended the job (its agent or the sweeper): the
+    artifacts, the escalation step of a job it was escalated to, and the job.finished triggers."""
+    artifacts.generate(job)
+    escalations.child_job_finished(job)
+    triggers.job_finished(job)
+
+
+def _continue(job: Job, output: AgentOutput) -> Job | None:
+    """``nextAction: "continue"`` (seed 001 AgentOutput): the follow-up job, submitted through
+    ``submit_job`` as the agent would, in the same trace, under the finished job, with its
+    payload plus what it produced (``continuation``). One follow-up per job (its key), and at most
+    JOB_MAX_CONTINUATIONS in a row. A follow-up the manifest refuses is recorded, and the result
+    that asked for it still stands."""
+    previous = job.payload.get("continuation") if isinstance(job.payload, dict) else None
+    depth = previous.get("depth", 0) if isinstance(previous, dict) and isinstance(previous.get("depth"), int) else 0
+    if depth >= settings.JOB_MAX_CONTINUATIONS:
+        record(actor=SYSTEM, action="job.continuation_stopped", target=job, depth=depth)
+        return None
+    envelope = JobEnvelopeIn.model_validate(
+        {
+            "traceId": job.trace_id,
+            "parentJobId": job.job_id,
+            "intent": job.intent,
+            "scope": job.scope,
+            "payload": {
+                **job.payload,
+                "continuation": {"fromJob": str(job.job_id), "depth": depth + 1, "data": output.data},
+            },
+            "constraints": job.constraints,
+            "context": job.context,
+            "idempotencyKey": f"continue:{job.job_id}",
+        }
+    )
+    try:
+        with transaction.atomic():
+            follow_up, _ = submit_job(envelope, actor=Principal(agent=job.agent))
+    except (Forbidden, InvalidInput, Conflict) as exc:
+        record(actor=SYSTEM, action="job.continuation_refused", target=job, detail=exc.detail)
+        return None
+    record(actor=SYSTEM, action="job.continued", target=job, nextJob=str(follow_up.job_id))
+    return follow_up
 
 
 @transaction.atomic
@@ -599,5 +665,4 @@ def _end(job: Job, status: str, reason: str, now) -> None:
     if status == Job.Status.FAILED:
         kpis.record_samples(job, AgentOutput(success=False), at=now)
         escalations.open_for(job, reason)
-    artifacts.generate(job)
-    escalations.child_job_finished(job)
+    _after_finish(job)

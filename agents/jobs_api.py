@@ -17,6 +17,7 @@ from agents.models import Job, JobArtifact
 from agents.schemas import EscalateIn, JobOut, JobResultOut, LeaseIn
 from governance.kernel.access import caller
 from governance.kernel.exceptions import NotFound
+from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["jobs"])
@@ -116,6 +117,18 @@ def list_jobs(
     return _LazySerialized(found.prefetch_related("artifact_files"))
 
 
+# Before /{job_id}: a path segment "lease" would otherwise be read as a job id.
+@router.post("/lease", operation_id="lease_next_job", response={200: JobOut, 204: None})
+def lease_next_job(request: HttpRequest, data: LeaseIn | None = None) -> Status:
+    """Lease the calling agent's next ready job: by priority (critical, high, normal, low), then
+    oldest first; 204 when none is ready. Concurrent workers each get a different job."""
+    principal = caller(request)
+    job = jobs.lease_next(
+        actor=principal, owner=_lease_owner(principal, data), ttl_seconds=data.ttlSeconds if data else None
+    )
+    return Status(200, serialize(job)) if job is not None else Status(204, None)
+
+
 @router.get("/{job_id}", operation_id="get_job", response=JobOut)
 def get_job(request: HttpRequest, job_id: UUID) -> dict:
     return serialize(visible_job(request.auth, job_id))
@@ -124,10 +137,15 @@ def get_job(request: HttpRequest, job_id: UUID) -> dict:
 @router.post("/{job_id}/lease", operation_id="lease_job", response=JobOut)
 def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -> dict:
     """Take or renew the job's lease (lockTTL); 409 while another worker holds it."""
-    job = owned_job(request.auth, job_id)
-    owner = (data.owner if data else None) or request.auth.api_key.prefix
+    principal = caller(request)
+    job = owned_job(principal, job_id)
     ttl = data.ttlSeconds if data else None
-    return serialize(jobs.claim_lease(job, actor=request.auth, owner=owner, ttl_seconds=ttl))
+    return serialize(jobs.claim_lease(job, actor=principal, owner=_lease_owner(principal, data), ttl_seconds=ttl))
+
+
+def _lease_owner(principal: Principal, data: LeaseIn | None) -> str:
+    """The worker a lease is for: as it named itself, else the key it calls with."""
+    return (data.owner if data else None) or (principal.api_key.prefix if principal.api_key else principal.label)
 
 
 LEASE_OWNER = Header(

@@ -146,3 +146,13 @@ class JobResultOut(Schema):
     postConditions: list[dict[str, Any]]
     escalation: dict[str, Any] | None
     nextAttemptAt: datetime | None = None
+    nextJobId: UUID | None = Field(
+        None, description='The follow-up job a successful result with nextAction "continue" created (same trace).'
+    )
+
+
+class TriggeredJobOut(Schema):
+    """What a webhook sender learns: the job it started, nothing of the agent's work."""
+
+    jobId: UUID
+    status: str

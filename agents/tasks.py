@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from agents import approvals, escalations, jobs
+from agents import approvals, escalations, jobs, triggers
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
@@ -19,3 +19,10 @@ def sweep_jobs() -> dict[str, int]:
     """Jobs always end: re-queue or fail those whose lease expired, expire those past expiresAt,
     fail those past constraints.timeout. Idempotent; concurrent runs share the work."""
     return jobs.sweep()
+
+
+@shared_task(name="agents.fire_due_triggers", ignore_result=True, acks_late=True)
+def fire_due_triggers() -> dict[str, int]:
+    """Cron job triggers whose slot has come: each fires once per slot (SKIP LOCKED, and the
+    slot is the job's idempotency key), however many beats or redeliveries run it."""
+    return triggers.fire_due()

@@ -156,6 +156,12 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
     )
 
 
+@api.exception_handler(exceptions.Unauthorized)
+def _unauthorized(request: HttpRequest, exc: exceptions.Unauthorized) -> HttpResponse:
+    _audit_refusal(request, 401, exc.detail)  # anonymous: logged only, never a row
+    return problem_response(401, detail=exc.detail)
+
+
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400 and "parse" in str(exc).lower():
@@ -276,6 +282,7 @@ def get_health(request: HttpRequest) -> Status | HttpResponse:
 def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.jobs_api import router as jobs_router
+    from agents.triggers_api import router as triggers_router
     from governance.contracts.api import router as contracts_router
     from governance.reviews.api import router as reviews_router
     from memory.api import router as memory_router
@@ -284,6 +291,7 @@ def _mount_routers() -> None:
 
     api.add_router("/agents", agents_router)
     api.add_router("/jobs", jobs_router)
+    api.add_router("/triggers", triggers_router)
     api.add_router("/reviews", reviews_router)
     api.add_router("/sessions", sessions_router)
     api.add_router("/automations", automations_router)

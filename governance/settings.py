@@ -313,6 +313,11 @@ JOB_LOCK_RETRY = env.integer("JOB_LOCK_RETRY", 3)  # lockRetry
 JOB_LOCK_BACKOFF = env.string("JOB_LOCK_BACKOFF", "exponential")  # linear | exponential
 JOB_RETRY_BASE_SECONDS = env.integer("JOB_RETRY_BASE_SECONDS", 30)
 KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)
+# Event job triggers (agents/triggers.py) stop a chain after this many hops: a trigger on "a job
+# finished" that starts a job of the same kind would otherwise run forever.
+JOB_TRIGGER_MAX_CHAIN = env.integer("JOB_TRIGGER_MAX_CHAIN", 5)
+# nextAction "continue" follow-ups in a row, before the platform stops creating them.
+JOB_MAX_CONTINUATIONS = env.integer("JOB_MAX_CONTINUATIONS", 20)
 # Per-agent quotas on queued work (a manifest's `quotas` overrides them): past them, 429.
 AGENT_MAX_AUTOMATIONS = env.integer("AGENT_MAX_AUTOMATIONS", 50)
 AGENT_MAX_QUEUED_SESSIONS = env.integer("AGENT_MAX_QUEUED_SESSIONS", 20)

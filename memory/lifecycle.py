@@ -25,6 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from agents import triggers as job_triggers
 from governance.kernel.exceptions import Conflict, NotFound
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM, Principal
@@ -146,6 +147,9 @@ def _apply(proposal: PromotionProposal, *, actor: Principal) -> str:
         learning.scope, learning.scope_changed_at = target.value, now
         learning.save(update_fields=["scope", "scope_changed_at"])
         record(actor=actor, action="learning.promoted", target=learning, previous=previous, scope=target.value)
+        job_triggers.learning_promoted(
+            learning_id=learning.pk, story=learning.story, domain=learning.domain, scope=target.value, previous=previous
+        )
         proposal.status = PromotionProposal.Status.APPLIED
     proposal.decided_at, proposal.decided_by = now, actor.label
     proposal.save(update_fields=["status", "decided_at", "decided_by"])

@@ -2,6 +2,7 @@ from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
 from agents.models.metrics import KpiSample, ToolCall, ToolGrant
 from agents.models.skill import Skill
+from agents.models.trigger import JobTrigger
 
 __all__ = [
     "Agent",
@@ -10,6 +11,7 @@ __all__ = [
     "IdempotencyKey",
     "Job",
     "JobArtifact",
+    "JobTrigger",
     "KpiSample",
     "ManifestKpi",
     "ManifestTool",

@@ -9,6 +9,16 @@ from django.db.models import Q
 
 from agents.querysets import EscalationQuerySet, JobQuerySet
 
+# Leases go to the most urgent queued job first, then the oldest (``jobs.lease_next``); the
+# queue's partial index below is on this very expression, so the pick is an index scan.
+PRIORITY_RANK = models.Case(
+    models.When(priority="critical", then=models.Value(0)),
+    models.When(priority="high", then=models.Value(1)),
+    models.When(priority="normal", then=models.Value(2)),
+    default=models.Value(3),
+    output_field=models.SmallIntegerField(),
+)
+
 
 class Job(models.Model):
     class Status(models.TextChoices):
@@ -70,6 +80,9 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["agent", "status", "-created_at"], name="job_agent_status"),
             models.Index(fields=["status", "-created_at"], name="job_status"),
+            models.Index(
+                models.F("agent"), PRIORITY_RANK, models.F("created_at"), condition=Q(status="queued"), name="job_queue"
+            ),
         ]
 
     def __str__(self) -> str:

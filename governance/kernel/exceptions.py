@@ -21,6 +21,10 @@ class Conflict(DomainError):
     """The request is well formed but the current state refuses it (409)."""
 
 
+class Unauthorized(DomainError):
+    """The caller did not prove who it is: a request signature that is missing or wrong (401)."""
+
+
 class Forbidden(DomainError):
     """The caller is known but may not do this (403)."""
 

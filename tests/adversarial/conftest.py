@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agents import triggers
+from agents.models import JobTrigger
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import issue_api_key, revoke_api_key
 from memory.subjects import documents as subject_documents
@@ -50,6 +52,8 @@ def world(client, db) -> World:
         "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls", {"arguments": {"url": "x"}}
     )
     assert pending.status_code == 202, pending.content
+    webhook = JobTrigger(name="orders", agent=vlevel, kind="webhook", intent="seo_audit", entity_type="page")
+    triggers.save_trigger(webhook, actor=SYSTEM, changed=[])
     automation = owner.post(
         "/automations", {"name": "nightly", "trigger": "MANUAL", "messages": [{"text": "audit the shop"}]}
     )

@@ -43,6 +43,7 @@ class Attempt:
     body: Callable[[World], Any]
     refused: tuple[str, ...]
     content_type: str = "application/json"
+    signed: bool = False  # proven by a request signature, not a key: every key is 401 there
 
 
 def fixed(value: Any) -> Callable[[World], Any]:
@@ -123,6 +124,15 @@ ATTEMPTS = [
     ),
     Attempt("post", "/jobs", fixed("/jobs"), fixed(ENVELOPE), (OUTSIDER, REVIEWER)),
     Attempt("post", "/jobs/validate", fixed("/jobs/validate"), fixed(ENVELOPE), (OUTSIDER, REVIEWER)),
+    Attempt("post", "/jobs/lease", fixed("/jobs/lease"), fixed(None), (OUTSIDER, REVIEWER)),
+    Attempt(
+        "post",
+        "/triggers/{name}/webhook",
+        fixed("/triggers/orders/webhook"),
+        fixed({"urls": ["https://example.com/"]}),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+        signed=True,
+    ),
     Attempt(
         "post", "/jobs/{job_id}/lease", lambda w: f"/jobs/{w.job_id}/lease", fixed(None), (OTHER, OUTSIDER, REVIEWER)
     ),
@@ -288,7 +298,7 @@ def test_the_caller_is_refused_nothing_is_written_and_the_attempt_is_traced(worl
     with nothing_written():
         response = call(world, attempt, caller)
 
-    expected = 401 if caller in KEYLESS else 403
+    expected = 401 if caller in KEYLESS or attempt.signed else 403
     assert response.status_code == expected, response.content
     assert response["Content-Type"] == "application/problem+json"
     refusals = refusals_since(since)

@@ -1,0 +1,259 @@
+"""Job triggers (seed 001 "MiniLo DECLENCHE"): cron schedules, signed webhooks and platform events
+that create jobs for an agent.
+
+Every firing builds a JobEnvelope from the trigger's template and submits it through
+``jobs.submit_job`` as the agent, exactly as ``POST /jobs`` would: the agent's manifest still
+decides (R1, intents, inputs, pre-conditions), and ``context.source`` says ``cron``, ``webhook``
+or ``event``. The idempotency key names the firing (the cron slot, the webhook delivery, the
+event's object), so a firing delivered twice creates one job.
+
+* **Cron**: the beat task ``agents.fire_due_triggers`` (every minute) takes the triggers whose
+  ``next_run_at`` has come under SKIP LOCKED, fires each once and moves it to its next slot. Two
+  beats, or a worker redelivering the task, cannot fire a slot twice. A trigger that missed
+  several slots (beat down) fires once, then waits for the next future slot.
+* **Webhook**: ``POST /api/v1/triggers/<name>/webhook``, signed with HMAC-SHA256 over
+  ``"<timestamp>.<body>"``. The secret is derived from the server's SECRET_KEY, the trigger and its
+  ``secret_version`` (rotating bumps it): no secret is stored in a row.
+* **Event**: a job finishing and a learning promoted call ``on_event`` inside their own
+  transaction, so the new jobs commit with the event or not at all, and no broker is involved. A
+  trigger that cannot create its job (the manifest refuses it) records why and never fails the
+  event's own write. Chains stop at ``JOB_TRIGGER_MAX_CHAIN`` event hops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents import jobs
+from agents.models import Job, JobTrigger
+from governance.kernel import cron as cron_rules
+from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
+from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
+
+logger = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Signature"
+TIMESTAMP_HEADER = "X-Timestamp"
+DELIVERY_HEADER = "X-Delivery-Id"
+SIGNATURE_TOLERANCE = timedelta(minutes=5)
+
+
+def _next_run(trigger: JobTrigger, after: datetime) -> datetime | None:
+    if trigger.kind != JobTrigger.Kind.CRON or trigger.crontab is None:
+        return None
+    row = trigger.crontab
+    parsed = cron_rules.Cron(row.minute, row.hour, row.day_of_month, row.month_of_year, row.day_of_week)
+    return cron_rules.next_after(parsed, after, row.timezone)
+
+
+@transaction.atomic
+def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -> JobTrigger:
+    """Add or change a trigger (operators with the model permission): checked, its next cron
+    slot computed, recorded with who and which fields."""
+    adding = trigger.pk is None
+    perm = "agents.add_jobtrigger" if adding else "agents.change_jobtrigger"
+    if actor.is_agent or (actor.is_operator and not actor.has_perm(perm)):
+        raise Forbidden(f"Managing job triggers needs the {perm} permission.")
+    trigger.full_clean()  # the model's clean: a template the envelope takes, the kind's fields
+    if trigger.enabled and trigger.kind != JobTrigger.Kind.WEBHOOK:
+        _check_admissible(trigger)
+    if adding or {"crontab", "kind", "enabled"} & set(changed):
+        trigger.next_run_at = _next_run(trigger, timezone.now())
+    trigger.save()
+    record(
+        actor=actor,
+        action="trigger.added" if adding else "trigger.changed",
+        target=trigger,
+        kind=trigger.kind,
+        fields=sorted(changed),
+    )
+    return trigger
+
+
+def _check_admissible(trigger: JobTrigger) -> None:
+    """Would the agent's manifest accept the job today? (A webhook's body completes its payload,
+    so it is judged per delivery only.) The manifest may change later: firings are judged again."""
+    try:
+        jobs.admit(trigger.envelope(key="check"), actor=Principal(agent=trigger.agent))
+    except InvalidInput as exc:
+        raise ValidationError(
+            {"payload": [f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}" for e in exc.errors]}
+        ) from exc
+    except Forbidden as exc:
+        raise ValidationError({"agent": [exc.detail]}) from exc
+
+
+@transaction.atomic
+def rotate_secret(trigger: JobTrigger, *, actor: Principal) -> JobTrigger:
+    """A new webhook secret; the old one stops verifying at once."""
+    if actor.is_agent or (actor.is_operator and not actor.has_perm("agents.change_jobtrigger")):
+        raise Forbidden("Rotating a webhook secret needs the agents.change_jobtrigger permission.")
+    JobTrigger.objects.filter(pk=trigger.pk).update(secret_version=F("secret_version") + 1)
+    trigger.refresh_from_db()
+    record(actor=actor, action="trigger.secret_rotated", target=trigger, secret_version=trigger.secret_version)
+    return trigger
+
+
+def _fire(trigger: JobTrigger, *, key: str, extra_payload: dict[str, Any] | None = None) -> tuple[Job, bool]:
+    """Submit one firing's job as the trigger's agent; count it when it is new."""
+    job, created = jobs.submit_job(
+        trigger.envelope(key=key, extra_payload=extra_payload), actor=Principal(agent=trigger.agent)
+    )
+    if created:
+        JobTrigger.objects.filter(pk=trigger.pk).update(fired_count=F("fired_count") + 1, last_fired_at=timezone.now())
+        record(actor=SYSTEM, action="trigger.fired", target=trigger, job=str(job.job_id), key=key)
+    return job, created
+
+
+def _refused(trigger: JobTrigger, key: str, exc: DomainError) -> None:
+    logger.warning("[triggers] %s could not create its job: %s", trigger.name, exc.detail)
+    record(actor=SYSTEM, action="trigger.refused", target=trigger, key=key, detail=exc.detail, **exc.data())
+
+
+# Cron ---------------------------------------------------------------------------------------------
+
+
+def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, int]:
+    """Beat task body: fire each cron trigger whose slot has come, once, and move it on."""
+    now = now or timezone.now()
+    counts = {"fired": 0, "replayed": 0, "refused": 0}
+    while True:
+        with transaction.atomic():
+            due = list(
+                JobTrigger.objects.select_for_update(of=("self",), skip_locked=True)
+                .select_related("agent", "crontab")
+                .filter(kind=JobTrigger.Kind.CRON, enabled=True, next_run_at__lte=now)
+                .order_by("next_run_at")[:batch]
+            )
+            for trigger in due:
+                slot = trigger.next_run_at
+                assert slot is not None  # the filter above
+                try:
+                    with transaction.atomic():
+                        _, created = _fire(trigger, key=slot.isoformat())
+                    counts["fired" if created else "replayed"] += 1
+                except DomainError as exc:
+                    _refused(trigger, slot.isoformat(), exc)
+                    counts["refused"] += 1
+                trigger.next_run_at = _next_run(trigger, now)
+                trigger.save(update_fields=["next_run_at"])
+        if len(due) < batch:
+            return counts
+
+
+# Webhooks -----------------------------------------------------------------------------------------
+
+
+def webhook_secret(trigger: JobTrigger) -> str:
+    """The trigger's signing secret, derived (never stored): SECRET_KEY, the trigger, its version."""
+    message = f"agents.job-trigger:{trigger.pk}:{trigger.secret_version}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """What a sender puts in X-Signature: ``sha256=<hex HMAC of "<timestamp>.<body>">``."""
+    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def _verified(trigger: JobTrigger, body: bytes, timestamp: str | None, sent: str | None) -> None:
+    if not timestamp or not sent:
+        raise Unauthorized(f"Sign the request: {TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers.")
+    try:
+        moment = datetime.fromtimestamp(int(timestamp), tz=UTC)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise Unauthorized(f"{TIMESTAMP_HEADER} is Unix seconds.") from exc
+    if abs(timezone.now() - moment) > SIGNATURE_TOLERANCE:
+        raise Unauthorized(f"{TIMESTAMP_HEADER} is more than 5 minutes away from the server's clock.")
+    if not hmac.compare_digest(signature(webhook_secret(trigger), timestamp, body), sent):
+        raise Unauthorized("The signature does not match.")
+
+
+def receive_webhook(
+    name: str, body: bytes, *, timestamp: str | None, sent_signature: str | None, delivery: str | None
+) -> tuple[Job, bool]:
+    """A signed delivery to trigger ``name``: its JSON object body merged into the job's payload.
+    Nothing is created (or told) before the signature verifies."""
+    trigger = (
+        JobTrigger.objects.select_related("agent").filter(name=name, kind=JobTrigger.Kind.WEBHOOK, enabled=True).first()
+    )
+    if trigger is None:
+        raise NotFound(f"No enabled webhook trigger {name!r}.")
+    _verified(trigger, body, timestamp, sent_signature)
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError as exc:
+        raise InvalidInput(
+            "The body is not JSON.", errors=[{"loc": ["body"], "msg": str(exc), "type": "json_invalid"}]
+        ) from exc
+    if not isinstance(data, dict):
+        msg = "The body is a JSON object (merged into the job's payload)."
+        raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "dict_type"}])
+    key = f"delivery:{delivery}" if delivery else "body:" + hashlib.sha256(body).hexdigest()
+    with transaction.atomic():
+        return _fire(trigger, key=key, extra_payload=data)
+
+
+# Events -------------------------------------------------------------------------------------------
+
+
+def _matches(trigger: JobTrigger, facts: dict[str, Any]) -> bool:
+    for field, wanted in (trigger.event_filter or {}).items():
+        if wanted is None:
+            continue
+        value = facts.get(field)
+        if (value not in wanted) if isinstance(wanted, list) else (value != wanted):
+            return False
+    return True
+
+
+def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0) -> list[Job]:
+    """Fire the enabled triggers of ``event`` whose filter ``facts`` satisfy; call inside the
+    transaction that makes the event happen. ``subject`` names the object (one job per trigger
+    and subject); ``depth`` is how many event hops led here."""
+    triggers = list(
+        JobTrigger.objects.select_related("agent").filter(kind=JobTrigger.Kind.EVENT, enabled=True, event=event)
+    )
+    created_jobs: list[Job] = []
+    for trigger in triggers:
+        if not _matches(trigger, facts):
+            continue
+        key = f"{event}:{subject}"
+        if depth >= settings.JOB_TRIGGER_MAX_CHAIN:
+            record(actor=SYSTEM, action="trigger.chain_stopped", target=trigger, key=key, depth=depth)
+            continue
+        payload = {"event": {"name": event, "subject": subject, "depth": depth + 1, **facts}}
+        try:
+            with transaction.atomic():
+                job, created = _fire(trigger, key=key, extra_payload=payload)
+        except DomainError as exc:
+            _refused(trigger, key, exc)
+            continue
+        if created:
+            created_jobs.append(job)
+    return created_jobs
+
+
+def job_finished(job: Job) -> None:
+    """``job.finished`` for a job that just reached a final status."""
+    event = job.payload.get("event") if isinstance(job.payload, dict) else None
+    depth = event.get("depth", 0) if isinstance(event, dict) and isinstance(event.get("depth"), int) else 0
+    facts = {"jobId": str(job.job_id), "agent": job.agent.agent_id, "intent": job.intent, "status": job.status}
+    on_event(JobTrigger.Event.JOB_FINISHED, subject=str(job.job_id), facts=facts, depth=depth)
+
+
+def learning_promoted(*, learning_id: int, story: str, domain: str, scope: str, previous: str) -> None:
+    """``learning.promoted`` (memory's lifecycle calls it in the promotion's transaction)."""
+    facts = {"learningId": learning_id, "story": story, "domain": domain, "scope": scope, "previousScope": previous}
+    on_event(JobTrigger.Event.LEARNING_PROMOTED, subject=f"learning:{learning_id}:{scope}", facts=facts)
