@@ -172,8 +172,23 @@ SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)
 # background refresh does not count: governance.kernel.web_security.IdleSessionMiddleware).
 SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
-SESSION_IDLE_IGNORED_VIEWS = ["reviews:inbox-pending"]
+SESSION_IDLE_IGNORED_VIEWS = [
+    "reviews:inbox-pending",
+    "reviews:inbox-events",
+    "sessions:session-live",
+    "sessions:session-events",
+]
 SESSION_IDLE_RENEW_SECONDS = 60  # a session's expiry is written back at most this often
+
+# Live pages (governance.kernel.live): server-sent events tell the session page and the inbox
+# that what they show changed. A stream ends after LIVE_STREAM_SECONDS (under gunicorn's 30 s
+# worker timeout) and the browser reconnects; a process holds at most LIVE_MAX_STREAMS of them
+# (keep it below the web threads, WEB_THREADS), beyond which pages just poll.
+LIVE_MAX_STREAMS = env.integer("LIVE_MAX_STREAMS", 4)
+LIVE_STREAM_SECONDS = env.integer("LIVE_STREAM_SECONDS", 25)
+LIVE_CHECK_SECONDS = 1.0
+LIVE_HEARTBEAT_SECONDS = 10.0
+LIVE_RETRY_MS = 2000
 
 # Login throttling (django-axes): failures are counted per username *and* address, so a guesser
 # locks out only their own pair, never the real user at their desk. Attempts and lockouts are

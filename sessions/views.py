@@ -3,6 +3,10 @@
 Views only gather and delegate (STOP goes through ``sessions.scheduler.stop``, like the API).
 As on the fleet pages, an htmx request gets the partial it swaps in, and a full load with the
 same query string renders the same rows inside the layout, so pushed URLs stay shareable.
+
+A session's page stays live: it refreshes its state, timeline and thread (``session_live``) when
+the session's event stream (``session_events``, governance.kernel.live) says they changed, and
+every 30 seconds whatever happens, should the stream be refused or cut.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Max
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
+from governance.kernel import live
 from governance.kernel.exceptions import Conflict
 from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
@@ -99,16 +105,67 @@ def _session(session_id: UUID) -> AISession:
     return get_object_or_404(AISession.objects.select_related("agent", "automation"), pk=session_id)
 
 
-@login_required
-@view_sessions
-def session_detail(request: HttpRequest, session_id: UUID) -> HttpResponse:
-    session = _session(session_id)
+def _version(session_id: UUID) -> str:
+    """What the page shows of the session, as a version (governance.kernel.live): its state card
+    and its last message. One indexed query."""
+    state = (
+        AISession.objects.filter(pk=session_id)
+        .annotate(last_seq=Max("messages__seq"))
+        .values_list(
+            "phase",
+            "is_active",
+            "end_reason",
+            "total_roundtrips",
+            "last_event_time",
+            "waiting_context",
+            "queued_at",
+            "last_seq",
+        )
+        .first()
+    )
+    return live.version_of(state)
+
+
+def _page_context(request: HttpRequest, session: AISession) -> dict[str, Any]:
+    """The thread, the timeline and the state card, as the page and its refresh show them."""
     thread = list(session.messages.filter(removed_at__isnull=True).order_by("seq"))
     reviews = list(
         ReviewItem.objects.filter(payload__session=str(session.pk)).select_related("decision__user").order_by("pk")
     )
-    context = _state_context(request, session, thread=thread, timeline=_timeline(thread, reviews), reviews=reviews)
-    return render(request, "sessions/session_detail.html", context)
+    last_seq = session.messages.aggregate(last=Max("seq"))["last"] or 0
+    timeline = _timeline(thread, reviews)
+    return _state_context(request, session, thread=thread, timeline=timeline, reviews=reviews, last_seq=last_seq)
+
+
+@login_required
+@view_sessions
+def session_detail(request: HttpRequest, session_id: UUID) -> HttpResponse:
+    session = _session(session_id)
+    context = _page_context(request, session)
+    return render(request, "sessions/session_detail.html", {**context, "version": _version(session.pk)})
+
+
+@login_required
+@view_sessions
+@require_GET
+def session_live(request: HttpRequest, session_id: UUID) -> HttpResponse:
+    """What the page refreshes: the state card and the timeline, and the thread too (swapped out
+    of band) when it has messages the page does not show (``after``: its last message number).
+    The thread is left alone otherwise, so a message being read keeps its opened details."""
+    session = _session(session_id)
+    context = _page_context(request, session)
+    shown = request.GET.get("after", "")
+    context["thread_changed"] = not shown.isdigit() or int(shown) != context["last_seq"]
+    return render(request, "sessions/partials/session_live.html", context)
+
+
+@login_required
+@view_sessions
+@require_GET
+def session_events(request: HttpRequest, session_id: UUID) -> HttpResponseBase:
+    """The session's event stream: ``changed`` when its state or messages change."""
+    session = _session(session_id)
+    return live.stream(request, lambda: _version(session.pk))
 
 
 @login_required

@@ -9,6 +9,7 @@ app_name = "reviews"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
     path("pending/", views.inbox_pending, name="inbox-pending"),
+    path("events/", views.inbox_events, name="inbox-events"),
     path("decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
     path("<int:item_id>/decide/", views.decide, name="inbox-decide"),
     path("promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),

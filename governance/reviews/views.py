@@ -3,6 +3,10 @@
 The inbox is one queue for every kind of review item. Views only gather and delegate: deciding
 goes through ``governance.reviews.services.decide`` (which tells the app that opened the item), and an
 htmx request gets back the partial it swaps in, so a decided row changes in place.
+
+The pending list asks for what changed (``inbox_pending``) as soon as the inbox's event stream
+(``inbox_events``, governance.kernel.live) says items came or were decided, and every 30 seconds
+whatever happens, should the stream be refused or cut.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.db.models import Max, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import dateformat, timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from governance.kernel import live
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
@@ -58,11 +63,33 @@ def _can_decide(request: HttpRequest) -> bool:
     return request.user.has_perm("governance.decide_reviewitem")
 
 
+def _version() -> str:
+    """What the inbox shows, as a version (governance.kernel.live): a new item raises the last
+    item id, and every decision (a reviewer's, an expiry, a withdrawal) the last decision id.
+    Two index-only reads."""
+    last_item = ReviewItem.objects.aggregate(last=Max("pk"))["last"]
+    last_decision = ReviewDecision.objects.aggregate(last=Max("pk"))["last"]
+    return live.version_of(last_item, last_decision)
+
+
 @login_required
 @view_items
 def inbox(request: HttpRequest) -> HttpResponse:
-    context = {"pending": _pending(), "decisions": _recent_decisions(), "can_decide": _can_decide(request)}
+    context = {
+        "pending": _pending(),
+        "decisions": _recent_decisions(),
+        "can_decide": _can_decide(request),
+        "version": _version(),
+    }
     return render(request, "governance/inbox.html", context)
+
+
+@login_required
+@view_items
+@require_GET
+def inbox_events(request: HttpRequest) -> HttpResponseBase:
+    """The inbox's event stream: ``changed`` when an item comes in or is decided."""
+    return live.stream(request, _version)
 
 
 @login_required

@@ -17,7 +17,7 @@ from sessions.models import AISession
 from tests.governance.test_inbox import waiting_for_validation
 
 PASSWORD = "correct horse battery staple"
-POLL_WAIT_MS = 25_000  # the inbox polls every 10 s
+POLL_WAIT_MS = 25_000  # the event stream brings a new row at once; the 30 s poll would be too late
 
 
 def log_in(page: Any, username: str) -> None:

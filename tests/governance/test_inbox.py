@@ -326,13 +326,15 @@ def poll(client: Client, *shown: ReviewItem) -> str:
 
 
 @pytest.mark.django_db
-def test_the_pending_list_polls_every_ten_seconds_reporting_the_rows_it_shows(client, reviewer, validation):
+def test_the_pending_list_refreshes_on_the_event_stream_and_polls_reporting_the_rows_it_shows(
+    client, reviewer, validation
+):
     _, item = validation
     html = as_user(client, reviewer).get(reverse("reviews:inbox")).content.decode()
 
     assert (
         f'<div id="pending-items" class="review-list" hx-get="{reverse("reviews:inbox-pending")}" '
-        'hx-trigger="every 10s" '
+        'hx-trigger="sse:changed, every 30s" '
         'hx-swap="beforeend" hx-include="#pending-items input[name=\'shown\']">'
     ) in html
     assert f'<input type="hidden" name="shown" value="{item.pk}">' in html

@@ -357,12 +357,12 @@ def test_an_automation_schedule_is_edited_in_the_admin_and_audited(admin_client,
 
 
 @pytest.mark.django_db
-def test_a_scheduled_automation_needs_an_interval(admin_client, automation):
+def test_a_scheduled_automation_needs_an_interval_or_a_cron(admin_client, automation):
     url = reverse("admin:ai_sessions_automation_change", args=[automation.pk])
     response = admin_client.post(url, {"enabled": "on", "trigger": "SCHEDULED", "interval_minutes": ""})
 
     assert response.status_code == 200
-    assert "A SCHEDULED automation needs an interval." in response.content.decode()
+    assert "A SCHEDULED automation needs an interval or a cron expression." in response.content.decode()
 
 
 @pytest.mark.django_db

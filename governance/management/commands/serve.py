@@ -87,6 +87,9 @@ class Command(BaseCommand):
     def _start_children(self, host: str, port: int) -> None:
         python = sys.executable
         web_workers = os.environ.get("WEB_CONCURRENCY", "2")
+        # Threads (gunicorn's gthread worker): a live page's event stream (governance.kernel.live)
+        # holds one thread for up to LIVE_STREAM_SECONDS, not a whole process.
+        web_threads = os.environ.get("WEB_THREADS", "8")
         commands = {
             "web": [
                 python,
@@ -97,6 +100,8 @@ class Command(BaseCommand):
                 f"{host}:{port}",
                 "--workers",
                 web_workers,
+                "--threads",
+                web_threads,
                 "--access-logfile",
                 "-",
                 "--graceful-timeout",
