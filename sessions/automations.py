@@ -21,12 +21,12 @@ from django_celery_beat.models import CrontabSchedule
 from agents import quotas
 from agents.models import Agent
 from agents.registry import manifest_document
+from governance.kernel import cron as cron_rules
 from governance.kernel import dispatch
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.kernel.validation import error
-from sessions import cron as cron_rules
 from sessions import enrichments, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from sessions.profiles import is_system

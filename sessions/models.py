@@ -10,8 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from governance.kernel import cron as cron_rules
 from governance.kernel import secrets
-from sessions import cron as cron_rules
 from sessions.machine import EndReason, Phase, SessionType, SystemMessageType
 from sessions.querysets import AutomationQuerySet, SessionQuerySet
 

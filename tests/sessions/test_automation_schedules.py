@@ -10,8 +10,9 @@ import pytest
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
+from governance.kernel import cron
 from governance.kernel.models import AuditEvent
-from sessions import cron, scheduler
+from sessions import scheduler
 from sessions.models import AISession, Automation
 from tests.support.api import Api
 from tests.support.keys import issue_key
