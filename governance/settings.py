@@ -343,6 +343,12 @@ AGENT_MAX_PENDING_APPROVALS = env.integer("AGENT_MAX_PENDING_APPROVALS", 20)
 SESSION_AUTOMATION_MAX_ROUNDTRIPS = env.integer("SESSION_AUTOMATION_MAX_ROUNDTRIPS", 20)
 SESSION_CHAT_MAX_ROUNDTRIPS = env.integer("SESSION_CHAT_MAX_ROUNDTRIPS", 0) or None  # 0: unlimited
 SESSION_INACTIVITY_TIMEOUT_MINUTES = env.integer("SESSION_INACTIVITY_TIMEOUT_MINUTES", 30)
+# Tokens (estimated) that levels 1 and 2 of a prompt may take when the agent's manifest sets no
+# memory.short_term.max_tokens: past it the least important chunks are left out (sessions/budget.py).
+SESSION_PROMPT_MAX_TOKENS = env.integer("SESSION_PROMPT_MAX_TOKENS", 16000)
+# The step-0 memory block of a session that names its story (sessions cannot import memory, a
+# layer beside them): the module's build_block, as POST /memory/injection-block serves it.
+SESSION_MEMORY = "memory.injection"
 SESSION_VALIDATION_APP = env.boolean("SESSION_VALIDATION_APP", False)  # level 1: every action
 SESSION_VALIDATION_DOMAINS = env.listing("SESSION_VALIDATION_DOMAINS", "cart")  # level 2: these domains
 SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)

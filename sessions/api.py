@@ -59,25 +59,33 @@ def create_session(request: HttpRequest, data: SessionIn) -> Status:
     """CHAT starts at once (pre-empting an AUTOMATION, which is suspended); AUTOMATION queues
     and starts when the agent's slot is free, with its instructions (`messages`) if given. A
     `story` (with `domain` and `project`) puts its step-0 memory block in level 2 of the prompt."""
-    agent = _agent(request.auth)
-    scope = {"story": data.story, "domain": data.domain, "project": data.project}
+    actor = caller(request)
+    agent = _agent(actor)
     if data.type == "CHAT":
         if data.messages is not None:
             msg = "a CHAT gets its messages as UserMessageSent events; messages are an AUTOMATION's instructions"
             raise InvalidInput(msg, errors=[{"loc": ["body", "messages"], "msg": msg, "type": "automation_only"}])
         session = scheduler.start_chat(
-            agent, actor=request.auth, name=data.name, require_validation=data.requireValidation, **scope
+            agent,
+            actor=actor,
+            name=data.name,
+            require_validation=data.requireValidation,
+            story=data.story,
+            domain=data.domain,
+            project=data.project,
         )
         return Status(201, session)
     messages = [message.dict() for message in data.messages or []]
     automation_actions.check_seed_messages(messages)
     session = scheduler.queue_automation_session(
         agent,
-        actor=request.auth,
+        actor=actor,
         name=data.name,
         require_validation=data.requireValidation,
         messages=messages,
-        **scope,
+        story=data.story,
+        domain=data.domain,
+        project=data.project,
     )
     return Status(201, session)
 

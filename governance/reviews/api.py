@@ -7,6 +7,7 @@ from django.http import HttpRequest
 from ninja import Router
 from ninja.pagination import paginate
 
+from governance.kernel.access import caller
 from governance.kernel.auth import operator_key
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.validation import BoundedLimitOffsetPagination
@@ -29,6 +30,7 @@ def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet
 def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
     """Approve or reject a pending item, or answer a MultipleChoice question with one of its
     options (`"decision": "answer", "response": "<option>"`); 409 when it was already decided."""
+    actor = caller(request)
     if data.decision == "answer":
-        return reviews.answer(item_id, actor=request.auth, response=data.response or "", comment=data.comment)
-    return reviews.decide(item_id, actor=request.auth, decision=data.decision, comment=data.comment)
+        return reviews.answer(item_id, actor=actor, response=data.response or "", comment=data.comment)
+    return reviews.decide(item_id, actor=actor, decision=data.decision, comment=data.comment)
