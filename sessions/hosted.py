@@ -104,7 +104,7 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
             apply_event(session.pk, kind, payload, actor=actor)
             return kind.value
         call.content, call.tokens = response.content, _tokens(response)
-        call.metadata = execution_metadata(session.automation.profile, call, response, duration_ms=duration_ms)
+        call.metadata = execution_metadata(call, response, duration_ms=duration_ms)
         try:
             stored = _finish(
                 call,
@@ -180,18 +180,17 @@ def _finish(call: ProviderCall, **fields: Any) -> bool:
     return updated == 1
 
 
-def execution_metadata(
-    profile: ProviderProfile, call: ProviderCall, response: AIResponse, *, duration_ms: int
-) -> dict[str, Any]:
+def execution_metadata(call: ProviderCall, response: AIResponse, *, duration_ms: int) -> dict[str, Any]:
     """The AI message's executionMetadata (seed 003: automations only): who answered (provider,
     profile, the model as the provider names it), its id of the answer (``providerSessionId``, also
     kept on the session), why it stopped, the tokens, how long the call took (``durationMs``, and
     the provider's own ``providerDurationMs`` when it reports one), and which attempt of which
     turn it was. Stored with the answer, so a redelivered task applies the same figures."""
+    profile = call.profile  # the one asked, set when the call was claimed
     metadata: dict[str, Any] = {
-        "provider": profile.provider,
-        "profile": profile.name,
-        "model": response.model or profile.model,
+        "provider": profile.provider if profile else "",
+        "profile": profile.name if profile else "",
+        "model": response.model or (profile.model if profile else ""),
         "tokens": _tokens(response),
         "tokensUsed": response.tokens_used,
         "durationMs": duration_ms,

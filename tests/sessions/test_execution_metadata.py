@@ -36,8 +36,12 @@ def session_id(vlevel_api, model_server) -> str:
     return hosted_run(vlevel_api)
 
 
+def ai_messages(session_id: str) -> list[SessionMessage]:
+    return list(AISession.objects.get(pk=session_id).messages.filter(sender="AI").order_by("seq"))
+
+
 def last_ai(session_id: str) -> SessionMessage:
-    return SessionMessage.objects.filter(session_id=session_id, sender="AI").order_by("-seq").first()
+    return ai_messages(session_id)[-1]
 
 
 def test_another_agent_sees_neither_the_session_nor_its_metadata(session_id, other_agent_api, model_server):
@@ -76,10 +80,7 @@ def test_each_turn_has_its_own_metadata_and_the_session_follows_the_latest_answe
 
     hosted.call_provider(session_id, actor=SYSTEM)
 
-    ids = [
-        m.execution_metadata["providerSessionId"]
-        for m in SessionMessage.objects.filter(session_id=session_id, sender="AI").order_by("seq")
-    ]
+    ids = [m.execution_metadata["providerSessionId"] for m in ai_messages(session_id)]
     assert ids == ["chatcmpl-first", "chatcmpl-second"]
     assert AISession.objects.get(pk=session_id).provider_session_id == "chatcmpl-second"
 
@@ -88,7 +89,7 @@ def test_a_stored_answer_applied_by_a_redelivered_task_keeps_its_metadata(sessio
     stored = {"provider": "openai", "model": "gpt-test", "providerSessionId": "chatcmpl-stored", "durationMs": 812}
     ProviderCall.objects.create(
         session_id=session_id,
-        turn=SessionMessage.objects.filter(session_id=session_id).order_by("-seq").first().seq,
+        turn=AISession.objects.get(pk=session_id).messages.latest("seq").seq,
         status="answered",
         attempts=1,
         started_at=timezone.now() - timedelta(seconds=5),
