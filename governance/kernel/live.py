@@ -19,14 +19,16 @@ A stream never holds a web worker for long: it ends after ``LIVE_STREAM_SECONDS`
 server's worker timeout) and tells the browser to reconnect (``retry:``, then ``Last-Event-ID``
 carries the version it has); a comment every ``LIVE_HEARTBEAT_SECONDS`` keeps proxies from
 closing it and lets the server notice a closed tab. A process holds at most ``LIVE_MAX_STREAMS``
-open streams, and none at all when it serves one request at a time (a sync worker, where a
-stream would block every other request of the process): beyond that the answer is 503 and the
-page keeps polling, which it does anyway, more slowly.
+open streams, and none at all unless its server runs requests in threads (``wsgi.multithread``):
+a sync worker would be blocked for every other request, and under ASGI this synchronous stream
+would be read whole before it is sent. Beyond that the answer is 503 and the page keeps polling,
+which it does anyway, more slowly.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -36,6 +38,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 EVENT = "changed"
+logger = logging.getLogger(__name__)
 
 
 def version_of(*values: Any) -> str:
@@ -113,6 +116,9 @@ def stream(request: HttpRequest, version: Callable[[], str]) -> HttpResponseBase
             content_type="text/plain; charset=utf-8",
         )
         busy["Retry-After"] = str(max(1, int(settings.LIVE_STREAM_SECONDS)))  # a slot frees by then
+        # Expected, not a server error: said once here, at info, instead of Django's error line.
+        busy._has_been_logged = True  # type: ignore[attr-defined]
+        logger.info("Live stream refused for %s: %s", request.path, "all slots taken" if threaded else "not threaded")
         return busy
     shown = request.headers.get("Last-Event-ID") or request.GET.get("since", "")
     response = StreamingHttpResponse(_Stream(version, shown), content_type="text/event-stream")
