@@ -5,10 +5,12 @@ page, ends on its own, and a process keeps only a few open (503 beyond: the page
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
 
@@ -207,3 +209,23 @@ def test_a_server_that_runs_one_request_at_a_time_gets_no_stream(client, viewer,
 
     assert response.status_code == 503
     assert live.slots.open == open_before
+
+
+@pytest.mark.django_db
+def test_the_live_refresh_and_the_streams_do_not_keep_an_idle_browser_session_alive(
+    client, viewer, vlevel_api, settings
+):
+    settings.SESSION_COOKIE_AGE = 600
+    settings.SESSION_IDLE_RENEW_SECONDS = 0
+    session_id = start_chat(vlevel_api, "Audit help")
+    as_user(client, viewer)
+    stored = Session.objects.get(pk=client.session.session_key)
+    time.sleep(0.05)
+
+    finish(client.get(events_url(session_id), **THREADED))
+    finish(client.get(reverse("reviews:inbox-events"), **THREADED))
+    assert client.get(reverse("sessions:session-live", args=[session_id]), **HTMX).status_code == 200
+    assert Session.objects.get(pk=stored.pk).expire_date == stored.expire_date
+
+    assert client.get(reverse("sessions:session-detail", args=[session_id])).status_code == 200
+    assert Session.objects.get(pk=stored.pk).expire_date > stored.expire_date
