@@ -34,6 +34,7 @@ from agents.models import (
     Job,
     JobArtifact,
     JobTrigger,
+    KpiAlert,
     KpiSample,
     ManifestKpi,
     ManifestTool,
@@ -425,6 +426,14 @@ class EscalationAdmin(ReadOnlyAdmin):
     @admin.display(description="Steps")
     def steps_list(self, obj: Escalation) -> str:
         return steps_table(obj.steps)
+
+
+@admin.register(KpiAlert)
+class KpiAlertAdmin(ReadOnlyAdmin):
+    list_display = ["agent", "metric_id", "value", "threshold_critical", "opened_at", "resolved_at", "review_item"]
+    list_filter = ["metric_id", ("resolved_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["agent", "review_item"]
+    search_fields = ["agent__agent_id", "metric_id"]
 
 
 @admin.register(KpiSample)

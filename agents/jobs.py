@@ -20,7 +20,7 @@ from django.db.models import DateTimeField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from agents import artifacts, conditions, escalations, kpis, triggers
+from agents import artifacts, conditions, escalations, kpi_alerts, kpis, triggers
 from agents import types as typelang
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, content_hash
 from agents.kpi import backoff_seconds
@@ -486,7 +486,8 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     job.output = output.model_dump(mode="json")
     job.post_conditions = post + checked
     # A result that breaks its manifest did not succeed, whatever it says: KPIs count it so.
-    kpis.record_samples(job, output.model_copy(update={"success": False}) if breached else output, at=now)
+    samples = kpis.record_samples(job, output.model_copy(update={"success": False}) if breached else output, at=now)
+    kpi_alerts.check(job, samples, at=now)
     escalation = escalations.fire(job, output, context)
     succeeded = output.success and all(r["passed"] for r in job.post_conditions)
     retry = not succeeded and not breached and escalation is None and output.nextAction != "escalate"
@@ -663,6 +664,6 @@ def _end(job: Job, status: str, reason: str, now) -> None:
     job.save()
     record(actor=SYSTEM, action=f"job.{status}", target=job, reason=reason, attempts=job.attempts)
     if status == Job.Status.FAILED:
-        kpis.record_samples(job, AgentOutput(success=False), at=now)
+        kpi_alerts.check(job, kpis.record_samples(job, AgentOutput(success=False), at=now, reported=False), at=now)
         escalations.open_for(job, reason)
     _after_finish(job)

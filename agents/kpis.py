@@ -26,17 +26,19 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def record_samples(job: Job, output: AgentOutput, *, at: datetime) -> list[KpiSample]:
+def record_samples(job: Job, output: AgentOutput, *, at: datetime, reported: bool = True) -> list[KpiSample]:
     """One sample per KPI of the job's manifest that the result measured. When declared and not
     reported, `task_success_rate` is derived from `success` (1 or 0, so its average over a window
     is the success rate) and `avg_processing_time` from the job's own clock (first start to this
-    result, in the KPI's unit): an agent cannot flatter either by leaving it out."""
+    result, in the KPI's unit): an agent cannot flatter either by leaving it out. Work that never
+    reported (``reported=False``: the sweeper failed it) counts as a failure, but the time until
+    it was given up is no processing time, so no duration is derived for it."""
     samples = []
     for kpi in job.manifest.kpis.all():
         value = _number(output.metrics.get(kpi.metric_id))
         if value is None and kpi.metric_id == DERIVED_SUCCESS_METRIC:
             value = 1.0 if output.success else 0.0
-        if value is None and kpi.metric_id == DERIVED_DURATION_METRIC and job.started_at is not None:
+        if value is None and kpi.metric_id == DERIVED_DURATION_METRIC and reported and job.started_at is not None:
             elapsed_ms = (at - job.started_at).total_seconds() * 1000
             value = round(elapsed_ms / _UNIT_MS.get(kpi.unit.strip().lower(), 1.0), 3)
         if value is not None:
@@ -44,12 +46,14 @@ def record_samples(job: Job, output: AgentOutput, *, at: datetime) -> list[KpiSa
     return KpiSample.objects.bulk_create(samples)
 
 
-def _averages(agent_ids: list[int], since: datetime) -> dict[tuple[int, str], float]:
-    rows = (
-        KpiSample.objects.filter(agent_id__in=agent_ids, recorded_at__gte=since)
-        .values_list("agent_id", "metric_id")
-        .annotate(mean=Avg("value"))
-    )
+def averages(
+    agent_ids: list[int], since: datetime, *, metric_ids: set[str] | None = None
+) -> dict[tuple[int, str], float]:
+    """Mean sample per (agent, metric) since ``since``: what KPI statuses are judged on."""
+    samples = KpiSample.objects.filter(agent_id__in=agent_ids, recorded_at__gte=since)
+    if metric_ids is not None:
+        samples = samples.filter(metric_id__in=metric_ids)
+    rows = samples.values_list("agent_id", "metric_id").annotate(mean=Avg("value"))
     return {(agent_id, metric_id): mean for agent_id, metric_id, mean in rows}
 
 
@@ -58,7 +62,7 @@ def report(agent: Agent, window_days: int) -> list[dict[str, Any]]:
     if agent.active_manifest_id is None:
         return []
     since = timezone.now() - timedelta(days=window_days)
-    means = _averages([agent.pk], since)
+    means = averages([agent.pk], since)
     items = []
     for kpi in agent.active_manifest.kpis.all():
         current = means.get((agent.pk, kpi.metric_id))
@@ -93,7 +97,7 @@ def trend(agent: Agent, metric_id: str, days: int) -> list[tuple[str, float]]:
 def worst_statuses(agents: list[Agent], window_days: int) -> dict[int, str]:
     """The worst KPI status of each agent, in two queries for the whole fleet."""
     since = timezone.now() - timedelta(days=window_days)
-    means = _averages([a.pk for a in agents], since)
+    means = averages([a.pk for a in agents], since)
     statuses: dict[int, list[str]] = {a.pk: [] for a in agents}
     manifest_owner = {a.active_manifest_id: a.pk for a in agents if a.active_manifest_id}
     for kpi in ManifestKpi.objects.filter(manifest_id__in=manifest_owner):

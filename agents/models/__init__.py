@@ -1,6 +1,6 @@
 from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
-from agents.models.metrics import KpiSample, ToolCall, ToolGrant
+from agents.models.metrics import KpiAlert, KpiSample, ToolCall, ToolGrant
 from agents.models.skill import Skill
 from agents.models.trigger import JobTrigger
 
@@ -12,6 +12,7 @@ __all__ = [
     "Job",
     "JobArtifact",
     "JobTrigger",
+    "KpiAlert",
     "KpiSample",
     "ManifestKpi",
     "ManifestTool",

@@ -20,6 +20,34 @@ class KpiSample(models.Model):
         return f"{self.metric_id}={self.value}"
 
 
+class KpiAlert(models.Model):
+    """A KPI of an agent that turned critical (its mean over KPI_WINDOW_DAYS crossed the critical
+    threshold). At most one open per agent and metric (the constraint): the inbox hears of it once,
+    and again only after the KPI has recovered."""
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="kpi_alerts")
+    metric_id = models.CharField(max_length=100)
+    opened_at = models.DateTimeField()
+    value = models.FloatField(help_text="The window mean that turned critical")
+    threshold_critical = models.FloatField()
+    review_item = models.OneToOneField(
+        "governance.ReviewItem", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_value = models.FloatField(null=True, blank=True, help_text="The window mean once recovered")
+
+    class Meta:
+        ordering = ["-opened_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "metric_id"], condition=models.Q(resolved_at__isnull=True), name="kpi_alert_open_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric_id} critical since {self.opened_at:%Y-%m-%d %H:%M}"
+
+
 class ToolCall(models.Model):
     """One call of a manifest tool, recorded by the agent before it makes the call."""
 

@@ -1,0 +1,92 @@
+"""KPIs that act: a KPI turning critical puts one item in the reviewer inbox.
+
+Checked each time samples are recorded (a job's result, or the sweeper failing a job that never
+reported), for the metrics just sampled: their mean over KPI_WINDOW_DAYS is judged against the
+manifest's thresholds, as the agent page judges it. Critical with no open alert opens one (a
+``KpiAlert`` and an inbox item linking to the trend chart); back to warning or ok resolves it,
+withdrawing the item if nobody has looked at it yet. The constraint on open alerts makes "once
+per agent and metric until it recovers" hold under concurrent results too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from agents.kpi import kpi_status
+from agents.kpis import averages
+from agents.models import Job, KpiAlert, KpiSample
+from governance.kernel.principals import SYSTEM
+from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewDecision, ReviewItem
+
+REVIEW_KIND = "kpi_critical"
+CRITICAL = "critical"
+
+
+def check(job: Job, samples: list[KpiSample], *, at: datetime) -> list[KpiAlert]:
+    """Open or resolve the alerts of the metrics ``samples`` measured; returns those opened."""
+    sampled = {sample.metric_id for sample in samples}
+    if not sampled:
+        return []
+    window = settings.KPI_WINDOW_DAYS
+    means = averages([job.agent_id], at - timedelta(days=window), metric_ids=sampled)
+    open_alerts = {a.metric_id: a for a in KpiAlert.objects.filter(agent_id=job.agent_id, resolved_at__isnull=True)}
+    opened = []
+    for kpi in job.manifest.kpis.all():
+        if kpi.metric_id not in sampled:
+            continue
+        current = means.get((job.agent_id, kpi.metric_id))
+        status = kpi_status(current, kpi.threshold_warning, kpi.threshold_critical, kpi.direction)
+        alert = open_alerts.get(kpi.metric_id)
+        if status == CRITICAL and alert is None and current is not None:
+            created = _open(job, kpi.metric_id, current, kpi.threshold_critical, kpi.unit, window, at)
+            if created is not None:
+                opened.append(created)
+        elif status != CRITICAL and alert is not None and current is not None:
+            _resolve(alert, current, at)
+    return opened
+
+
+def _open(
+    job: Job, metric_id: str, current: float, threshold: float, unit: str, window: int, at: datetime
+) -> KpiAlert | None:
+    agent = job.agent
+    try:
+        with transaction.atomic():
+            alert = KpiAlert.objects.create(
+                agent=agent, metric_id=metric_id, opened_at=at, value=current, threshold_critical=threshold
+            )
+    except IntegrityError:  # a concurrent result opened it first: the inbox hears once
+        return None
+    alert.review_item = reviews.open_item(
+        actor=SYSTEM,
+        kind=REVIEW_KIND,
+        title=f"KPI {metric_id} of {agent.agent_id} is critical",
+        agent=agent,
+        payload={
+            "alert": alert.pk,
+            "metric": metric_id,
+            "current": current,
+            "thresholdCritical": threshold,
+            "unit": unit,
+            "windowDays": window,
+            "job": str(job.job_id),
+        },
+    )
+    alert.save(update_fields=["review_item"])
+    record(actor=SYSTEM, action="kpi_alert.opened", target=alert, metric=metric_id, value=current, job=str(job.job_id))
+    return alert
+
+
+def _resolve(alert: KpiAlert, current: float, at: datetime) -> None:
+    alert.resolved_at, alert.resolved_value = at, current
+    alert.save(update_fields=["resolved_at", "resolved_value"])
+    record(actor=SYSTEM, action="kpi_alert.resolved", target=alert, metric=alert.metric_id, value=current)
+    item = alert.review_item
+    if item is not None and item.status == ReviewItem.Status.PENDING:
+        why = f"{alert.metric_id} recovered ({current:g}) before anyone decided."
+        reviews.decide(item.pk, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment=why, notify=False)
