@@ -14,7 +14,7 @@ from agents.access import owned_job, visible_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
-from agents.schemas import EscalateIn, JobOut, JobResultOut, LeaseIn
+from agents.schemas import EscalateIn, EscalationOut, JobOut, JobResultOut, LeaseIn
 from governance.kernel.access import caller
 from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
@@ -180,7 +180,7 @@ def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_o
     return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
 
 
-@router.post("/{job_id}/escalate", operation_id="escalate_job", response={201: dict[str, Any]})
+@router.post("/{job_id}/escalate", operation_id="escalate_job", response={201: EscalationOut})
 def escalate_job(request: HttpRequest, job_id: UUID, data: EscalateIn) -> Status:
     """The owner agent escalates the live job it works on with its own reason (201, the escalation
     routed as the manifest says); 409 before the job started, once it finished, and while an

@@ -134,17 +134,32 @@ class JobOut(Schema):
     preConditions: list[dict[str, Any]]
     postConditions: list[dict[str, Any]]
     artifacts: list[ArtifactOut]
-    escalations: list[dict[str, Any]]
+    escalations: list[EscalationOut]
 
 
 class EscalateIn(Schema):
     reason: str = Field(..., min_length=1, max_length=2000, description="Why the agent escalates, kept word for word")
 
 
+class EscalationOut(Schema):
+    """One escalation of a job, as ``escalations.describe`` gives it (seed 001 EscalationConfig)."""
+
+    id: int
+    status: str
+    triggers: list[str]
+    reason: str
+    targetAgent: str | None
+    humanRequired: bool
+    childJobId: UUID | None
+    reviewItemId: int | None
+    deadline: datetime
+    steps: list[dict[str, Any]]
+
+
 class JobResultOut(Schema):
     status: str
     postConditions: list[dict[str, Any]]
-    escalation: dict[str, Any] | None
+    escalation: EscalationOut | None
     nextAttemptAt: datetime | None = None
     nextJobId: UUID | None = Field(
         None, description='The follow-up job a successful result with nextAction "continue" created (same trace).'
