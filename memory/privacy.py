@@ -19,7 +19,8 @@ bringing its content back. The audit row says who, when, which object and what w
 the content. Copies of the
 content elsewhere are replaced too: a promotion proposal's review item quotes the learning's text
 for the reviewer, and a watch note's path (often a slug of its title) is in its audit rows and,
-for a redacted note, replaced on the row itself. A watch note mirrored from a file comes back at
+for a redacted note, replaced on the row itself; and a job's ragContext keeps the block it was
+served, whose copy of the words is replaced too (``rag.scrub_jobs``). A watch note mirrored from a file comes back at
 the next indexing of its directory unless the file goes as well: the file is the source of truth
 (memory/watch_notes.py).
 """
@@ -38,7 +39,7 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.reviews.models import ReviewItem
-from memory import scoring
+from memory import rag, scoring
 from memory.models import (
     Clarification,
     Embedding,
@@ -118,12 +119,23 @@ def erased_learnings(keys: Iterable[LearningKey]) -> set[LearningKey]:
     return {digests[digest] for digest in found}
 
 
-def _scrub_copies(row: Correctable) -> None:
+def _document_id(row: Correctable) -> str:
+    """The row's id among a job's ragContext documents (memory/rag.py)."""
+    if isinstance(row, Learning):
+        return f"learning:{row.pk}"
+    if isinstance(row, VeilleNote):
+        return f"veille:{row.pk}"
+    return f"clarification:{row.story}:v{row.version}"
+
+
+def _scrub_copies(row: Correctable, kind: Kind) -> None:
     if isinstance(row, Learning):
         ErasedLearning.objects.get_or_create(digest=learning_digest((row.story, row.gate, row.tags_hash, row.text)))
         _scrub_review_copies(row)
     if isinstance(row, VeilleNote):
         _scrub_audit_paths(row)
+    # Jobs keep the block they were served (their ragContext): the words go from there too.
+    rag.scrub_jobs(_document_id(row), [getattr(row, name) for name in kind.content], REDACTED)
 
 
 def erase(kind_name: str, object_id: int, *, actor: Principal) -> None:
@@ -133,7 +145,7 @@ def erase(kind_name: str, object_id: int, *, actor: Principal) -> None:
     with transaction.atomic():
         row = _locked(kind, object_id)
         record(actor=actor, action=f"{kind.name}.erased", target=row)
-        _scrub_copies(row)
+        _scrub_copies(row, kind)
         if isinstance(row, Learning):
             PromotionProposal.objects.filter(learning=row).delete()
             LearningInjection.objects.filter(learning=row).delete()
@@ -149,7 +161,7 @@ def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
     require_operator(actor, _perm(kind, "change"))
     with transaction.atomic():
         row = _locked(kind, object_id)
-        _scrub_copies(row)  # first: a learning's tombstone hashes the text it had
+        _scrub_copies(row, kind)  # first: a learning's tombstone hashes the text it had
         fields = [*kind.content, "redacted_at"]
         for name in kind.content:
             setattr(row, name, REDACTED)

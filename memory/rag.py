@@ -155,3 +155,31 @@ def record_gate(job: Job, data: Any, *, actor: Principal) -> GateResult | None:
     return learnings.record_gate_result(
         actor=actor, story=where(job)["story"], gate=data["gate"], verdict=data["verdict"]
     )
+
+
+def scrub_jobs(document_id: str, texts: list[str], replacement: str) -> int:
+    """Replace what jobs were told of a memory row an operator erased or redacted: the document's
+    content and its line in the kept block (memory/privacy.py). A job's ragContext is its audit of
+    what the agent saw, so the rest of it stays; only the person's words go. Returns the number of
+    jobs changed."""
+    from agents.models import Job
+
+    forms = sorted({form for text in texts if text.strip() for form in (text, injection.inline(text))}, key=len)
+    changed = 0
+    told = Job.objects.select_for_update().filter(rag_context__documents__contains=[{"id": document_id}])
+    for job in told:
+        context = job.rag_context
+        for document in context.get("documents", []):
+            if document.get("id") == document_id:
+                document["content"] = _replace_all(str(document.get("content", "")), forms, replacement)
+        context["injectionBlock"] = _replace_all(str(context.get("injectionBlock", "")), forms, replacement)
+        job.rag_context = context
+        job.save(update_fields=["rag_context"])
+        changed += 1
+    return changed
+
+
+def _replace_all(text: str, forms: list[str], replacement: str) -> str:
+    for form in reversed(forms):  # the longest first, so a shorter form never splits a longer one
+        text = text.replace(form, replacement)
+    return text

@@ -4,6 +4,7 @@ naming a gate verdict feeds the reuse scores."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import pytest
@@ -166,3 +167,37 @@ def test_a_malformed_gate_verdict_refuses_the_result_and_writes_nothing(vlevel_a
     assert [error["loc"] for error in answer.json()["errors"]] == [loc]
     assert Job.objects.get().status == Job.Status.RUNNING
     assert not GateResult.objects.exists()
+
+
+@pytest.mark.parametrize("call", ["erase", "redact"])
+def test_an_erased_or_redacted_memory_row_leaves_no_words_in_the_jobs_that_were_told_it(
+    vlevel_api, vlevel, admin_operator, call
+):
+    from governance.kernel.principals import Principal
+    from memory import privacy
+    from memory.models import Clarification
+
+    secret = "Ask Jeanne Dupont at jeanne@example.com before changing canonical tags"
+    kept = "Canonical tags must point at the preferred product URL"
+    told = learning(secret)
+    learning(kept)
+    clarifications.persist_clarifications(story="PD-7", domain="seo", project="page", answers=ANSWERS, actor=SYSTEM)
+    job = submit(vlevel_api)
+    vlevel_api.post(f"/jobs/{job['jobId']}/lease", {"owner": "worker-1"})
+    before = Job.objects.get(pk=job["jobId"]).rag_context
+    assert secret in before["injectionBlock"]
+
+    operator = Principal(user=admin_operator)
+    getattr(privacy, call)("learning", told, actor=operator)
+    first = Clarification.objects.get(story="PD-7", question_idx=1)
+    getattr(privacy, call)("clarification", first.pk, actor=operator)
+
+    after = Job.objects.get(pk=job["jobId"]).rag_context
+    text = json.dumps(after)
+    assert secret not in text
+    assert ANSWERS[0] not in text
+    assert kept in after["injectionBlock"]  # the rest of what the agent was told stays
+    assert all(answer in text for answer in ANSWERS[1:])
+    (redacted,) = [doc for doc in after["documents"] if doc["id"] == f"learning:{told}"]
+    assert redacted["content"] == "[redacted]"
+    assert after["documents"] != before["documents"]
