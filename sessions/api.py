@@ -171,6 +171,9 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
         seed_session_id=data.seedSessionId,
         messages=[m.dict() for m in data.messages] if data.messages else None,
         profile_name=data.providerProfile,
+        story=data.story,
+        domain=data.domain,
+        project=data.project,
     )
     return Status(201, automation)
 

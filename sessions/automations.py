@@ -141,12 +141,17 @@ def create_automation(
     profile_name: str | None = None,
     first_run_at: datetime | None = None,
     now: datetime | None = None,
+    story: str = "",
+    domain: str = "",
+    project: str = "",
 ) -> Automation:
     """An automation of ``agent`` from a SEED session (given, or made from ``messages``).
 
     Everything is checked before anything is written, and it is all one transaction: a refused
     request leaves no automation and no SEED session behind. ``first_run_at`` (server-side callers
-    only) overrides the first scheduled run, which is otherwise one interval from now."""
+    only) overrides the first scheduled run, which is otherwise one interval from now. ``story``
+    (with ``domain`` and ``project``) goes with ``messages``: the SEED made from them keeps it and every run
+    copies it, so each run's prompt carries the story's step-0 memory block (sessions.prompt)."""
     now = now or timezone.now()
     _require(actor, agent, "ai_sessions.add_automation")
     agent = Agent.objects.select_for_update(of=("self",)).get(pk=agent.pk)  # creators count one at a time
@@ -154,11 +159,15 @@ def create_automation(
     parsed = check_schedule(trigger, interval_minutes, cron)
     profile = find_profile(profile_name, agent=agent, actor=actor)
     if seed_session_id is not None:
+        if story or domain or project:
+            raise _invalid("story", "a SEED session given keeps its own story; give messages to name one")
         seed = AISession.objects.filter(pk=seed_session_id, agent=agent, type="SEED").first()
         if seed is None:
             raise _invalid("seedSessionId", "no SEED session of this agent with that id", "not_found")
     elif messages:
-        seed = scheduler.create_seed(agent, name=name, messages=messages, now=now)
+        seed = scheduler.create_seed(
+            agent, name=name, messages=messages, now=now, story=story, domain=domain, project=project
+        )
     else:
         raise _invalid("messages", "give seedSessionId or messages", "missing")
     automation = Automation.objects.create(

@@ -109,10 +109,12 @@ def start_chat(
     name: str,
     require_validation: bool,
     now: datetime | None = None,
-    **scope: str,
+    story: str = "",
+    domain: str = "",
+    project: str = "",
 ) -> AISession:
-    """CHAT interrupts whatever the agent was doing, at once (seed section 5). ``scope`` is the
-    story, domain and project whose memory the prompt carries (sessions.prompt)."""
+    """CHAT interrupts whatever the agent was doing, at once (seed section 5). ``story`` (with
+    ``domain`` and ``project``) is the memory the prompt carries (sessions.prompt)."""
     now = now or timezone.now()
     _require_manifest(agent)
     agent = _locked_agent(agent.pk)
@@ -120,7 +122,13 @@ def start_chat(
     if active is not None:
         _release(active, now)
     session = AISession.objects.create(
-        agent=agent, name=name, type=SessionType.CHAT.value, require_validation=require_validation, **scope
+        agent=agent,
+        name=name,
+        type=SessionType.CHAT.value,
+        require_validation=require_validation,
+        story=story,
+        domain=domain,
+        project=project,
     )
     record(actor=actor, action="session.started", target=session, type=session.type, name=name)
     apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
@@ -152,6 +160,9 @@ def _new_run(automation: Automation, trigger: str, now: datetime) -> AISession:
         queued_at=now,
         scheduled_execution_time=automation.next_run_at if trigger == Automation.Trigger.SCHEDULED else None,
         provider_id=automation.provider,
+        story=automation.seed_session.story,
+        domain=automation.seed_session.domain,
+        project=automation.seed_session.project,
     )
     _copy_seed(automation.seed_session, session, now)
     return session
@@ -166,7 +177,9 @@ def queue_automation_session(
     require_validation: bool,
     messages: list[dict[str, Any]] | None = None,
     now: datetime | None = None,
-    **scope: str,
+    story: str = "",
+    domain: str = "",
+    project: str = "",
 ) -> AISession:
     """An AUTOMATION session the agent drives itself: queued, started when its turn comes.
     ``messages`` are its instructions, stored as the USER messages an automation run copies from
@@ -181,7 +194,9 @@ def queue_automation_session(
         require_validation=require_validation,
         queued_at=now,
         trigger=Automation.Trigger.MANUAL.value,
-        **scope,
+        story=story,
+        domain=domain,
+        project=project,
     )
     _store_instructions(session, messages or [], now)
     record(
@@ -207,9 +222,21 @@ def execute_automation(
     return ("active" if session.is_active else "queued"), session
 
 
-def create_seed(agent: Agent, *, name: str, messages: list[dict[str, Any]], now: datetime) -> AISession:
-    """A SEED session: the template an automation copies at each run; never executed itself."""
-    seed = AISession.objects.create(agent=agent, name=name, type=SessionType.SEED.value)
+def create_seed(
+    agent: Agent,
+    *,
+    name: str,
+    messages: list[dict[str, Any]],
+    now: datetime,
+    story: str = "",
+    domain: str = "",
+    project: str = "",
+) -> AISession:
+    """A SEED session: the template an automation copies at each run (its messages, and the
+    story, domain and project of its memory block); never executed itself."""
+    seed = AISession.objects.create(
+        agent=agent, name=name, type=SessionType.SEED.value, story=story, domain=domain, project=project
+    )
     _store_instructions(seed, messages, now)
     return seed
 

@@ -124,6 +124,11 @@ class AutomationIn(Schema):
         description="Host the automation on this operator-made provider profile (the server calls the model); "
         "an agent may name only the profiles its manifest lists in provider_profiles.",
     )
+    story: str = Field(
+        "", max_length=100, description="With messages: the story each run works on (its step-0 memory block)"
+    )
+    domain: str = Field("", max_length=100, description="The block's domain (default: the agent's)")
+    project: str = Field("", max_length=100, description="The block's project")
     providerConfig: NoProviderConfig | None = Field(
         None, description="Removed: any key (base_url, api_key, api_key_env...) is refused; name a providerProfile."
     )

@@ -159,3 +159,27 @@ def test_without_a_manifest_budget_the_setting_applies(vlevel_api, settings):
     assert "Write short sentences." not in first
     settings.SESSION_PROMPT_MAX_TOKENS = 100_000
     assert "Write short sentences." in vlevel_api.get(f"/sessions/{session_id}/prompt").json()["level1Content"]
+
+
+def test_each_run_of_an_automation_naming_a_story_carries_its_block(vlevel_api, hashing_embeddings):
+    learning("audit the router pages", story="PD-7")
+    created = vlevel_api.post(
+        "/automations", {"name": "Nightly", "trigger": "MANUAL", "messages": [{"text": "audit"}], **STORY}
+    )
+    assert created.status_code == 201, created.content
+
+    run = vlevel_api.post(f"/automations/{created.json()['id']}/execute").json()["sessionId"]
+
+    state = vlevel_api.get(f"/sessions/{run}").json()
+    assert (state["story"], state["domain"], state["project"]) == ("PD-42", "SEO", "shop")
+    assert "## Memory (step 0) for story PD-42" in level2(vlevel_api, run)
+
+
+def test_a_story_for_an_existing_seed_is_refused(vlevel_api):
+    first = vlevel_api.post("/automations", {"name": "A", "trigger": "MANUAL", "messages": [{"text": "audit"}]})
+    seed = first.json()["seedSessionId"]
+
+    refused = vlevel_api.post("/automations", {"name": "B", "trigger": "MANUAL", "seedSessionId": seed, **STORY})
+
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["body", "story"]
