@@ -62,7 +62,17 @@ class ProviderCallInline(ReadOnly, admin.TabularInline):
 
     model = ProviderCall
     extra = 0
-    fields = readonly_fields = ["turn", "profile", "status", "attempts", "started_at", "finished_at", "tokens", "error"]
+    fields = readonly_fields = [
+        "turn",
+        "profile",
+        "status",
+        "attempts",
+        "started_at",
+        "finished_at",
+        "tokens",
+        "metadata",
+        "error",
+    ]
     ordering = ["turn"]
 
 

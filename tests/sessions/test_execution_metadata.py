@@ -136,3 +136,14 @@ def test_anthropic_and_ollama_answers_say_what_they_know():
         "stop",
         1500,
     )
+
+
+def test_the_operator_sees_each_calls_metadata_on_the_session_admin_page(session_id, admin_client, model_server):
+    from django.urls import reverse
+
+    hosted.call_provider(session_id, actor=SYSTEM)
+
+    page = admin_client.get(reverse("admin:ai_sessions_aisession_change", args=[session_id])).content.decode()
+
+    assert "chatcmpl-first" in page
+    assert "gpt-test-2026-01-01" in page
