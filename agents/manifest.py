@@ -311,7 +311,7 @@ class AlwaysSend(_Strict):
     ``always_send`` tool data, at level 2): a built-in type (JOBS, SESSIONS, MANIFEST...) and its
     params, run as the agent sees the platform at each call."""
 
-    type: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z_]*$", max_length=50)]
+    type: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.:\-]*$", max_length=200)]  # a built-in or a tool id
     params: dict[str, Any] = Field(default_factory=dict)
 
 

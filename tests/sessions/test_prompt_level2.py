@@ -66,14 +66,14 @@ def test_level2_carries_the_agent_its_tools_and_its_invariants(vlevel_api):
 
 
 def test_always_send_data_is_answered_at_each_call_as_the_agent_sees_it(vlevel_api):
-    new_version(sessions={"always_send": [{"type": "MANIFEST"}, {"type": "mcp__crm__contacts"}]})
+    new_version(sessions={"always_send": [{"type": "MANIFEST"}, {"type": "mcp__chrome-devtools__list_pages"}]})
     session_id = chat(vlevel_api)
 
     text = level2(vlevel_api, session_id)
 
     assert "## Always-send data" in text
     assert '"id": "agent.seo.vlevel"' in text  # the active manifest, answered by the platform
-    assert "- mcp__crm__contacts: your own tool's data" in text
+    assert "- mcp__chrome-devtools__list_pages: your own tool's data" in text
 
 
 def test_a_session_naming_a_story_carries_its_step0_block(vlevel_api, hashing_embeddings):
