@@ -1,4 +1,5 @@
-"""Demo fleet: the seed manifests, a few jobs run through the real services, KPI history.
+"""Demo fleet: the seed manifests, a few jobs run through the real services, KPI history, a cron
+job trigger, and the KPI that history makes critical in the reviewer inbox.
 
 Everything goes through the services an agent would call (registry, submit_job, claim_lease,
 update_state, submit_result), so the demo shows what the platform really does with a result:
@@ -17,14 +18,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from django.conf import settings
 from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule
 
-from agents import jobs, registry
+from agents import jobs, kpi_alerts, registry, triggers
 from agents.envelope import AgentOutput, BudgetUsage, GraphError, GraphStateUpdate, JobEnvelopeIn
-from agents.models import Agent, Escalation, Job, KpiSample
+from agents.models import Agent, Escalation, Job, JobTrigger, KpiSample
 from governance.kernel.principals import SYSTEM, Principal
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
+NIGHTLY = {"minute": "0", "hour": "2", "day_of_month": "*", "month_of_year": "*", "day_of_week": "*"}
 VLEVEL, INDEXER, ARCHITECT = "agent.seo.vlevel", "agent.rag.indexer", "agent.seo.architect"
 DEMO_AGENTS = (VLEVEL, INDEXER, ARCHITECT)
 HISTORY_DAYS = 14
@@ -133,6 +137,36 @@ def load(out: TextIO) -> None:
         out.write(f"Demo jobs: {Job.objects.filter(agent__in=agents.values()).count()}\n")
     if not KpiSample.objects.filter(agent__in=agents.values(), job__isnull=True).exists():
         _add_history(agents)
+        for agent in agents.values():  # as a result would: the critical indexer reaches the inbox
+            kpi_alerts.judge(agent, agent.active_manifest_id, at=timezone.now())
+    if VLEVEL in agents and not JobTrigger.objects.filter(name=NIGHTLY_AUDIT).exists():
+        _add_trigger(agents[VLEVEL], out)
+
+
+NIGHTLY_AUDIT = "vlevel-nightly-audit"
+
+
+def _add_trigger(vlevel: Agent, out: TextIO) -> None:
+    """A cron trigger auditing the shop front every night at 02:00, and its first job: the demo
+    runs the next slot now, as beat will at 02:00 (the slot is the job's idempotency key, so beat
+    does not run it twice). Its payload names the story, domain and project memory feeds it."""
+    fields = {**NIGHTLY, "timezone": settings.TIME_ZONE}
+    crontab = CrontabSchedule.objects.filter(**fields).first() or CrontabSchedule.objects.create(**fields)
+    trigger = JobTrigger(
+        name=NIGHTLY_AUDIT,
+        agent=vlevel,
+        kind=JobTrigger.Kind.CRON,
+        description="Every night: V-level audit of the shop front's canonical pages.",
+        intent="seo_audit",
+        entity_type="page",
+        payload={"urls": _urls("brake-pads", "tyres"), "story": "PD-204", "domain": "seo", "project": "shop-front"},
+        priority="high",
+        crontab=crontab,
+    )
+    trigger = triggers.save_trigger(trigger, actor=SYSTEM, changed=[])
+    assert trigger.next_run_at is not None  # a cron trigger with its crontab
+    triggers.fire_due(now=trigger.next_run_at)
+    out.write(f"Job trigger {NIGHTLY_AUDIT}: cron {crontab}, first job queued\n")
 
 
 def _work(job: Job, nodes: tuple[str, ...], output: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any]:

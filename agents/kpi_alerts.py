@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 
 from agents.kpi import kpi_status
 from agents.kpis import averages
-from agents.models import Job, KpiAlert, KpiSample
+from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
 from governance.reviews import services as reviews
@@ -28,33 +28,43 @@ CRITICAL = "critical"
 
 
 def check(job: Job, samples: list[KpiSample], *, at: datetime) -> list[KpiAlert]:
-    """Open or resolve the alerts of the metrics ``samples`` measured; returns those opened."""
+    """Open or resolve the alerts of the metrics ``samples`` measured, under the job's manifest;
+    returns those opened."""
     sampled = {sample.metric_id for sample in samples}
-    if not sampled:
-        return []
+    return judge(job.agent, job.manifest_id, metric_ids=sampled, at=at, job=job) if sampled else []
+
+
+def judge(
+    agent: Agent, manifest_id: int, *, metric_ids: set[str] | None = None, at: datetime, job: Job | None = None
+) -> list[KpiAlert]:
+    """Judge the agent's KPIs under ``manifest_id`` (only ``metric_ids`` when given) as the agent
+    page does, opening or resolving their alerts; returns those opened."""
     window = settings.KPI_WINDOW_DAYS
-    means = averages([job.agent_id], at - timedelta(days=window), metric_ids=sampled)
-    open_alerts = {a.metric_id: a for a in KpiAlert.objects.filter(agent_id=job.agent_id, resolved_at__isnull=True)}
+    kpis = ManifestKpi.objects.filter(manifest_id=manifest_id)
+    if metric_ids is not None:
+        kpis = kpis.filter(metric_id__in=metric_ids)
+    means = averages([agent.pk], at - timedelta(days=window), metric_ids=metric_ids)
+    open_alerts = {a.metric_id: a for a in KpiAlert.objects.filter(agent=agent, resolved_at__isnull=True)}
     opened = []
-    for kpi in job.manifest.kpis.all():
-        if kpi.metric_id not in sampled:
+    for kpi in kpis:
+        current = means.get((agent.pk, kpi.metric_id))
+        if current is None:
             continue
-        current = means.get((job.agent_id, kpi.metric_id))
         status = kpi_status(current, kpi.threshold_warning, kpi.threshold_critical, kpi.direction)
         alert = open_alerts.get(kpi.metric_id)
-        if status == CRITICAL and alert is None and current is not None:
-            created = _open(job, kpi.metric_id, current, kpi.threshold_critical, kpi.unit, window, at)
+        if status == CRITICAL and alert is None:
+            created = _open(agent, kpi, current, window, at, job)
             if created is not None:
                 opened.append(created)
-        elif status != CRITICAL and alert is not None and current is not None:
+        elif status != CRITICAL and alert is not None:
             _resolve(alert, current, at)
     return opened
 
 
 def _open(
-    job: Job, metric_id: str, current: float, threshold: float, unit: str, window: int, at: datetime
+    agent: Agent, kpi: ManifestKpi, current: float, window: int, at: datetime, job: Job | None
 ) -> KpiAlert | None:
-    agent = job.agent
+    metric_id, threshold = kpi.metric_id, kpi.threshold_critical
     try:
         with transaction.atomic():
             alert = KpiAlert.objects.create(
@@ -72,13 +82,13 @@ def _open(
             "metric": metric_id,
             "current": current,
             "thresholdCritical": threshold,
-            "unit": unit,
+            "unit": kpi.unit,
             "windowDays": window,
-            "job": str(job.job_id),
+            "job": str(job.job_id) if job is not None else None,
         },
     )
     alert.save(update_fields=["review_item"])
-    record(actor=SYSTEM, action="kpi_alert.opened", target=alert, metric=metric_id, value=current, job=str(job.job_id))
+    record(actor=SYSTEM, action="kpi_alert.opened", target=alert, metric=metric_id, value=current)
     return alert
 
 

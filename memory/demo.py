@@ -36,7 +36,8 @@ import yaml
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents.models import Agent
+from agents import jobs
+from agents.models import Agent, Job
 from governance.kernel.principals import SYSTEM, Principal
 from memory import clarifications, lifecycle, scoring, watch_notes
 from memory.learnings import create_learning
@@ -505,6 +506,7 @@ def load(out: TextIO) -> None:
         )
 
     subject = _load_subject()
+    served = _serve_cron_job()
 
     applied = PromotionProposal.objects.filter(status=PromotionProposal.Status.APPLIED).count()
     waiting = PromotionProposal.objects.filter(status=PromotionProposal.Status.PROPOSED).count()
@@ -513,5 +515,20 @@ def load(out: TextIO) -> None:
         f"{LearningInjection.objects.count()} injections over {WINDOW_DAYS} days, "
         f"{GateResult.objects.count()} gate results, {applied} promotions applied, {waiting} waiting for review, "
         f"{archived} archived as stale, {len(NOTES)} watch notes, {len(CLARIFICATIONS)} clarification versions"
-        f"{subject}\n"
+        f"{subject}{served}\n"
     )
+
+
+def _serve_cron_job() -> str:
+    """The agents demo queued a cron-triggered job for story PD-204. Its worker takes it now that
+    memory holds that story's clarification, so the job page shows what memory fed it
+    (ragContext). Learnings join the blocks of later jobs once the worker has embedded them."""
+    job = (
+        Job.objects.filter(context__source="cron", status=Job.Status.QUEUED, rag_context__isnull=True)
+        .select_related("agent")
+        .first()
+    )
+    if job is None:
+        return ""
+    jobs.claim_lease(job, actor=Principal(agent=job.agent), owner=f"{job.agent.agent_id}/demo-worker")
+    return "; the cron-triggered job was leased and served its ragContext"

@@ -12,6 +12,7 @@ from agents.kpis import worst_statuses
 from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
 from governance.kernel.models import ApiKey
 from governance.reviews.models import ReviewItem
+from tests.factories.governance import UserFactory
 from tests.support.manifests import manifest_text
 
 DEMO_AGENTS = ["agent.rag.indexer", "agent.seo.architect", "agent.seo.vlevel"]
@@ -110,3 +111,25 @@ def test_the_first_run_makes_one_key_per_demo_agent_and_later_runs_leave_them_al
         list(ApiKey.objects.filter(agent__agent_id__in=DEMO_AGENTS).values_list("pk", "key_hash", "revoked_at")) == keys
     )
     assert "gov_ag_" not in later
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_a_cron_triggered_job_with_its_rag_context_a_kpi_escalation_and_skills(client):
+    from agents.models import JobTrigger, KpiAlert
+
+    output = _load()
+
+    trigger = JobTrigger.objects.get(name="vlevel-nightly-audit")
+    assert (trigger.kind, trigger.crontab.minute, trigger.crontab.hour) == ("cron", "0", "2")
+    assert "Job trigger vlevel-nightly-audit" in output
+    cron_job = Job.objects.get(context__source="cron")
+    assert cron_job.priority == "high"
+    documents = cron_job.rag_context["documents"]  # leased after memory loaded: PD-204's clarification
+    assert [doc["kind"] for doc in documents if doc["kind"] == "clarification"] == ["clarification"]
+    assert cron_job.rag_context["truthLevel"] == "L1"
+    alert = KpiAlert.objects.get()
+    assert (alert.agent.agent_id, alert.metric_id) == ("agent.rag.indexer", "task_success_rate")
+    assert alert.review_item.status == ReviewItem.Status.PENDING
+    client.force_login(UserFactory(username="victor", roles=["Viewer"]))
+    page = client.get("/agents/agent.seo.vlevel/").content.decode()
+    assert page.count('class="status status-ok">ready') == 3
