@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from agents.kpi import kpi_status
 from agents.kpis import averages
@@ -59,6 +60,19 @@ def judge(
         elif status != CRITICAL and alert is not None:
             _resolve(alert, current, at)
     return opened
+
+
+def recheck_open(*, at: datetime | None = None) -> dict[str, int]:
+    """Beat task body: re-judge the agents with an open alert. Their window slides even when no
+    result comes (an agent that stopped working), and a KPI that recovered that way resolves."""
+    at = at or timezone.now()
+    agent_ids = KpiAlert.objects.filter(resolved_at__isnull=True).values("agent_id")
+    agents = Agent.objects.filter(pk__in=agent_ids, active_manifest__isnull=False)
+    before = KpiAlert.objects.filter(resolved_at__isnull=True).count()
+    for agent in agents:
+        judge(agent, agent.active_manifest_id, at=at)
+    after = KpiAlert.objects.filter(resolved_at__isnull=True).count()
+    return {"agents": len(agents), "open_before": before, "open_after": after}
 
 
 def _open(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from agents import approvals, escalations, jobs, triggers
+from agents import approvals, escalations, jobs, kpi_alerts, triggers
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
@@ -26,3 +26,9 @@ def fire_due_triggers() -> dict[str, int]:
     """Cron job triggers whose slot has come: each fires once per slot (SKIP LOCKED, and the
     slot is the job's idempotency key), however many beats or redeliveries run it."""
     return triggers.fire_due()
+
+
+@shared_task(name="agents.recheck_kpi_alerts", ignore_result=True, acks_late=True)
+def recheck_kpi_alerts() -> dict[str, int]:
+    """Open KPI alerts whose window slid back out of critical are resolved, results or not."""
+    return kpi_alerts.recheck_open()

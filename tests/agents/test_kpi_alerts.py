@@ -114,3 +114,16 @@ def test_the_inbox_shows_the_kpi_with_its_trend_chart_linked_and_a_reviewer_ackn
     assert "Acknowledge" in page
     agent_page = client.get("/agents/agent.seo.vlevel/").content.decode()
     assert 'id="kpi-task_success_rate"' in agent_page
+
+
+@pytest.mark.django_db
+def test_an_alert_resolves_when_its_window_slides_past_the_bad_days_without_new_results(vlevel):
+    from agents import kpi_alerts
+    from agents.models import KpiSample
+
+    run(vlevel, BAD)
+    KpiSample.objects.update(recorded_at=timezone.now() - timedelta(days=settings.KPI_WINDOW_DAYS + 1))
+    KpiSample.objects.create(agent=vlevel, metric_id="task_success_rate", value=1.0, recorded_at=timezone.now())
+
+    assert kpi_alerts.recheck_open() == {"agents": 1, "open_before": 1, "open_after": 0}
+    assert KpiAlert.objects.get().resolved_value == 1.0
