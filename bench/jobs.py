@@ -6,7 +6,12 @@ seconds after a short unrecorded warm-up:
 
 * ``bare``: ``GET /bench/bare``, the floor set by gunicorn + Django middleware;
 * ``create``: a new JobEnvelope every request (201 expected);
-* ``replay``: a few envelopes sent again and again (200 + ``Idempotent-Replayed: true``).
+* ``replay``: a few envelopes sent again and again (200 + ``Idempotent-Replayed: true``);
+* ``block``: ``POST /api/v1/memory/injection-block`` for a job's story, domain and query, the
+  step-0 block alone (query embedding with the configured model included);
+* ``lease``: ``POST /api/v1/jobs/lease``, the agent's next queued job (the ``create`` phase queued
+  thousands): its first lease builds that same block and keeps it as the job's ragContext, so
+  ``lease`` against ``block`` is what a lease adds to the block it cannot avoid.
 
 Only answers with the expected status count towards req/s and latency; the others are counted
 as errors, with a few samples kept for the report. The server writes to its own database,
@@ -116,6 +121,20 @@ def unique_jobs(key: str, run_id: str) -> Callable[[], Request]:
         return job_request(key, f"https://example.com/{run_id}/{n}")
 
     return next_request
+
+
+def block_request(key: str) -> Request:
+    """The block a lease of a bench job builds: its story is the job's id (a new one each time),
+    the vlevel agent's domain, the page scope as project, and a query like a job's."""
+    story = str(uuid.uuid4())
+    query = f'seo_audit {{"urls": ["https://example.com/block/{story}"]}}'
+    body = json.dumps({"story": story, "domain": "seo", "project": "page", "query_text": query}).encode()
+    return Request(
+        "POST",
+        "/api/v1/memory/injection-block",
+        body,
+        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
 
 
 def cycling(requests: list[Request]) -> Callable[[], Request]:
@@ -331,6 +350,13 @@ def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dic
     print(f"replay: POST /api/v1/jobs ({REPLAY_BODIES} envelopes sent again) for {duration:g} s ...", flush=True)
     replays = seed_replays(port, key, run_id)
     results["replay"] = phase(port, cycling(replays), expect_replay, clients, duration)
+    print(f"block:  POST /api/v1/memory/injection-block for {duration:g} s ...", flush=True)
+    results["block"] = phase(port, lambda: block_request(key), expect_status(200), clients, duration)
+    print(f"lease:  POST /api/v1/jobs/lease (the next queued job, ragContext built) for {duration:g} s ...", flush=True)
+    lease = Request(
+        "POST", "/api/v1/jobs/lease", b"{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    )
+    results["lease"] = phase(port, cycling([lease]), expect_status(200), clients, duration)
     return results
 
 
@@ -340,6 +366,8 @@ def ratios(phases: dict[str, dict]) -> dict[str, float]:
         "create_rps_vs_bare": div(create["rps"], bare["rps"]),
         "replay_rps_vs_bare": div(replay["rps"], bare["rps"]),
         "replay_p95_vs_create_p95": div(replay["p95_ms"], create["p95_ms"]),
+        "lease_rps_vs_block": div(phases["lease"]["rps"], phases["block"]["rps"]),
+        "lease_p95_minus_block_p95_ms": phases["lease"]["p95_ms"] - phases["block"]["p95_ms"],
     }
 
 
