@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -208,8 +209,20 @@ def receive_webhook(
 # Events -------------------------------------------------------------------------------------------
 
 
-def _matches(trigger: JobTrigger, facts: dict[str, Any]) -> bool:
-    for field, wanted in (trigger.event_filter or {}).items():
+EventListener = Callable[[str, str, dict[str, Any], int], None]
+_listeners: list[EventListener] = []
+
+
+def listen(listener: EventListener) -> None:
+    """Called from an AppConfig.ready(): ``listener(event, subject, facts, depth)`` runs on every
+    platform event, in its transaction, after the job triggers (sessions' EVENT automations)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def matches(event_filter: dict[str, Any] | None, facts: dict[str, Any]) -> bool:
+    """Whether an event's ``facts`` satisfy a filter: each named field equal, or among a list."""
+    for field, wanted in (event_filter or {}).items():
         if wanted is None:
             continue
         value = facts.get(field)
@@ -227,7 +240,7 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
     )
     created_jobs: list[Job] = []
     for trigger in triggers:
-        if not _matches(trigger, facts):
+        if not matches(trigger.event_filter, facts):
             continue
         key = f"{event}:{subject}"
         if depth >= settings.JOB_TRIGGER_MAX_CHAIN:
@@ -242,6 +255,8 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
             continue
         if created:
             created_jobs.append(job)
+    for listener in _listeners:
+        listener(event, subject, facts, depth)
     return created_jobs
 
 

@@ -158,12 +158,16 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
         "trigger",
         "interval_minutes",
         "cron",
+        "event",
+        "event_filter",
         "next_run_at",
         "profile",
         "created_at",
         "created_by",
     ]
-    readonly_fields = ["name", "agent", "seed_session", "next_run_at", "created_at", "created_by"]
+    readonly_fields = [
+        *("name", "agent", "seed_session", "event", "event_filter", "next_run_at", "created_at", "created_by"),
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -174,6 +174,8 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
         story=data.story,
         domain=data.domain,
         project=data.project,
+        event=data.event or "",
+        event_filter=data.eventFilter,
     )
     return Status(201, automation)
 

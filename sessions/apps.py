@@ -8,8 +8,10 @@ class SessionsConfig(AppConfig):
     verbose_name = "AI sessions"
 
     def ready(self) -> None:
+        from agents import triggers
         from governance.reviews import services as reviews
-        from sessions import inbox, processor
+        from sessions import automations, inbox, processor
 
         reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided)
         reviews.register(processor.REVIEW_KINDS["communication"], inbox.on_communication_decided)
+        triggers.listen(automations.on_platform_event)  # seed 003's EVENT trigger

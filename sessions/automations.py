@@ -19,12 +19,14 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
 from agents import quotas
+from agents import triggers as job_triggers
 from agents.models import Agent
+from agents.models.trigger import EVENTS, event_filter_errors
 from agents.registry import manifest_document
 from governance.kernel import cron as cron_rules
 from governance.kernel import dispatch
-from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
-from governance.kernel.principals import Principal
+from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound
+from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.kernel.validation import error
 from sessions import enrichments, scheduler
@@ -81,6 +83,48 @@ def _crontab_row(parsed: cron_rules.Cron | None) -> CrontabSchedule | None:
         "timezone": settings.TIME_ZONE,
     }
     return CrontabSchedule.objects.filter(**fields).order_by("pk").first() or CrontabSchedule.objects.create(**fields)
+
+
+def check_event(trigger: str, event: str, event_filter: dict[str, Any] | None) -> None:
+    """Seed 003's EVENT trigger: an EVENT automation names the platform event that runs it (the
+    events job triggers fire on), and only an EVENT automation does; its filter is checked as a
+    job trigger's is. InvalidInput at ``body.event`` or ``body.eventFilter``."""
+    if trigger == Automation.Trigger.EVENT and not event:
+        raise _invalid("event", f"an EVENT automation names its event: one of {', '.join(EVENTS)}", "missing")
+    if trigger != Automation.Trigger.EVENT and (event or event_filter):
+        raise _invalid("event", "only an EVENT automation names an event", "unexpected")
+    if event:
+        if event not in EVENTS:
+            raise _invalid("event", f"one of {', '.join(EVENTS)}", "enum")
+        problems = event_filter_errors(event, event_filter)
+        if problems:
+            raise _invalid("eventFilter", "; ".join(problems), "event_filter")
+
+
+def on_platform_event(event: str, subject: str, facts: dict[str, Any], depth: int) -> None:
+    """Run the enabled EVENT automations of ``event`` whose filter ``facts`` satisfy (registered
+    with agents.triggers in AppConfig.ready, so it runs in the event's own transaction). A run the
+    platform refuses (no manifest, the agent's queue quota) is recorded and never fails the event."""
+    found = Automation.objects.select_related("agent", "seed_session").filter(
+        trigger=Automation.Trigger.EVENT, enabled=True, event=event
+    )
+    for automation in found:
+        if not job_triggers.matches(automation.event_filter, facts):
+            continue
+        try:
+            with transaction.atomic():
+                # An event storm must not queue unbounded runs: they count as the agent's own.
+                scheduler.check_queue_quota(automation.agent, Principal(agent=automation.agent))
+                scheduler.execute_automation(automation, actor=SYSTEM, trigger=Automation.Trigger.EVENT)
+        except DomainError as exc:
+            record(
+                actor=SYSTEM,
+                action="automation.event_refused",
+                target=automation,
+                event=event,
+                subject=subject,
+                detail=exc.detail,
+            )
 
 
 def manifest_profiles(agent: Agent) -> list[str]:
@@ -144,6 +188,8 @@ def create_automation(
     story: str = "",
     domain: str = "",
     project: str = "",
+    event: str = "",
+    event_filter: dict[str, Any] | None = None,
 ) -> Automation:
     """An automation of ``agent`` from a SEED session (given, or made from ``messages``).
 
@@ -157,6 +203,7 @@ def create_automation(
     agent = Agent.objects.select_for_update(of=("self",)).get(pk=agent.pk)  # creators count one at a time
     quotas.check(agent, "automations", Automation.objects.filter(agent=agent), actor=actor)
     parsed = check_schedule(trigger, interval_minutes, cron)
+    check_event(trigger, event, event_filter)
     profile = find_profile(profile_name, agent=agent, actor=actor)
     if seed_session_id is not None:
         if story or domain or project:
@@ -179,6 +226,8 @@ def create_automation(
         crontab=_crontab_row(parsed),
         enabled=enabled,
         profile=profile,
+        event=event,
+        event_filter=event_filter or {},
         created_by=actor.label,
     )
     if trigger == Automation.Trigger.SCHEDULED:
@@ -192,6 +241,7 @@ def create_automation(
         trigger=trigger,
         interval_minutes=interval_minutes,
         cron=cron,
+        event=event or None,
         profile=profile.name if profile else None,
     )
     agent_pk = agent.pk

@@ -289,6 +289,18 @@ class Automation(models.Model):
         related_name="+",
         help_text="For SCHEDULED automations, instead of an interval: runs at the times this cron names",
     )
+    event = models.CharField(
+        max_length=30,
+        blank=True,
+        choices=[("job.finished", "A job finished"), ("learning.promoted", "A learning was promoted")],
+        help_text="For EVENT automations: the platform event that runs it (seed 003's EVENT trigger)",
+    )
+    event_filter = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='For EVENT automations: job.finished {"agent", "intent", "status": [...]}, '
+        'learning.promoted {"domain", "scope"}; empty: every such event',
+    )
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
     profile = models.ForeignKey(

@@ -94,7 +94,7 @@ def _require_manifest(agent: Agent) -> None:
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest.", agent=agent.agent_id)
 
 
-def _check_queue_quota(agent: Agent, actor: Principal) -> None:
+def check_queue_quota(agent: Agent, actor: Principal) -> None:
     """One more waiting AUTOMATION run (queued, suspended or orphaned) must fit the agent's quota;
     the agent row is locked so simultaneous requests count one after the other."""
     locked = _locked_agent(agent.pk)
@@ -186,7 +186,7 @@ def queue_automation_session(
     its SEED, so activation runs their enrichments and the model reads them, as for any run."""
     now = now or timezone.now()
     _require_manifest(agent)
-    _check_queue_quota(agent, actor)
+    check_queue_quota(agent, actor)
     session = AISession.objects.create(
         agent=agent,
         name=name,
@@ -209,14 +209,19 @@ def queue_automation_session(
 
 @transaction.atomic
 def execute_automation(
-    automation: Automation, *, actor: Principal, now: datetime | None = None
+    automation: Automation,
+    *,
+    actor: Principal,
+    now: datetime | None = None,
+    trigger: str = Automation.Trigger.MANUAL,
 ) -> tuple[str, AISession]:
-    """MANUAL trigger: a new run joins the agent's queue; it starts now only if it is first."""
+    """MANUAL (or EVENT) trigger: a new run joins the agent's queue; it starts now only if it is
+    first."""
     now = now or timezone.now()
     _require_manifest(automation.agent)
-    _check_queue_quota(automation.agent, actor)
-    session = _new_run(automation, Automation.Trigger.MANUAL.value, now)
-    record(actor=actor, action="automation.executed", target=session, automation=automation.pk)
+    check_queue_quota(automation.agent, actor)
+    session = _new_run(automation, Automation.Trigger(trigger).value, now)
+    record(actor=actor, action="automation.executed", target=session, automation=automation.pk, trigger=trigger)
     fill_slot(automation.agent_id, now=now)
     session.refresh_from_db()
     return ("active" if session.is_active else "queued"), session

@@ -129,6 +129,14 @@ class AutomationIn(Schema):
     )
     domain: str = Field("", max_length=100, description="The block's domain (default: the agent's)")
     project: str = Field("", max_length=100, description="The block's project")
+    event: Literal["job.finished", "learning.promoted"] | None = Field(
+        None, description="EVENT automations: the platform event that runs it (seed 003's EVENT trigger)"
+    )
+    eventFilter: dict[str, Any] | None = Field(
+        None,
+        description='Which events run it: job.finished {"agent", "intent", "status": [...]}, '
+        'learning.promoted {"domain", "scope"}; absent: every such event',
+    )
     providerConfig: NoProviderConfig | None = Field(
         None, description="Removed: any key (base_url, api_key, api_key_env...) is refused; name a providerProfile."
     )
@@ -144,6 +152,8 @@ class AutomationOut(Schema):
     cron: str | None = None
     enabled: bool
     nextRunAt: datetime | None = Field(None, alias="next_run_at")
+    event: str = ""
+    eventFilter: dict[str, Any] = Field(default_factory=dict, alias="event_filter")
     provider: str = Field(..., description="The provider profile's provider; empty when not hosted")
     providerProfile: str | None = None
 

@@ -15,6 +15,8 @@ from agents.manifest import JobIntent
 
 
 class _JobFinishedFilter(pydantic.BaseModel):
+    """What a ``job.finished`` filter may name (anything else is refused where it is saved)."""
+
     model_config = pydantic.ConfigDict(extra="forbid")
     agent: str | None = None
     intent: str | None = None
@@ -22,9 +24,28 @@ class _JobFinishedFilter(pydantic.BaseModel):
 
 
 class _LearningPromotedFilter(pydantic.BaseModel):
+    """What a ``learning.promoted`` filter may name."""
+
     model_config = pydantic.ConfigDict(extra="forbid")
     domain: str | None = None
     scope: str | None = None
+
+
+EVENTS = ("job.finished", "learning.promoted")
+_FILTERS: dict[str, type[pydantic.BaseModel]] = {
+    "job.finished": _JobFinishedFilter,
+    "learning.promoted": _LearningPromotedFilter,
+}
+
+
+def event_filter_errors(event: str, value: Any) -> list[str]:
+    """Why ``value`` is not a filter of ``event`` (empty when it is one): job triggers and seed
+    003's EVENT automations filter the same events the same way."""
+    try:
+        _FILTERS[event].model_validate(value or {})
+    except pydantic.ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc'])) or 'filter'}: {e['msg']}" for e in exc.errors()]
+    return []
 
 
 class JobTrigger(models.Model):
@@ -126,11 +147,7 @@ class JobTrigger(models.Model):
         if self.kind == self.Kind.EVENT:
             if not self.event:
                 errors["event"] = ["An event trigger names its event."]
-            else:
-                filters = _JobFinishedFilter if self.event == self.Event.JOB_FINISHED else _LearningPromotedFilter
-                try:
-                    filters.model_validate(self.event_filter or {})
-                except pydantic.ValidationError as exc:
-                    errors["event_filter"] = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+            elif problems := event_filter_errors(self.event, self.event_filter):
+                errors["event_filter"] = problems
         if errors:
             raise ValidationError(errors)
