@@ -530,7 +530,7 @@ def _continue(job: Job, output: AgentOutput) -> Job | None:
     JOB_MAX_CONTINUATIONS in a row. A follow-up the manifest refuses is recorded, and the result
     that asked for it still stands."""
     previous = job.payload.get("continuation") if isinstance(job.payload, dict) else None
-    depth = previous.get("depth", 0) if isinstance(previous, dict) and isinstance(previous.get("depth"), int) else 0
+    depth = triggers.chain_depth(previous)
     if depth >= settings.JOB_MAX_CONTINUATIONS:
         record(actor=SYSTEM, action="job.continuation_stopped", target=job, depth=depth)
         return None

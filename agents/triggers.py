@@ -260,10 +260,18 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
     return created_jobs
 
 
+def chain_depth(marker: Any) -> int:
+    """How many hops a job's ``payload.event`` (or ``payload.continuation``) says led to it. A
+    payload is the submitter's to write, so the count is never below 0: a forged negative one
+    would otherwise buy an unbounded chain."""
+    depth = marker.get("depth") if isinstance(marker, dict) else None
+    return max(0, depth) if isinstance(depth, int) and not isinstance(depth, bool) else 0
+
+
 def job_finished(job: Job) -> None:
     """``job.finished`` for a job that just reached a final status."""
     event = job.payload.get("event") if isinstance(job.payload, dict) else None
-    depth = event.get("depth", 0) if isinstance(event, dict) and isinstance(event.get("depth"), int) else 0
+    depth = chain_depth(event)
     facts = {"jobId": str(job.job_id), "agent": job.agent.agent_id, "intent": job.intent, "status": job.status}
     on_event(JobTrigger.Event.JOB_FINISHED, subject=str(job.job_id), facts=facts, depth=depth)
 

@@ -379,3 +379,16 @@ def test_a_promoted_learning_fires_the_learning_promoted_triggers_of_its_domain(
     assert job.context["source"] == "event"
     assert job.payload["event"]["learningId"] == promoted.pk
     assert (job.payload["event"]["previousScope"], job.payload["event"]["scope"]) == ("story", "domain")
+
+
+@pytest.mark.django_db
+def test_a_forged_negative_depth_buys_no_longer_chain(vlevel, settings):
+    settings.JOB_TRIGGER_MAX_CHAIN = 2
+    add_trigger(vlevel, "event", event="job.finished")
+
+    job = submit_job(vlevel, {**URLS, "event": {"depth": -1000}}, key="forged")
+    for _ in range(3):
+        finish_job(job, GOOD)
+        job = Job.objects.filter(status="queued").first() or job
+
+    assert Job.objects.filter(context__source="event").count() == 2
