@@ -38,12 +38,39 @@ def job_record(job: Job) -> dict[str, Any]:
         "budget": job.budget,
         "escalations": [describe(e) for e in job.escalations.select_related("target_agent")],
         "invariants": list(job.manifest.document.get("validation", {}).get("invariants", [])),
+        "context": job.context,
     }
 
 
+def _request_lines(context: dict[str, Any]) -> list[str]:
+    """Who asked for the work and in what role (seed 001 JobContext): a reviewer reading the audit
+    needs the requester (``userId``) and the page's SEO role as much as the source."""
+    facts = [
+        ("Source", context.get("source")),
+        ("Priority", context.get("priority")),
+        ("Requested by (userId)", context.get("userId")),
+        ("SEO role (seoRole)", context.get("seoRole")),
+        ("RAG version (ragVersion)", context.get("ragVersion")),
+    ]
+    return ["", "## Request", *(f"- {label}: {value}" for label, value in facts if value)]
+
+
+def _artifact_lines(output: dict[str, Any] | None) -> list[str]:
+    """The artifacts the agent reported in its AgentOutput (seed 001 ``artifacts``), kept as given."""
+    reported = (output or {}).get("artifacts") or []
+    lines = ["", "## Artifacts reported by the agent"]
+    for artifact in reported:
+        where = artifact.get("uri") or "inline"
+        kind = f" ({artifact['type']})" if artifact.get("type") else ""
+        lines.append(f"- {artifact.get('name')}{kind}: {where}")
+    return lines if reported else [*lines, "_none_"]
+
+
 def manifest_sections(record: dict[str, Any]) -> str:
-    """The audit.md sections on the manifest's promises: invariants and output checks."""
-    lines = ["", "## Invariants"]
+    """The audit.md sections on the request, the manifest's promises (invariants and output
+    checks) and the artifacts the agent reported."""
+    lines = _request_lines(record.get("context") or {})
+    lines += ["", "## Invariants"]
     lines += [f"- {invariant}" for invariant in record["invariants"]] or ["_none declared_"]
     lines += ["", "## Output checks"]
     checks = [r for r in record["post_conditions"] if r.get("check") == "output"]
@@ -63,6 +90,7 @@ def manifest_sections(record: dict[str, Any]) -> str:
             lines.append("_not checked: the result did not report success_")
         else:
             lines.append("_no outputs declared_")
+    lines += _artifact_lines(record.get("output"))
     return "\n".join(lines) + "\n"
 
 

@@ -70,10 +70,13 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
     if is_partial(request):
         return render(request, "agents/partials/kpi_table.html", context)
     manifest = agent.active_manifest
+    document = registry.manifest_document(manifest.pk) if manifest else None
     context.update(
         manifests=agent.manifests.defer("document"),
         tools=manifest.tools.all() if manifest else [],
-        skills=skills.skills_of(registry.manifest_document(manifest.pk)) if manifest else [],
+        skills=skills.skills_of(document) if document else [],
+        inputs=document.get("inputs", []) if document else [],
+        outputs=document.get("outputs", []) if document else [],
         recent_jobs=(
             Job.objects.visible_to(_principal(request)).filter(agent=agent).for_list()[:RECENT_JOBS]
             if request.user.has_perm("agents.view_job")

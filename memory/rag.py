@@ -49,12 +49,18 @@ class Where(TypedDict):
 
 
 def where(job: Job) -> Where:
-    """The story, domain and project a job's block is built for, and its query text."""
+    """The story, domain and project a job's block is built for, and its query text (the intent,
+    the context's seoRole, the payload)."""
     payload = job.payload if isinstance(job.payload, dict) else {}
     story = _text(payload.get("story")) or str(job.pk)
     domain = (_text(payload.get("domain")) or job.agent.domain or "core").lower()
     project = _text(payload.get("project")) or str(job.scope.get("entityType", ""))
-    query = f"{job.intent} {json.dumps(payload, ensure_ascii=False, sort_keys=True)}"[:QUERY_CHARS]
+    context = job.context if isinstance(job.context, dict) else {}
+    # The page's SEO role (seed 001 context.seoRole) says what the work is about as much as the
+    # intent: a "pillar" audit and a "product" audit want different lessons.
+    role = _text(context.get("seoRole"))
+    query = " ".join(filter(None, [job.intent, role, json.dumps(payload, ensure_ascii=False, sort_keys=True)]))
+    query = query[:QUERY_CHARS]
     return {"story": story[:100], "domain": domain[:100], "project": project[:100], "query_text": query}
 
 

@@ -212,3 +212,38 @@ def test_only_the_owner_agent_changes_its_job(client, job, architect, admin_api)
     assert other.post(f"/jobs/{job['jobId']}/result", result()).status_code == 403
     assert admin_api.post(f"/jobs/{job['jobId']}/result", result()).status_code == 403
     assert Job.objects.get().status == "queued"
+
+
+@pytest.mark.django_db
+def test_audit_md_names_who_asked_in_what_role_and_the_artifacts_the_agent_reported(vlevel, vlevel_api):
+    from tests.support.jobs import finish_job, submit_job
+
+    job = submit_job(
+        vlevel,
+        {"urls": ["https://shop.test/a"]},
+        context={"source": "manual", "userId": "u-42", "seoRole": "pillar"},
+    )
+    output = {
+        "success": True,
+        "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []},
+        "confidence": 0.9,
+        "artifacts": [{"name": "report.pdf", "type": "application/pdf", "uri": "s3://audits/report.pdf"}],
+    }
+    finish_job(job, output)
+
+    text = vlevel_api.get(f"/jobs/{job.job_id}/artifacts/audit").content.decode()
+
+    request = text.split("## Request\n")[1].split("\n\n")[0]
+    assert "- Requested by (userId): u-42" in request
+    assert "- SEO role (seoRole): pillar" in request
+    assert "## Artifacts reported by the agent\n- report.pdf (application/pdf): s3://audits/report.pdf" in text
+
+
+@pytest.mark.django_db
+def test_the_seo_role_joins_the_query_memory_is_searched_with(vlevel):
+    from memory.rag import where
+    from tests.support.jobs import submit_job
+
+    job = submit_job(vlevel, {"urls": ["https://shop.test/a"]}, context={"source": "manual", "seoRole": "pillar"})
+
+    assert where(job)["query_text"].startswith("seo_audit pillar {")

@@ -197,3 +197,16 @@ def test_the_agent_page_shows_its_skills_and_what_the_registry_says(client):
     assert "mcp__supabase__execute_sql" in section
     assert section.count("ready") == 2
     assert section.count("disabled") == 1
+
+
+@pytest.mark.django_db
+def test_the_agent_page_describes_its_inputs_and_outputs(client):
+    load("agent.seo.vlevel")
+    client.force_login(UserFactory(username="victor", roles=["Viewer"]))
+
+    page = client.get(reverse("agents:agent-detail", args=["agent.seo.vlevel"])).content.decode()
+
+    section = page[page.index("<h2>Inputs and outputs</h2>") : page.index("<h2>Skills</h2>")]
+    assert "URLs to analyze for V-level scoring" in section
+    assert "Improvement recommendations" in section
+    assert section.count("<tr>") == 5  # the header, two inputs, two outputs
