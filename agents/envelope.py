@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -73,6 +74,25 @@ class JobContext(_Strict):
     seoRole: str | None = None
 
 
+DEFAULT_KEY_FIELDS = ("intent", "scope", "payload")
+
+
+class KeyFieldMissing(ValueError):
+    """An idempotency key strategy needs a value the envelope does not have (``loc`` under body)."""
+
+    def __init__(self, loc: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def _at(document: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of the envelope (``scope.entityType``), None when absent."""
+    value: Any = document
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 class JobEnvelopeIn(_Strict):
     """What an agent submits; the server fills ids, defaults and the idempotency key."""
 
@@ -88,10 +108,33 @@ class JobEnvelopeIn(_Strict):
     createdAt: datetime | None = Field(None, description="Accepted for compatibility; the server's time is kept.")
     expiresAt: datetime | None = None
 
-    def idempotency_key(self) -> str:
-        return self.idempotencyKey or stable_hash(
-            {"intent": self.intent.value, "scope": self.scope.model_dump(mode="json"), "payload": self.payload}
-        )
+    def idempotency_key(self, strategy: str = "hash", fields: Sequence[str] = DEFAULT_KEY_FIELDS) -> str:
+        """Seed 001's IdempotencyConfig (``keyStrategy``, ``keyFields``):
+
+        * ``hash`` (the default): the caller's ``idempotencyKey``, else a stable hash of the
+          ``fields`` (by default intent, scope and payload: the seed's createJobEnvelope);
+        * ``composite``: the ``fields``' values joined with ``:`` (the seed's default fields,
+          ``intent, scope.entityType, idempotencyKey``, make the caller's key one part of it);
+        * ``custom``: the caller's key, which is then required.
+
+        KeyFieldMissing names the envelope path a strategy needs and did not get."""
+        if strategy == "custom":
+            if not self.idempotencyKey:
+                raise KeyFieldMissing(("idempotencyKey",), "the custom key strategy needs the caller's idempotencyKey")
+            return self.idempotencyKey
+        if strategy == "hash" and self.idempotencyKey:
+            return self.idempotencyKey
+        document = {**self.model_dump(mode="json"), "intent": self.intent.value}
+        values = {field: _at(document, field) for field in fields}
+        if strategy == "hash":
+            return stable_hash(values)
+        parts = []
+        for field, value in values.items():
+            if value is None:
+                raise KeyFieldMissing(tuple(field.split(".")), f"the composite key needs {field}")
+            parts.append(str(value) if isinstance(value, str | int | float | bool) else stable_hash(value)[5:21])
+        key = ":".join(parts)
+        return key if len(key) <= 200 else f"{key[:130]}:{hashlib.sha256(key.encode()).hexdigest()}"
 
     def content_hash(self) -> str:
         """What a caller's idempotency key stands for: the work asked (intent, scope, payload and

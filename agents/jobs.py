@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agents import artifacts, conditions, escalations, kpi_alerts, kpis, triggers
 from agents import types as typelang
-from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, content_hash
+from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, KeyFieldMissing, content_hash
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
 from agents.models.job import PRIORITY_RANK
@@ -113,19 +113,28 @@ def _submitter(actor: Principal) -> Agent:
     return actor.agent
 
 
+def idempotency_key(envelope: JobEnvelopeIn) -> str:
+    """The envelope's key under the configured strategy (JOB_KEY_STRATEGY, JOB_KEY_FIELDS); a
+    strategy that needs a missing field is a 422 at that field."""
+    try:
+        return envelope.idempotency_key(settings.JOB_KEY_STRATEGY, settings.JOB_KEY_FIELDS)
+    except KeyFieldMissing as exc:
+        raise InvalidInput(str(exc), errors=[{"loc": ["body", *exc.loc], "msg": str(exc), "type": "missing"}]) from exc
+
+
 def admit(envelope: JobEnvelopeIn, *, actor: Principal) -> Admission:
     """Every check a submission passes (R1, intents, expiry, parent, inputs, pre-conditions),
     without writing: the one code path of POST /jobs and POST /jobs/validate."""
     agent = _submitter(actor)
     manifest_id = agent.active_manifest_id
     pre_conditions = _check_admissible(agent, manifest_id, envelope)
-    return Admission(agent, manifest_id, envelope.idempotency_key(), pre_conditions)
+    return Admission(agent, manifest_id, idempotency_key(envelope), pre_conditions)
 
 
 def validate_job(envelope: JobEnvelopeIn, *, actor: Principal) -> dict[str, Any]:
     """What POST /jobs would decide, without writing: the checks raise as they would there;
     otherwise the key it would use, and the job it would replay if one holds the key."""
-    replay = _replay(_submitter(actor), envelope.idempotency_key(), envelope, timezone.now())  # 409 first, as there
+    replay = _replay(_submitter(actor), idempotency_key(envelope), envelope, timezone.now())  # 409 first, as there
     admission = admit(envelope, actor=actor)
     return {
         "valid": True,
@@ -139,7 +148,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     """Create the job, or return the one already created under the same idempotency key within
     the result TTL. Returns (job, created)."""
     agent = _submitter(actor)
-    key = envelope.idempotency_key()
+    key = idempotency_key(envelope)
     now = timezone.now()
     replay = _replay(agent, key, envelope, now)
     if replay is not None:  # the common replay: no checks to redo, no write

@@ -326,6 +326,11 @@ JOB_RESULT_TTL_SECONDS = env.integer("JOB_RESULT_TTL_SECONDS", 3600)  # resultTT
 JOB_LOCK_TTL_SECONDS = env.integer("JOB_LOCK_TTL_SECONDS", 300)  # lockTTL 300000 ms
 JOB_LOCK_RETRY = env.integer("JOB_LOCK_RETRY", 3)  # lockRetry
 JOB_LOCK_BACKOFF = env.string("JOB_LOCK_BACKOFF", "exponential")  # linear | exponential
+# keyStrategy: hash (the caller's key, else a hash of JOB_KEY_FIELDS) | composite (the fields'
+# values joined; the seed's default fields are intent,scope.entityType,idempotencyKey) | custom
+# (the caller's key, required). keyFields: dotted envelope paths.
+JOB_KEY_STRATEGY = env.string("JOB_KEY_STRATEGY", "hash")
+JOB_KEY_FIELDS = env.listing("JOB_KEY_FIELDS", "intent,scope,payload")
 JOB_RETRY_BASE_SECONDS = env.integer("JOB_RETRY_BASE_SECONDS", 30)
 KPI_WINDOW_DAYS = env.integer("KPI_WINDOW_DAYS", 7)
 # Event job triggers (agents/triggers.py) stop a chain after this many hops: a trigger on "a job

@@ -81,6 +81,7 @@ def visibility_timeout_outlasts_tasks(app_configs: object, **kwargs: object) -> 
 # Settings with a fixed set of values: a typo must stop the start, not fall back silently.
 CHOICES: dict[str, tuple[str, ...]] = {
     "JOB_LOCK_BACKOFF": ("linear", "exponential"),
+    "JOB_KEY_STRATEGY": ("hash", "composite", "custom"),
     "LEARNINGS_PROMOTION_MODE": ("review", "auto"),
     "EMBEDDING_BACKEND": ("local", "ollama", "openai", "hashing"),
 }

@@ -208,3 +208,58 @@ def test_operators_read_and_filter_jobs(vlevel_api, viewer_api, outsider_api):
 @pytest.mark.django_db
 def test_an_unknown_job_is_404(vlevel_api):
     assert vlevel_api.get("/jobs/3f1c4a52-6a1e-4b61-9d0e-0f2b1f7d9a11").status_code == 404
+
+
+# Seed 001 IdempotencyConfig: keyStrategy and keyFields ------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_default_hash_keeps_the_keys_jobs_were_given_before_it_was_configurable(vlevel_api):
+    from agents.envelope import stable_hash
+
+    body = envelope()
+    first = vlevel_api.post("/jobs", body).json()
+
+    expected = stable_hash({"intent": body["intent"], "scope": first["scope"], "payload": body["payload"]})
+    assert first["idempotencyKey"] == expected
+
+
+@pytest.mark.django_db
+def test_the_hash_strategy_hashes_the_configured_fields_only(vlevel_api, settings):
+    settings.JOB_KEY_FIELDS = ["intent", "scope.entityType"]
+
+    first = vlevel_api.post("/jobs", envelope()).json()
+    other_urls = vlevel_api.post("/jobs", envelope(payload={"urls": URLS[:1]}))
+    other_entity = vlevel_api.post("/jobs", envelope(scope={"entityType": "article"}))
+
+    assert other_urls.status_code == 200  # the key's fields are equal: the same work, replayed
+    assert other_urls.json()["jobId"] == first["jobId"]
+    assert other_entity.status_code == 201
+    assert first["idempotencyKey"].startswith("idem_")
+
+
+@pytest.mark.django_db
+def test_the_composite_strategy_joins_the_seeds_default_fields(vlevel_api, settings):
+    settings.JOB_KEY_STRATEGY = "composite"
+    settings.JOB_KEY_FIELDS = ["intent", "scope.entityType", "idempotencyKey"]
+
+    job = vlevel_api.post("/jobs", envelope(idempotencyKey="nightly-7")).json()
+    missing = vlevel_api.post("/jobs", envelope())
+
+    assert job["idempotencyKey"] == "seo_audit:page:nightly-7"
+    assert missing.status_code == 422
+    assert missing.json()["errors"][0]["loc"] == ["body", "idempotencyKey"]
+
+
+@pytest.mark.django_db
+def test_the_custom_strategy_needs_the_callers_key(vlevel_api, settings):
+    settings.JOB_KEY_STRATEGY = "custom"
+
+    refused = vlevel_api.post("/jobs", envelope())
+    validated = vlevel_api.post("/jobs/validate", envelope())
+    accepted = vlevel_api.post("/jobs", envelope(idempotencyKey="mine"))
+
+    assert refused.status_code == validated.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["body", "idempotencyKey"]
+    assert accepted.json()["idempotencyKey"] == "mine"
+    assert Job.objects.count() == 1

@@ -13,7 +13,12 @@ from memory.embeddings import BACKEND_NAMES
 
 @pytest.mark.parametrize(
     ("name", "typo"),
-    [("JOB_LOCK_BACKOFF", "exponentiel"), ("LEARNINGS_PROMOTION_MODE", "Auto"), ("EMBEDDING_BACKEND", "olama")],
+    [
+        ("JOB_LOCK_BACKOFF", "exponentiel"),
+        ("JOB_KEY_STRATEGY", "composit"),
+        ("LEARNINGS_PROMOTION_MODE", "Auto"),
+        ("EMBEDDING_BACKEND", "olama"),
+    ],
 )
 def test_a_typo_in_an_enumerated_setting_is_an_error(settings, name, typo):
     setattr(settings, name, typo)
