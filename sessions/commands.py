@@ -46,6 +46,11 @@ ROUTES: dict[str, Route] = {
     "SESSION": Route("sessions", "get", required=("session_id",)),
     "SCHEMA": Route("schemas", "get", required=("name",)),
     "MANIFEST": Route("manifests", "get", optional=("version",)),
+    # The seed's TOOL_CONFIG -> tools.get and TOOL_INSTANCES -> tools.list: the tools the agent's
+    # active manifest grants, as the platform governs them. TOOL_DATA, ZONE_CONFIG and ZONES are
+    # the seed application's own data: delegated to the agent.
+    "TOOL_CONFIG": Route("tools", "get", required=("tool_id",)),
+    "TOOL_INSTANCES": Route("tools", "list"),
 }
 
 

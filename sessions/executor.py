@@ -23,6 +23,7 @@ from django.utils import timezone
 from agents.envelope import AgentOutput, JobEnvelopeIn
 from agents.manifest import Manifest
 from agents.models import Agent, Job
+from agents.registry import manifest_tools
 from governance.kernel.principals import Principal
 from sessions.commands import (
     PERIOD_PARAM,
@@ -341,6 +342,31 @@ def get_manifest(params: dict[str, Any], principal: Principal) -> Outcome:
     return Outcome(f"Manifest {manifest.version} of {agent.agent_id}", data)
 
 
+TOOL_FIELDS = tuple((name, name) for name in ("tool_id", "permission", "rate_limit", "requires_approval", "contract"))
+
+
+def _granted_tools(principal: Principal) -> dict[str, Any]:
+    agent = principal.agent
+    if agent.active_manifest_id is None:
+        raise CommandError(f"Agent {agent.agent_id} has no active manifest, so no tools.")
+    return manifest_tools(agent.active_manifest_id)
+
+
+def list_tools(params: dict[str, Any], principal: Principal) -> Outcome:
+    """The tools the session agent's active manifest grants (the seed's TOOL_INSTANCES)."""
+    tools = [_row(tool, TOOL_FIELDS) for tool in _granted_tools(principal).values()]
+    return Outcome(f"{len(tools)} tools granted to {principal.agent.agent_id}", tools)
+
+
+def get_tool(params: dict[str, Any], principal: Principal) -> Outcome:
+    """One granted tool's configuration (the seed's TOOL_CONFIG): permission, rate limit, approval."""
+    tool_id = _text(params, "tool_id")
+    tool = _granted_tools(principal).get(tool_id)
+    if tool is None:
+        raise CommandError(f"No tool {tool_id!r} in the active manifest of {principal.agent.agent_id}.")
+    return Outcome(f"Tool {tool_id}", _row(tool, TOOL_FIELDS))
+
+
 HANDLERS: dict[tuple[str, str], Callable[[dict[str, Any], Principal], Outcome]] = {
     ("agents", "list"): list_agents,
     ("agents", "get"): get_agent,
@@ -350,4 +376,6 @@ HANDLERS: dict[tuple[str, str], Callable[[dict[str, Any], Principal], Outcome]] 
     ("sessions", "get"): get_session,
     ("schemas", "get"): get_schema,
     ("manifests", "get"): get_manifest,
+    ("tools", "list"): list_tools,
+    ("tools", "get"): get_tool,
 }

@@ -131,6 +131,15 @@ def test_other_types_are_delegated_with_their_operation():
     assert transform(make_command("ZONES", {}), now=NOW) == ExecutableCommand("zones", "get", {})
 
 
+def test_tool_config_and_tool_instances_are_the_platforms_tools():
+    """The seed's CommandTransformer: TOOL_CONFIG -> tools.get, TOOL_INSTANCES -> tools.list."""
+    config = make_command("TOOL_CONFIG", {"tool_id": "mcp__vector__upsert"})
+
+    assert not is_delegated(config)
+    assert transform(config, now=NOW) == ExecutableCommand("tools", "get", {"tool_id": "mcp__vector__upsert"})
+    assert transform(make_command("TOOL_INSTANCES", {}), now=NOW) == ExecutableCommand("tools", "list", {})
+
+
 @pytest.mark.parametrize(
     ("type", "params", "message"),
     [

@@ -220,6 +220,38 @@ def test_an_agent_without_a_manifest_gets_a_failed_manifest_command(agent):
     assert (result["status"], result["error"]) == ("FAILED", "Agent agent.seo.vlevel has no active manifest.")
 
 
+def test_tool_instances_and_tool_config_read_the_tools_the_active_manifest_grants(vlevel, architect):
+    instances, config, other, unknown = run(
+        vlevel,
+        make_command("TOOL_INSTANCES", {}),
+        make_command("TOOL_CONFIG", {"tool_id": "mcp__chrome-devtools__take_snapshot"}),
+        make_command("TOOL_CONFIG", {"tool_id": "mcp__github__create_issue"}),  # the architect's, not its own
+        make_command("TOOL_CONFIG", {}),
+    ).results
+
+    assert [tool["tool_id"] for tool in instances["data"]] == [
+        "mcp__chrome-devtools__take_snapshot",
+        "mcp__supabase__execute_sql",
+    ]
+    assert config["data"] == {
+        "tool_id": "mcp__chrome-devtools__take_snapshot",
+        "permission": "execute",
+        "rate_limit": 30,
+        "requires_approval": True,
+        "contract": "",
+    }
+    assert (other["status"], unknown["status"]) == ("FAILED", "FAILED")
+    assert "No tool 'mcp__github__create_issue'" in other["error"]
+
+
+def test_an_agent_without_a_manifest_has_no_tools(agent):
+    result = only(run(agent, make_command("TOOL_INSTANCES", {})))
+    assert (result["status"], result["error"]) == (
+        "FAILED",
+        "Agent agent.seo.vlevel has no active manifest, so no tools.",
+    )
+
+
 # --- agent-reported results ------------------------------------------------------------------------
 
 TOOL = make_command("TOOL_DATA", {"operation": "query", "tool": "gsc"})
