@@ -17,7 +17,12 @@ GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "r
 
 
 def event_automation(api, event: str, event_filter: dict | None = None, **extra):
-    body: dict[str, Any] = {"name": f"on {event}", "trigger": "EVENT", "event": event, "messages": [{"text": "Look at what changed."}]}
+    body: dict[str, Any] = {
+        "name": f"on {event}",
+        "trigger": "EVENT",
+        "event": event,
+        "messages": [{"text": "Look at what changed."}],
+    }
     if event_filter is not None:
         body["eventFilter"] = event_filter
     return api.post("/automations", {**body, **extra})
