@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Model, QuerySet
@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agents.envelope import AgentOutput, JobEnvelopeIn
 from agents.manifest import Manifest
-from agents.models import Agent, Job
+from agents.models import Agent, AgentManifest, Job
 from agents.registry import manifest_tools
 from governance.kernel.principals import Principal
 from sessions.commands import (
@@ -334,8 +334,12 @@ def json_schema(name: str) -> dict[str, Any]:
 
 def get_manifest(params: dict[str, Any], principal: Principal) -> Outcome:
     """The session agent's active manifest (or one of its versions)."""
-    agent, version = principal.agent, _text(params, "version")
-    manifest = _one(agent.manifests.all(), "manifest version", version=version) if version else agent.active_manifest
+    agent, version = _session_agent(principal), _text(params, "version")
+    manifest = (
+        cast(AgentManifest, _one(agent.manifests.all(), "manifest version", version=version))
+        if version
+        else agent.active_manifest
+    )
     if manifest is None:
         raise CommandError(f"Agent {agent.agent_id} has no active manifest.")
     data = {**_row(manifest, MANIFEST_FIELDS), "active": manifest.pk == agent.active_manifest_id}
@@ -345,8 +349,15 @@ def get_manifest(params: dict[str, Any], principal: Principal) -> Outcome:
 TOOL_FIELDS = tuple((name, name) for name in ("tool_id", "permission", "rate_limit", "requires_approval", "contract"))
 
 
+def _session_agent(principal: Principal) -> Agent:
+    """The agent the commands run for (the executor's principal is always one)."""
+    if principal.agent is None:
+        raise CommandError("Data commands run for an agent.")
+    return principal.agent
+
+
 def _granted_tools(principal: Principal) -> dict[str, Any]:
-    agent = principal.agent
+    agent = _session_agent(principal)
     if agent.active_manifest_id is None:
         raise CommandError(f"Agent {agent.agent_id} has no active manifest, so no tools.")
     return manifest_tools(agent.active_manifest_id)
@@ -355,7 +366,7 @@ def _granted_tools(principal: Principal) -> dict[str, Any]:
 def list_tools(params: dict[str, Any], principal: Principal) -> Outcome:
     """The tools the session agent's active manifest grants (the seed's TOOL_INSTANCES)."""
     tools = [_row(tool, TOOL_FIELDS) for tool in _granted_tools(principal).values()]
-    return Outcome(f"{len(tools)} tools granted to {principal.agent.agent_id}", tools)
+    return Outcome(f"{len(tools)} tools granted to {_session_agent(principal).agent_id}", tools)
 
 
 def get_tool(params: dict[str, Any], principal: Principal) -> Outcome:
@@ -363,7 +374,7 @@ def get_tool(params: dict[str, Any], principal: Principal) -> Outcome:
     tool_id = _text(params, "tool_id")
     tool = _granted_tools(principal).get(tool_id)
     if tool is None:
-        raise CommandError(f"No tool {tool_id!r} in the active manifest of {principal.agent.agent_id}.")
+        raise CommandError(f"No tool {tool_id!r} in the active manifest of {_session_agent(principal).agent_id}.")
     return Outcome(f"Tool {tool_id}", _row(tool, TOOL_FIELDS))
 
 
