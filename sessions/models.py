@@ -38,6 +38,8 @@ class AISession(models.Model):
         "ai_sessions.Automation", null=True, blank=True, on_delete=models.PROTECT, related_name="sessions"
     )
     trigger = models.CharField(max_length=10, blank=True, help_text="MANUAL, SCHEDULED or EVENT for automation runs")
+    # The slot a SCHEDULED run was due in (seed 003's scheduledExecutionTime): the session page shows
+    # how late the run started, and the automation's next slot is counted from it (next_run_following).
     scheduled_execution_time = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="Waiting for the agent's slot (FIFO)")
     provider_id = models.CharField(max_length=50, blank=True)
@@ -356,6 +358,21 @@ class Automation(models.Model):
         if expression is not None and self.crontab is not None:
             return cron_rules.next_after(expression, moment, self.crontab.timezone)
         return moment + timedelta(minutes=self.interval_minutes or self.DEFAULT_INTERVAL_MINUTES)
+
+    def next_run_following(self, due: datetime, now: datetime) -> datetime:
+        """When the run after the one due at ``due`` (its scheduledExecutionTime) is due, never
+        before ``now``. Seed 003's AutomationScheduler computes the next execution from history:
+        from the slot the last run was due in, not from the tick that started it, so an interval
+        keeps its cadence however late the ticks come (a 5-minute tick would otherwise push an
+        hourly run later at every run). Slots missed while nothing ticked are skipped, not
+        caught up: one run stands for them."""
+        following = self.next_run_after(due)
+        if following > now:
+            return following
+        if self.crontab is not None:
+            return self.next_run_after(now)
+        step = following - due
+        return due + step * ((now - due) // step + 1)
 
     @property
     def provider(self) -> str:

@@ -302,7 +302,8 @@ def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession |
             if automation is None:
                 return None
             candidate = _new_run(automation, Automation.Trigger.SCHEDULED.value, now)
-            automation.next_run_at = automation.next_run_after(now)
+            assert candidate.scheduled_execution_time is not None  # a SCHEDULED run is due in its slot
+            automation.next_run_at = automation.next_run_following(candidate.scheduled_execution_time, now)
             automation.save(update_fields=["next_run_at"])
         return candidate if _activate(candidate, now) else None
 

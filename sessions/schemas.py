@@ -43,6 +43,9 @@ class AIStateOut(Schema):
     requireValidation: bool = Field(..., alias="require_validation")
     automationId: int | None = Field(None, alias="automation_id")
     queuedAt: datetime | None = Field(None, alias="queued_at")
+    scheduledExecutionTime: datetime | None = Field(
+        None, alias="scheduled_execution_time", description="The slot a SCHEDULED automation run was due in"
+    )
     tokensUsed: dict[str, int] = Field(..., alias="tokens_used")
     createdAt: datetime = Field(..., alias="created_at")
     providerId: str = Field(..., alias="provider_id", description="The hosting provider; empty when the agent calls")

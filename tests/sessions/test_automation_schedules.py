@@ -207,3 +207,35 @@ def test_the_admin_shows_and_edits_the_schedule(vlevel_api, admin_client):
     assert saved.status_code == 302
     assert Automation.objects.get(pk=created["id"]).cron == "15 7 * * *"
     assert AuditEvent.objects.filter(action="automation.changed", target_id=str(created["id"])).exists()
+
+
+@pytest.mark.django_db
+def test_a_late_run_shows_its_slot_and_lateness_and_the_next_slot_keeps_the_cadence(vlevel_api, client, viewer):
+    created = create(vlevel_api, intervalMinutes=60)
+    due = timezone.now().replace(microsecond=0) - timedelta(minutes=7)  # the tick came 7 minutes late
+    Automation.objects.filter(pk=created["id"]).update(next_run_at=due)
+
+    scheduler.tick()
+
+    run = AISession.objects.get(automation_id=created["id"])
+    state = vlevel_api.get(f"/sessions/{run.pk}").json()
+    assert datetime.fromisoformat(state["scheduledExecutionTime"]) == due
+    assert Automation.objects.get(pk=created["id"]).next_run_at == due + timedelta(minutes=60)  # not 7 min later
+    client.force_login(viewer)
+    page = client.get(f"/sessions/{run.pk}/").content.decode()
+    assert f"Scheduled for</dt><dd>{due:%Y-%m-%d %H:%M:%S} (started 7\xa0minutes late)" in page
+
+
+@pytest.mark.django_db
+def test_slots_missed_while_nothing_ticked_give_one_run_and_the_next_slot_on_the_cadence(vlevel_api):
+    created = create(vlevel_api, intervalMinutes=60)
+    due = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+    Automation.objects.filter(pk=created["id"]).update(next_run_at=due)
+
+    scheduler.tick(now=due + timedelta(minutes=150))  # the 10:00 and 11:00 slots went by unticked
+
+    runs = AISession.objects.filter(automation_id=created["id"])
+    assert [run.scheduled_execution_time for run in runs] == [due]
+    assert Automation.objects.get(pk=created["id"]).next_run_at == datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    manual = vlevel_api.post(f"/automations/{created['id']}/execute").json()
+    assert vlevel_api.get(f"/sessions/{manual['sessionId']}").json()["scheduledExecutionTime"] is None
