@@ -213,9 +213,23 @@ class ShortTermMemory(_Strict):
     max_tokens: int | None = Field(None, gt=0)
 
 
+SERVED_STORAGES = (Storage.SUPABASE, Storage.VECTOR)
+"""The long-term stores the platform serves: its memory is PostgreSQL (what Supabase is) with
+pgvector (the vector index), so both names are honoured by the same store. Redis holds no
+long-term memory here: a manifest asking for it is refused rather than silently stored elsewhere."""
+
+
 class LongTermMemory(_Strict):
     enabled: bool = False
     storage: Annotated[Storage, Lower] | None = None
+
+    @field_validator("storage")
+    @classmethod
+    def _served(cls, storage: Storage | None) -> Storage | None:
+        if storage is not None and storage not in SERVED_STORAGES:
+            served = ", ".join(s.value for s in SERVED_STORAGES)
+            raise ValueError(f"{storage.value} is not a long-term store this platform serves ({served})")
+        return storage
 
     @model_validator(mode="after")
     def _storage_when_enabled(self) -> LongTermMemory:

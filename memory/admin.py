@@ -36,7 +36,7 @@ from governance.kernel.admin import ReadOnlyAdmin
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
-from memory import lifecycle, privacy
+from memory import lifecycle, overview, privacy
 from memory.models import (
     Clarification,
     Conversation,
@@ -254,11 +254,31 @@ class PromotionProposalAdmin(MemoryAdmin):
     date_hierarchy = "created_at"
 
 
+class VeilleTagFilter(admin.SimpleListFilter):
+    """Watch notes by one of their tags (a JSON list, so no column for the admin's own filters):
+    every tag the notes carry is offered, as their authors wrote it."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(item.tag, f"{item.tag} ({item.count})") for item in overview.note_tags(limit=None)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(tags__contains=[value]) if value else queryset
+
+
 @admin.register(VeilleNote)
 class VeilleNoteAdmin(CorrectionActions):
     kind = "veille"
-    list_display = ["date", "title", "verdict_veille", "impact_pv", "path"]
-    list_filter = ["impact_pv", "verdict_veille"]
+    list_display = ["date", "title", "verdict_veille", "impact_pv", "tag_list", "path"]
+    list_filter = ["impact_pv", "verdict_veille", VeilleTagFilter]
+
+    @admin.display(description="tags")
+    def tag_list(self, obj: VeilleNote) -> str:
+        return ", ".join(obj.tags)
+
     search_fields = ["title", "summary", "path"]
     date_hierarchy = "date"
 

@@ -1,11 +1,13 @@
 """The step-0 injection block (seed 004 section 2.5): three Markdown sections that never fail.
 
 * learnings: at most 5, by cosine similarity, then reuse score (missing = 0.0), then newest;
-* veille: at most 3 watch notes, KNN then impact_pv in {fort, modere};
+* veille: at most 3 watch notes, KNN then impact_pv in {fort, modere}, each with its tags;
 * clarifications: at most 3, exact (domain, project), newest first, no embedding call.
 
-A section without hits says `_aucun résultat_`; a section whose source fails (embedding backend
-down or too slow, a database error in its query) says `_source indisponible_` and logs
+A section without hits says `_aucun résultat_`; the learnings section of an agent whose manifest
+does not enable long-term memory says `_mémoire long terme désactivée_` (memory/reach.py: an agent
+reads the learnings its manifest's memory reaches, operators all of them); a section whose source
+fails (embedding backend down or too slow, a database error in its query) says `_source indisponible_` and logs
 `[inject] section <name> failed: ...`; the other sections are still served and the block is
 always returned. Every learning served is recorded as an injection, which feeds reuse scores.
 """
@@ -24,11 +26,13 @@ from governance.kernel.access import agent_or_perm
 from governance.kernel.principals import Principal
 from memory import clarifications, scoring, search
 from memory.models import Learning, LearningInjection, VeilleNote
+from memory.reach import reach_of
 
 logger = logging.getLogger(__name__)
 
 NO_RESULT = "_aucun résultat_"
 UNAVAILABLE = "_source indisponible_"
+DISABLED = "_mémoire long terme désactivée_"
 LIMITS = {"learnings": 5, "veille": 3, "clarifications": 3}
 TITLES = {"learnings": "Learnings", "veille": "Veille", "clarifications": "Clarifications"}
 STRONG_IMPACTS = ("fort", "modere")
@@ -37,7 +41,7 @@ STRONG_IMPACTS = ("fort", "modere")
 @dataclass
 class Section:
     name: str
-    status: str = "ok"  # ok | empty | unavailable
+    status: str = "ok"  # ok | empty | unavailable | disabled
     items: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
@@ -52,7 +56,8 @@ def render(sections: list[Section]) -> str:
     """Pure: the Markdown block from the sections, always all three in the same order."""
     parts = []
     for section in sections:
-        body = {"empty": NO_RESULT, "unavailable": UNAVAILABLE}.get(section.status) or "\n".join(section.lines)
+        body = {"empty": NO_RESULT, "unavailable": UNAVAILABLE, "disabled": DISABLED}.get(section.status)
+        body = body or "\n".join(section.lines)
         parts.append(f"## {TITLES[section.name]}\n\n{body}")
     return "\n\n".join(parts) + "\n"
 
@@ -64,16 +69,19 @@ def _guarded(name: str, build: Callable[[], Section]) -> Section:
     except Exception as exc:  # any failure of a source degrades its section only (INV-295-15)
         logger.warning("[inject] section %s failed: %s", name, exc)
         return Section(name, status="unavailable")
-    if not section.items:
+    if not section.items and section.status == "ok":
         section.status = "empty"
     return section
 
 
 def _learnings(
-    vector_of: Callable[[], tuple], story: str, domain: str, project: str, served_to: str, *, record: bool
+    vector_of: Callable[[], tuple], story: str, domain: str, project: str, actor: Principal, *, record: bool
 ) -> Section:
+    reach = reach_of(actor)  # the manifest's memory section, read once per process
+    if not reach.long_term:
+        return Section("learnings", status="disabled")
     vector, model, dimension = vector_of()
-    hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"])
+    hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
     section = Section("learnings")
     now = timezone.now()
@@ -98,6 +106,7 @@ def _learnings(
         return section
     if section.items:
         scoring.hold_inputs()
+    served_to = actor.label
     LearningInjection.objects.bulk_create(
         LearningInjection(learning_id=i["id"], story=story, domain=domain, project=project, at=now, served_to=served_to)
         for i in section.items
@@ -120,10 +129,12 @@ def _veille(vector_of: Callable[[], tuple]) -> Section:
                 "impact_pv": note.impact_pv,
                 "verdict_veille": note.verdict_veille,
                 "summary": note.summary,
+                "tags": note.tags,
                 "similarity": round(hit.similarity, 4),
             }
         )
-        section.lines.append(inline(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}"))
+        tags = f" (tags: {', '.join(note.tags)})" if note.tags else ""
+        section.lines.append(inline(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}{tags}"))
     return section
 
 
@@ -162,7 +173,7 @@ def build_block(
         return cache["v"]
 
     sections = [
-        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor.label, record=record)),
+        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor, record=record)),
         _guarded("veille", lambda: _veille(vector_of)),
         _guarded("clarifications", lambda: _clarifications(domain, project)),
     ]

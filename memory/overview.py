@@ -14,6 +14,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -32,6 +33,7 @@ from memory.scoring import WEIGHT_DOMAINS, WEIGHT_GATE8_GO, WEIGHT_INJECTIONS
 
 WINDOW_DAYS = 30
 TOP_REUSED = 10
+TOP_NOTE_TAGS = 20
 RECENT_SCORING_RUNS = 10
 INJECTION_HISTORY = 50
 STRONG_IMPACTS = (VeilleNote.Impact.FORT, VeilleNote.Impact.MODERE)
@@ -41,6 +43,12 @@ STRONG_IMPACTS = (VeilleNote.Impact.FORT, VeilleNote.Impact.MODERE)
 class ScopeCount:
     scope: str
     label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class TagCount:
+    tag: str
     count: int
 
 
@@ -133,6 +141,18 @@ def note_counts() -> dict[str, int]:
     )
 
 
+def note_tags(limit: int | None = TOP_NOTE_TAGS) -> list[TagCount]:
+    """The tags watch notes carry, the most used first, grouped in SQL (tags are a JSON list).
+    ``limit=None`` lists them all (the admin's tag filter)."""
+    sql = """
+        SELECT tag, count(*) FROM memory_veillenote, jsonb_array_elements_text(tags) AS tag
+         GROUP BY tag ORDER BY count(*) DESC, tag LIMIT %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [limit])
+        return [TagCount(tag, count) for tag, count in cursor.fetchall()]
+
+
 def clarification_counts() -> dict[str, int]:
     """Stories, versions (four answers each) and answers stored."""
     return Clarification.objects.aggregate(
@@ -170,6 +190,7 @@ def health(*, today: date | None = None) -> dict[str, Any]:
         "scoring_runs": recent_scoring_runs(),
         "top_reused": top_reused(),
         "notes": note_counts(),
+        "note_tags": note_tags(),
         "clarifications": clarification_counts(),
     }
 

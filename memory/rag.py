@@ -82,7 +82,7 @@ def _document(section: str, item: dict[str, Any]) -> tuple[dict[str, Any], str]:
             "kind": "watch_note",
             "content": f"{item['title']}: {item['summary']}",
             "score": item["similarity"],
-            "metadata": {k: item[k] for k in ("date", "impact_pv", "verdict_veille")},
+            "metadata": {k: item[k] for k in ("date", "impact_pv", "verdict_veille", "tags") if k in item},
         }
         return doc, "L3"
     doc = {

@@ -4,7 +4,7 @@ search, watch notes and clarifications."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
@@ -59,7 +59,7 @@ class InjectionIn(Schema):
 
 class SectionOut(Schema):
     name: Literal["learnings", "veille", "clarifications"]
-    status: Literal["ok", "empty", "unavailable"]
+    status: Literal["ok", "empty", "unavailable", "disabled"]
     items: list[dict[str, Any]]
 
 
@@ -76,6 +76,9 @@ class SearchQuery(Schema):
     project: str | None = None
     impact: Literal["fort", "modere", "faible", "aucun"] | None = None
     verdict: Literal["signal", "bruit", "veille"] | None = None
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None, max_length=20, description="Watch notes (kind=veille) carrying every one of these tags, in any case"
+    )
 
 
 class SearchHit(Schema):

@@ -19,9 +19,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from governance.kernel.access import agent_or_perm
-from governance.kernel.exceptions import Unavailable
+from governance.kernel.exceptions import Forbidden, InvalidInput, Unavailable
 from governance.kernel.principals import Principal
 from memory.models import Clarification, Learning, VeilleNote
+from memory.reach import EVERYTHING, Reach, reach_of
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +78,11 @@ def nearest_learnings(
     k: int = 5,
     domain: str | None = None,
     project: str | None = None,
+    reach: Reach = EVERYTHING,
 ) -> list[LearningHit]:
-    """Top-k live learnings, sorted by cosine similarity, then reuse score (missing = 0.0), then
-    newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03, TC-PLAN-05)."""
+    """Top-k live learnings within ``reach`` (memory/reach.py), sorted by cosine similarity, then
+    reuse score (missing = 0.0), then newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03,
+    TC-PLAN-05). The reach filters the candidates, as the domain does."""
     candidates = _candidate_count(k)
     sql = f"""
         WITH c AS ({_candidates_sql(dimension)})
@@ -90,6 +93,9 @@ def nearest_learnings(
                  ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
          WHERE (%(domain)s::text IS NULL OR l.domain = %(domain)s)
            AND (%(project)s::text IS NULL OR l.project = %(project)s)
+           AND (%(own)s::text IS NULL OR lower(l.domain) = %(own)s
+                OR (%(shared)s AND l.scope <> 'story'
+                    AND (%(shared_domains)s::text[] IS NULL OR lower(l.domain) = ANY(%(shared_domains)s::text[]))))
          ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %(k)s
     """
@@ -100,6 +106,9 @@ def nearest_learnings(
         "candidates": candidates,
         "domain": domain,
         "project": project,
+        "own": reach.own,
+        "shared": reach.shared,
+        "shared_domains": list(reach.shared_domains) if reach.shared_domains else None,
         "k": k,
     }
     return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in _run(sql, params, candidates)]
@@ -113,8 +122,10 @@ def nearest_veille(
     k: int = 3,
     impacts: tuple[str, ...] | None = None,
     verdict: str | None = None,
+    tags: list[str] | None = None,
 ) -> list[Hit]:
-    """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)."""
+    """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)
+    and by tags: a note carrying every tag asked for, in any case (authors write them freely)."""
     candidates = _candidate_count(k)
     sql = f"""
         WITH c AS ({_candidates_sql(dimension)})
@@ -122,6 +133,8 @@ def nearest_veille(
           FROM c JOIN memory_veillenote v ON v.id = c.object_id
          WHERE (%(impacts)s::text[] IS NULL OR v.impact_pv = ANY(%(impacts)s::text[]))
            AND (%(verdict)s::text IS NULL OR v.verdict_veille = %(verdict)s)
+           AND (%(tags)s::text[] IS NULL OR ARRAY(
+                SELECT lower(t) FROM jsonb_array_elements_text(v.tags) t) @> %(tags)s::text[])
          ORDER BY c.similarity DESC, v.date DESC, v.id DESC
          LIMIT %(k)s
     """
@@ -132,6 +145,7 @@ def nearest_veille(
         "candidates": candidates,
         "impacts": list(impacts) if impacts else None,
         "verdict": verdict,
+        "tags": [tag.strip().lower() for tag in tags] if tags else None,
         "k": k,
     }
     return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
@@ -239,13 +253,22 @@ def search_memory(
     project: str | None = None,
     impact: str | None = None,
     verdict: str | None = None,
+    tags: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Ranked hits with their cosine similarity as ``score`` (the REST endpoint and the MCP tool)."""
+    """Ranked hits with their cosine similarity as ``score`` (the REST endpoint and the MCP tool).
+    An agent finds the learnings its manifest's memory reaches, and none without long-term memory
+    (403, before anything is embedded)."""
     agent_or_perm(principal, "memory.view_learning")
+    reach = reach_of(principal)
+    if kind == "learning" and not reach.long_term:
+        raise Forbidden(f"The active manifest of {principal.label} does not enable memory.long_term.")
+    if tags and kind != "veille":
+        msg = "tags filter watch notes: search them with kind=veille"
+        raise InvalidInput(msg, errors=[{"loc": ["query", "tags"], "msg": msg, "type": "value_error"}])
     vector, backend = embed_query(q)
     common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
     if kind == "learning":
-        hits = nearest_learnings(vector, domain=domain, project=project, **common)
+        hits = nearest_learnings(vector, domain=domain, project=project, reach=reach, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
         return [
             {
@@ -258,7 +281,7 @@ def search_memory(
             for h in hits
         ]
     if kind == "veille":
-        notes_hits = nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
+        notes_hits = nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, tags=tags, **common)
         notes = VeilleNote.objects.in_bulk([h.object_id for h in notes_hits])
         return [
             {

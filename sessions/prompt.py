@@ -2,7 +2,8 @@
 data, and the messages the model may see. Regenerated at every call, never stored.
 
 Both levels are made of chunks (sessions/budget.py) trimmed together under the agent's token
-budget: its manifest's ``memory.short_term.max_tokens`` (seed 001), else SESSION_PROMPT_MAX_TOKENS.
+budget: its manifest's ``memory.short_term.max_tokens`` when ``memory.short_term.enabled`` (seed 001),
+else SESSION_PROMPT_MAX_TOKENS.
 
 * Level 1: the operators' documentation chunks (PromptChunk, by importance) and the limits of the
   session's type as they apply to this agent (required).
@@ -185,9 +186,13 @@ def _level2_chunks(session: AISession, *, record: bool) -> list[budget.Chunk]:
 
 
 def token_budget(session: AISession) -> int:
-    """The manifest's memory.short_term.max_tokens (seed 001), else SESSION_PROMPT_MAX_TOKENS."""
+    """The manifest's memory.short_term.max_tokens when its short-term memory is enabled (seed
+    001: ``enabled`` switches the agent's own context window on), else SESSION_PROMPT_MAX_TOKENS:
+    a disabled short-term memory, the default, declares no window of its own to fit."""
     manifest_id = session.agent.active_manifest_id
     short_term = ((manifest_document(manifest_id).get("memory") or {}) if manifest_id else {}).get("short_term") or {}
+    if not short_term.get("enabled"):
+        return settings.SESSION_PROMPT_MAX_TOKENS
     return short_term.get("max_tokens") or settings.SESSION_PROMPT_MAX_TOKENS
 
 

@@ -36,7 +36,7 @@ def test_an_injection_records_who_was_served(vlevel):
     from memory.injection import build_block
     from tests.memory.test_injection import HASHING, learning
 
-    learning("retry the flaky deploy with backoff")
+    learning("retry the flaky deploy with backoff", domain="seo")  # vlevel's own domain
 
     build_block(
         actor=Principal(agent=vlevel),

@@ -120,6 +120,10 @@ def test_an_unknown_version_is_404(admin_api, seed):
         ({"version": "v1"}, ["body", "version"]),
         ({"id": "agent.other"}, ["body", "id"]),
         (
+            {"memory": {"long_term": {"enabled": True, "storage": "redis"}}},  # no long-term memory in Redis here
+            ["body", "memory", "long_term", "storage"],
+        ),
+        (
             {"validation": {"pre_conditions": [{"expression": "urls.length >>", "error_code": "X"}]}},
             ["body", "validation", "pre_conditions", 0, "expression"],
         ),

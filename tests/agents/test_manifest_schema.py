@@ -73,6 +73,7 @@ def test_permission_is_accepted_for_permissions(seed):
         (("tools", 0, "permissions"), "admin", ("tools", 0, "permissions")),
         (("tools", 0, "rate_limit"), 0, ("tools", 0, "rate_limit")),
         (("memory", "long_term", "storage"), "s3", ("memory", "long_term", "storage")),
+        (("memory", "long_term", "storage"), "redis", ("memory", "long_term", "storage")),  # not served here
         (
             ("validation", "pre_conditions", 0, "error_code"),
             "lower case",

@@ -259,7 +259,7 @@ def test_memory_search_over_mcp_ranks_by_meaning_with_the_real_model(live_server
         "Button colours must follow the design system palette.",
     )
     rows = [
-        learnings.create_learning(actor=SYSTEM, story="S-9", gate=1, domain="data", project="site", tags=[], text=text)
+        learnings.create_learning(actor=SYSTEM, story="S-9", gate=1, domain="seo", project="site", tags=[], text=text)
         for text in texts
     ]
     indexing.embed("learning", [row.pk for row in rows], backend=get_backend("local"))

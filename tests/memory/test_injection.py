@@ -22,10 +22,21 @@ HASHING = HashingBackend(dimension=64)
 
 
 def learning(
-    text: str, *, story: str = "PD-1", created: date | None = None, scope: str = "story", score=None
+    text: str,
+    *,
+    story: str = "PD-1",
+    created: date | None = None,
+    scope: str = "story",
+    score=None,
+    domain: str = "tooling",
 ) -> Learning:
     item = LearningFactory.create(
-        story=story, tags=[f"#{story.lower()}"], text=text, date_created=created or date(2026, 1, 1), scope=scope
+        story=story,
+        tags=[f"#{story.lower()}"],
+        text=text,
+        date_created=created or date(2026, 1, 1),
+        scope=scope,
+        domain=domain,
     )
     if score is not None:
         ReuseScoreFactory(story=story, gate=item.gate, tags_hash=item.tags_hash, reuse_score=Decimal(score))
@@ -33,8 +44,8 @@ def learning(
     return item
 
 
-def note(title: str, summary: str, impact: str) -> VeilleNote:
-    item = VeilleNoteFactory.create(title=title, impact_pv=impact, summary=summary)
+def note(title: str, summary: str, impact: str, tags: list[str] | None = None) -> VeilleNote:
+    item = VeilleNoteFactory.create(title=title, impact_pv=impact, summary=summary, tags=tags or [])
     indexing.embed("veille", [item.pk], backend=HASHING)
     return item
 
@@ -153,12 +164,12 @@ def test_tc_err_05_a_database_error_in_one_section_leaves_the_others():
 
 
 @pytest.mark.django_db
-def test_the_api_always_answers_200_with_the_block(agent_api, settings):
+def test_the_api_always_answers_200_with_the_block(vlevel_api, settings):
     settings.EMBEDDING_BACKEND = "ollama"
     settings.EMBEDDING_URL = "http://127.0.0.1:1"
     settings.EMBEDDING_TIMEOUT_SECONDS = 1
 
-    response = agent_api.post(
+    response = vlevel_api.post(
         "/memory/injection-block", {"story": "PD-9", "domain": "tooling", "project": "gov", "query_text": "x"}
     )
 
@@ -187,7 +198,7 @@ def test_learnings_through_the_api(agent_api, viewer_api, outsider_api):
 
 
 @pytest.mark.django_db
-def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
+def test_search_with_the_real_local_model_ranks_by_meaning(viewer_api, settings):
     from memory.embeddings import get_backend
 
     local = get_backend("local")
@@ -197,11 +208,11 @@ def test_search_with_the_real_local_model_ranks_by_meaning(agent_api, settings):
     styling = LearningFactory(domain="web", text="Button colours must follow the design system palette.")
     indexing.embed("learning", [migrations.pk, styling.pk], backend=local)
 
-    hits = agent_api.get("/memory/search", {"q": "schema change blocks writes on a big table", "k": 2}).json()
+    hits = viewer_api.get("/memory/search", {"q": "schema change blocks writes on a big table", "k": 2}).json()
 
     assert [hit["id"] for hit in hits] == [migrations.pk, styling.pk]
     assert hits[0]["score"] > hits[1]["score"]
-    only_web = agent_api.get("/memory/search", {"q": "schema change", "domain": "web"}).json()
+    only_web = viewer_api.get("/memory/search", {"q": "schema change", "domain": "web"}).json()
     assert [hit["id"] for hit in only_web] == [styling.pk]
 
 
@@ -221,14 +232,36 @@ def test_the_block_keeps_exactly_its_three_sections_whatever_the_items_say():
 
 
 @pytest.mark.django_db
-def test_memory_search_with_the_embedder_down_is_a_503_that_names_no_host(agent_api, settings):
+def test_memory_search_with_the_embedder_down_is_a_503_that_names_no_host(vlevel_api, settings):
     settings.EMBEDDING_BACKEND = "ollama"
     settings.EMBEDDING_URL = "http://10.255.255.1:11434"
     settings.EMBEDDING_TIMEOUT_SECONDS = 1
 
-    response = agent_api.get("/memory/search", {"q": "flaky deploys"})
+    response = vlevel_api.get("/memory/search", {"q": "flaky deploys"})
 
     assert response.status_code == 503
     assert response["Content-Type"] == "application/problem+json"
     assert int(response["Retry-After"]) > 0
     assert "10.255.255.1" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_watch_notes_tags_are_on_its_block_line_and_narrow_a_search(viewer_api, settings):
+    settings.DEBUG = True
+    settings.EMBEDDING_BACKEND = "hashing"
+    settings.EMBEDDING_DIMENSION = 64
+    both = note("Index bloat", "retry the flaky deploy after a reindex", "fort", tags=["Postgres", "vectors"])
+    note("Vacuum", "retry the flaky deploy after a vacuum", "fort", tags=["postgres"])
+
+    veille = section(block(), "veille")
+    tagged = viewer_api.get("/memory/search", {"q": "flaky deploy", "kind": "veille", "tags": ["postgres", "VECTORS"]})
+    wrong_kind = viewer_api.get("/memory/search", {"q": "flaky deploy", "tags": ["postgres"]})
+
+    assert (
+        "- **Index bloat** (2026-05-01, impact fort): retry the flaky deploy after a reindex (tags: Postgres, vectors)"
+        in (block()["markdown"])
+    )
+    assert next(item for item in veille["items"] if item["id"] == both.pk)["tags"] == ["Postgres", "vectors"]
+    assert [hit["id"] for hit in tagged.json()] == [both.pk]
+    assert wrong_kind.status_code == 422
+    assert wrong_kind.json()["errors"][0]["loc"] == ["query", "tags"]

@@ -532,3 +532,20 @@ def test_bulk_approve_without_the_csrf_token_is_refused(reviewer, proposals):
     accepted = browser.post(reverse(BULK), {"items": [proposals[0].review_item_id], "csrfmiddlewaretoken": token})
     assert accepted.status_code == 302
     assert statuses() == ["applied", "proposed", "proposed"]
+
+
+@pytest.mark.django_db
+def test_the_health_page_lists_watch_note_tags_linking_to_the_notes_carrying_them(as_viewer, admin_client):
+    note = (
+        "---\ntitle: {title}\ndate: 2026-11-01\nverdict_veille: signal\nimpact_pv: fort\ntags: {tags}\n---\n\nBody.\n"
+    )
+    watch_notes.add_note(note.format(title="pgvector 0.8", tags="[postgres, vectors]"), "a.md", actor=SYSTEM)
+    watch_notes.add_note(note.format(title="PG 18", tags="[postgres]"), "b.md", actor=SYSTEM)
+
+    html = page(as_viewer, OVERVIEW)
+    filtered = admin_client.get("/admin/memory/veillenote/", {"tag": "vectors"}).content.decode()
+
+    assert '?tag=postgres">postgres (2)</a>' in html
+    assert '?tag=vectors">vectors (1)</a>' in html
+    assert "pgvector 0.8" in filtered
+    assert "PG 18" not in filtered

@@ -24,7 +24,7 @@ STORY = {"story": "PD-42", "domain": "SEO", "project": "shop"}
 def new_version(**changes) -> None:
     """A new version of agent.seo.vlevel's shipped manifest with ``changes`` at the top level."""
     document = read_text(manifest_text("agent.seo.vlevel"))
-    document.update(version="1.7.0", **changes)
+    document.update({"version": "1.7.0", **changes})
     load_manifest(document, actor=SYSTEM)
 
 
@@ -84,7 +84,7 @@ def test_a_session_naming_a_story_carries_its_step0_block(vlevel_api, hashing_em
         answers=["Only the home page", "No", "Yes", "Friday"],
         actor=SYSTEM,
     )
-    served = learning("audit the router pages before the expert ones", story="PD-7")
+    served = learning("audit the router pages before the expert ones", story="PD-7", domain="seo")
     session_id = chat(vlevel_api, **STORY)
 
     text = level2(vlevel_api, session_id)
@@ -102,7 +102,7 @@ def test_a_session_naming_a_story_carries_its_step0_block(vlevel_api, hashing_em
 
 
 def test_the_block_is_recorded_once_a_session_however_often_the_prompt_is_rebuilt(vlevel_api, hashing_embeddings):
-    learning("audit the router pages", story="PD-7")
+    learning("audit the router pages", story="PD-7", domain="seo")
     session_id = chat(vlevel_api, **STORY)
 
     for _ in range(3):
@@ -161,8 +161,22 @@ def test_without_a_manifest_budget_the_setting_applies(vlevel_api, settings):
     assert "Write short sentences." in vlevel_api.get(f"/sessions/{session_id}/prompt").json()["level1Content"]
 
 
+def test_a_disabled_short_term_memory_leaves_the_budget_to_the_setting(vlevel_api, settings):
+    new_version(memory={"short_term": {"enabled": False, "max_tokens": 400}})  # a window it does not use
+    PromptChunk.objects.create(key="style", title="Style", body="Write short sentences. " * 200, importance=10)
+    session_id = chat(vlevel_api)
+    settings.SESSION_PROMPT_MAX_TOKENS = 100_000
+
+    roomy = vlevel_api.get(f"/sessions/{session_id}/prompt").json()["level1Content"]
+    new_version(version="1.8.0", memory={"short_term": {"enabled": True, "max_tokens": 400}})
+    tight = vlevel_api.get(f"/sessions/{session_id}/prompt").json()["level1Content"]
+
+    assert "Write short sentences." in roomy  # 400 tokens declared, but disabled: the setting's budget
+    assert "Write short sentences." not in tight  # enabled: the manifest's 400 tokens
+
+
 def test_each_run_of_an_automation_naming_a_story_carries_its_block(vlevel_api, hashing_embeddings):
-    learning("audit the router pages", story="PD-7")
+    learning("audit the router pages", story="PD-7", domain="seo")
     created = vlevel_api.post(
         "/automations", {"name": "Nightly", "trigger": "MANUAL", "messages": [{"text": "audit"}], **STORY}
     )

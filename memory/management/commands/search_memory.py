@@ -31,7 +31,7 @@ def ranked_hits(
 
     backend = get_backend()
     vector = backend.embed([query])[0]
-    common = {"model": backend.model, "dimension": backend.dimension, "k": k}
+    common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
     if kind == "learning":
         hits = search.nearest_learnings(vector, domain=domain, project=project, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
