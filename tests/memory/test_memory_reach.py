@@ -66,6 +66,17 @@ def test_without_shared_memory_another_domains_global_learning_is_neither_served
     assert found(alone) == {f"{QUERY} in seo"}
 
 
+def test_asking_for_another_domain_does_not_widen_what_an_agent_reads(client, fleet_memory):
+    alone = seo_agent(client, "agent.seo.alone", shared={"enabled": False})
+
+    block = alone.post("/memory/injection-block", {**BLOCK, "domain": "rag"}).json()
+    search = alone.get("/memory/search", {"q": QUERY, "domain": "rag"}).json()
+
+    learnings = next(s for s in block["sections"] if s["name"] == "learnings")["items"]
+    assert {item["domain"] for item in learnings} == {"seo"}  # its own: the block's domain names clarifications
+    assert search == []  # a rag-only search finds nothing it may read
+
+
 def test_namespaces_open_the_shared_learnings_of_the_listed_domains_only(client, fleet_memory):
     reader = seo_agent(client, "agent.seo.reader", shared={"enabled": True, "namespaces": ["rag:index"]})
 
