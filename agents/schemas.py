@@ -112,6 +112,21 @@ class ArtifactOut(Schema):
     url: str
 
 
+class EscalationOut(Schema):
+    """One escalation of a job, as ``escalations.describe`` gives it (seed 001 EscalationConfig)."""
+
+    id: int
+    status: str
+    triggers: list[str]
+    reason: str
+    targetAgent: str | None
+    humanRequired: bool
+    childJobId: UUID | None
+    reviewItemId: int | None
+    deadline: datetime
+    steps: list[dict[str, Any]]
+
+
 class JobOut(Schema):
     jobId: UUID
     traceId: UUID
@@ -139,21 +154,6 @@ class JobOut(Schema):
 
 class EscalateIn(Schema):
     reason: str = Field(..., min_length=1, max_length=2000, description="Why the agent escalates, kept word for word")
-
-
-class EscalationOut(Schema):
-    """One escalation of a job, as ``escalations.describe`` gives it (seed 001 EscalationConfig)."""
-
-    id: int
-    status: str
-    triggers: list[str]
-    reason: str
-    targetAgent: str | None
-    humanRequired: bool
-    childJobId: UUID | None
-    reviewItemId: int | None
-    deadline: datetime
-    steps: list[dict[str, Any]]
 
 
 class JobResultOut(Schema):
