@@ -80,8 +80,9 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
     """Build the backend called ``name`` (default: settings.EMBEDDING_BACKEND, else ``"local"``).
 
     ``config`` keys: ``url`` (or ``base_url``), ``model``, ``dimension``, ``api_key``, ``timeout`` and, for
-    local, ``batch_size``. Explicit keys win over the EMBEDDING_* settings, which are used only for the backend
-    that EMBEDDING_BACKEND names. Construction never loads a model nor contacts a server.
+    local, ``batch_size`` and ``threads`` (torch's threads in this process). Explicit keys win over the
+    EMBEDDING_* settings, which are used only for the backend that EMBEDDING_BACKEND names.
+    Construction never loads a model nor contacts a server.
     """
     settings = _django_settings()
     configured = str(getattr(settings, "EMBEDDING_BACKEND", "") or DEFAULT_BACKEND).strip().lower()
@@ -98,17 +99,21 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
             ("dimension", "EMBEDDING_DIMENSION"),
             ("api_key", "EMBEDDING_API_KEY"),
             ("timeout", "EMBEDDING_TIMEOUT_SECONDS"),
+            ("threads", "EMBEDDING_TORCH_THREADS"),
         ):
             value = getattr(settings, setting, None)
             if config.get(key) in (None, "") and value not in (None, ""):
                 config[key] = value
-    unknown = set(config) - {"url", "model", "dimension", "api_key", "timeout", "batch_size"}
+    unknown = set(config) - {"url", "model", "dimension", "api_key", "timeout", "batch_size", "threads"}
     if unknown:
         raise TypeError(f"unknown embedding backend option(s): {', '.join(sorted(unknown))}")
 
     if chosen == "local":
         return LocalMiniLM(
-            model=config.get("model"), dimension=config.get("dimension"), batch_size=config.get("batch_size") or 32
+            model=config.get("model"),
+            dimension=config.get("dimension"),
+            batch_size=config.get("batch_size") or 32,
+            threads=config.get("threads") or 1,
         )
     if chosen == "ollama":
         return OllamaBackend(

