@@ -64,3 +64,8 @@ class InvalidInput(DomainError):
 
     def data(self) -> dict[str, Any]:
         return {**self.extra, "errors": self.errors}
+
+    def summary(self) -> str:
+        """One line for a command's output: the detail, then each error at its dotted path."""
+        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in self.errors)
+        return f"{self.detail} {details}".strip()

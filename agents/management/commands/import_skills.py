@@ -28,8 +28,7 @@ class Command(BaseCommand):
         try:
             report = skills.import_skills(text, actor=SYSTEM)
         except InvalidInput as exc:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors)
-            raise CommandError(f"{exc.detail} {details}") from exc
+            raise CommandError(exc.summary()) from exc
         except Conflict as exc:
             raise CommandError(exc.detail) from exc
         for status in ("created", "updated"):

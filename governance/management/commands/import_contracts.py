@@ -28,8 +28,7 @@ class Command(BaseCommand):
         try:
             report = contracts.import_catalog(text, actor=SYSTEM)
         except InvalidInput as exc:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors)
-            raise CommandError(f"{exc.detail} {details}") from exc
+            raise CommandError(exc.summary()) from exc
         for status in ("created", "changed"):
             for name in getattr(report, status):
                 self.stdout.write(f"[contracts] {status}: {name}")

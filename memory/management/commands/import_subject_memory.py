@@ -38,7 +38,6 @@ class Command(BaseCommand):
         try:
             counts = subjects.import_documents(subject, documents, actor=SYSTEM)
         except InvalidInput as exc:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors)
-            raise CommandError(f"{exc.detail} {details}") from exc
+            raise CommandError(exc.summary()) from exc
         for name, count in counts.items():
             self.stdout.write(f"[subjects] {subject}: {name}: {count} row(s)")
