@@ -19,6 +19,7 @@ from django.utils import timezone
 from agents.kpi import kpi_status
 from agents.kpis import averages
 from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
+from agents.registry import manifest_kpis
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
 from governance.reviews import services as reviews
@@ -41,9 +42,7 @@ def judge(
     """Judge the agent's KPIs under ``manifest_id`` (only ``metric_ids`` when given) as the agent
     page does, opening or resolving their alerts; returns those opened."""
     window = settings.KPI_WINDOW_DAYS
-    kpis = ManifestKpi.objects.filter(manifest_id=manifest_id)
-    if metric_ids is not None:
-        kpis = kpis.filter(metric_id__in=metric_ids)
+    kpis = [kpi for kpi in manifest_kpis(manifest_id) if metric_ids is None or kpi.metric_id in metric_ids]
     means = averages([agent.pk], at - timedelta(days=window), metric_ids=metric_ids)
     open_alerts = {a.metric_id: a for a in KpiAlert.objects.filter(agent=agent, resolved_at__isnull=True)}
     opened = []

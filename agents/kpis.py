@@ -13,6 +13,7 @@ from django.utils import timezone
 from agents.envelope import AgentOutput
 from agents.kpi import kpi_status, worst
 from agents.models import Agent, Job, KpiSample, ManifestKpi
+from agents.registry import manifest_kpis
 
 DERIVED_SUCCESS_METRIC = "task_success_rate"
 DERIVED_DURATION_METRIC = "avg_processing_time"
@@ -34,7 +35,7 @@ def record_samples(job: Job, output: AgentOutput, *, at: datetime, reported: boo
     reported (``reported=False``: the sweeper failed it) counts as a failure, but the time until
     it was given up is no processing time, so no duration is derived for it."""
     samples = []
-    for kpi in job.manifest.kpis.all():
+    for kpi in manifest_kpis(job.manifest_id):
         value = _number(output.metrics.get(kpi.metric_id))
         if value is None and kpi.metric_id == DERIVED_SUCCESS_METRIC:
             value = 1.0 if output.success else 0.0

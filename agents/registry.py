@@ -216,6 +216,13 @@ def manifest_tools(manifest_id: int) -> dict[str, ManifestTool]:
 
 
 @functools.lru_cache(maxsize=4096)
+def manifest_kpis(manifest_id: int) -> tuple[ManifestKpi, ...]:
+    """A stored manifest's KPIs, read once per process (stored versions never change, see
+    manifest_document): every result samples them and judges them again. Read-only."""
+    return tuple(ManifestKpi.objects.filter(manifest_id=manifest_id))
+
+
+@functools.lru_cache(maxsize=4096)
 def manifest_types(manifest_id: int) -> typelang.ManifestTypes:
     """The declared inputs and outputs of a stored manifest, parsed once per process (stored
     versions never change, see manifest_document)."""
