@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document, manifest_tools
+from governance.kernel import retention
 from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -216,3 +218,12 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     status = _GRANT_AFTER.get(ReviewDecision.Decision(decision.decision), ToolGrant.Status.REJECTED)
     grant.status, grant.decided_at = status, decision.decided_at
     grant.save(update_fields=["status", "decided_at"])
+
+
+def _old_calls(cutoff: datetime) -> QuerySet[ToolCall]:
+    return ToolCall.objects.filter(called_at__lt=cutoff, grant__isnull=True, gateway_call__isnull=True)
+
+
+# Pruned: a tool call row exists for the rate limit, which looks one minute back. A call that used
+# a reviewer's grant, or that a gateway call (the audit of the upstream call) names, is kept.
+TOOL_CALL_RETENTION = retention.Policy(name="tool calls", action=retention.PRUNE, candidates=_old_calls)

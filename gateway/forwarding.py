@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import mcp_types as types
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents import tools as agent_tools
@@ -31,6 +33,7 @@ from agents.registry import manifest_tools
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
+from governance.kernel import retention
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.validation import json_errors
@@ -255,3 +258,17 @@ def finish(
         outcome = Outcome.OK
     _log(attempt, outcome, latency_ms=latency_ms, error_class=error_class, contract_check=check)
     return contracts.report(check) if check is not None else None
+
+
+def _calls_with_arguments(cutoff: datetime) -> QuerySet[GatewayCall]:
+    return GatewayCall.objects.filter(arguments__isnull=False, called_at__lt=cutoff)
+
+
+# Archived, never pruned: a gateway call is the audit of what an agent did through the gateway
+# (who, which tool, the arguments' hash, the outcome, the latency); only the arguments go.
+ARGUMENTS_RETENTION = retention.Policy(
+    name="gateway call arguments",
+    action=retention.ARCHIVE,
+    candidates=_calls_with_arguments,
+    archived={"arguments": None},
+)

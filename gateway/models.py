@@ -132,6 +132,9 @@ class GatewayCall(models.Model):
             models.Index(fields=["-called_at"], name="gateway_call_recent"),
             models.Index(fields=["agent", "-called_at"], name="gateway_call_agent"),
             models.Index(fields=["tool_id", "-called_at"], name="gateway_call_tool"),
+            models.Index(
+                fields=["called_at"], name="gateway_call_args_kept", condition=models.Q(arguments__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -3,7 +3,7 @@ audit trail, task runs), the reviewer inbox's and the contract catalog's. Django
 models through this module."""
 
 from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractField, ContractViolationStat
-from governance.kernel.models import ApiKey, AuditEvent, TaskRun
+from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "ContractDailyStat",
     "ContractField",
     "ContractViolationStat",
+    "RetentionRun",
     "ReviewDecision",
     "ReviewItem",
     "TaskRun",

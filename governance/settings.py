@@ -14,8 +14,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from csp.constants import NONE, SELF
+from kombu import Exchange, Queue
 
-from governance.kernel import embedded_db, env
+from governance.kernel import embedded_db, env, queues
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env.load_dotenv(BASE_DIR / ".env")
@@ -287,7 +288,6 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 DJANGO_CELERY_BEAT_TZ_AWARE = True
 
@@ -323,7 +323,32 @@ LOGGING = {
 
 # --- Several hosts: roles, queues, beat ----------------------------------------------------------
 
+# Tasks go to queues by kind (governance/kernel/queues.py): the default queue CELERY_QUEUE and
+# CELERY_QUEUE.tick, .providers, .embeddings, .maintenance. A worker started without -Q takes them
+# all; `manage.py serve --role worker --queues tick,providers` takes only those.
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in (queues.queue_name(CELERY_TASK_DEFAULT_QUEUE, kind) for kind in queues.KINDS)
+]
+CELERY_TASK_ROUTES = ("governance.kernel.queues.route",)
+# Exactly one beat sends at a time, however many are started (governance/kernel/beat.py): the others
+# wait on a PostgreSQL advisory lock and take over within BEAT_STANDBY_SECONDS of the leader's end.
+CELERY_BEAT_SCHEDULER = "governance.kernel.beat:LeaderScheduler"
+BEAT_STANDBY_SECONDS = env.integer("BEAT_STANDBY_SECONDS", 5)
+# A leader writes each entry's last run as soon as it sends it: the beat that takes over reads it
+# from the database and does not send again what the previous leader already sent.
+CELERY_BEAT_SYNC_EVERY = 1
+# Processes `manage.py serve` starts per role (web: WEB_CONCURRENCY x WEB_THREADS).
+CELERY_BULK_CONCURRENCY = env.integer("CELERY_BULK_CONCURRENCY", 1)
+
 # --- Backups and retention -----------------------------------------------------------------------
+
+# Days each growing record keeps its payload or its row (governance/retention.py); 0 keeps forever.
+RETENTION_CONTRACT_OUTPUTS_DAYS = env.integer("RETENTION_CONTRACT_OUTPUTS_DAYS", 90)
+RETENTION_TOOL_CALLS_DAYS = env.integer("RETENTION_TOOL_CALLS_DAYS", 90)
+RETENTION_SESSION_MESSAGES_DAYS = env.integer("RETENTION_SESSION_MESSAGES_DAYS", 180)
+RETENTION_TASK_RUNS_DAYS = env.integer("RETENTION_TASK_RUNS_DAYS", 30)
+RETENTION_BATCH_SIZE = env.integer("RETENTION_BATCH_SIZE", 10_000)
 
 # --- API -----------------------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class AISession(models.Model):
                 name="session_phase_deadline",
                 condition=Q(phase_deadline_at__isnull=False),
             ),
+            models.Index(fields=["last_activity"], name="session_finished", condition=Q(phase="COMPLETED")),
         ]
 
     def __str__(self) -> str:
@@ -118,10 +119,14 @@ class SessionMessage(models.Model):
     removed_at = models.DateTimeField(
         null=True, blank=True, help_text="Fallbacks are withdrawn, not deleted, once the answer comes"
     )
+    archived_at = models.DateTimeField(
+        null=True, blank=True, help_text="When retention cleared its contents (RETENTION_SESSION_MESSAGES_DAYS)"
+    )
 
     class Meta:
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="session_message_order")]
+        indexes = [models.Index(fields=["session"], name="message_not_archived", condition=Q(archived_at__isnull=True))]
 
     def __str__(self) -> str:
         return f"{self.sender} #{self.seq}"

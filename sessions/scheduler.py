@@ -16,12 +16,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from agents import quotas
 from agents.models import Agent
+from governance.kernel import retention
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -429,3 +430,28 @@ def tick(now: datetime | None = None) -> dict[str, int]:
 def next_session(agent: Agent) -> AISession | None:
     """The session the agent should work on now: its active one."""
     return AISession.objects.filter(agent=agent, is_active=True).select_related("automation").first()
+
+
+def _messages_of_finished_sessions(cutoff: datetime) -> QuerySet[SessionMessage]:
+    return SessionMessage.objects.filter(
+        archived_at__isnull=True, session__phase=Phase.COMPLETED.value, session__last_activity__lt=cutoff
+    ).exclude(session__in=Automation.objects.values("seed_session"))
+
+
+# Archived, never pruned: a finished session keeps the order, senders and times of its messages
+# (and the action results that name them); their contents go. A COMPLETED session never resumes,
+# and a seed session is left whole: its automation copies its user messages into every run.
+MESSAGE_RETENTION = retention.Policy(
+    name="session messages",
+    action=retention.ARCHIVE,
+    candidates=_messages_of_finished_sessions,
+    archived={
+        "rich_content": None,
+        "text_content": None,
+        "ai_message": None,
+        "ai_message_json": None,
+        "system_message": None,
+        "execution_metadata": None,
+        "archived_at": Now(),
+    },
+)

@@ -59,7 +59,10 @@ class ToolCall(models.Model):
 
     class Meta:
         ordering = ["-called_at"]
-        indexes = [models.Index(fields=["agent", "tool_id", "-called_at"], name="tool_call_window")]
+        indexes = [
+            models.Index(fields=["agent", "tool_id", "-called_at"], name="tool_call_window"),
+            models.Index(fields=["called_at"], name="tool_call_age"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_id} at {self.called_at:%H:%M:%S}"

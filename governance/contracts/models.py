@@ -106,6 +106,7 @@ class ContractCheck(models.Model):
         indexes = [
             models.Index(fields=["contract_name", "-checked_at"], name="check_by_contract"),
             models.Index(fields=["agent", "-checked_at"], name="check_by_agent"),
+            models.Index(fields=["checked_at"], name="check_output_kept", condition=Q(output__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -19,7 +19,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Sum
+from django.db.models import Max, QuerySet, Sum
 from django.utils import timezone
 
 from governance.contracts import catalog as contract_catalog
@@ -33,6 +33,7 @@ from governance.contracts.models import (
     ContractViolationStat,
     checked,
 )
+from governance.kernel import retention
 from governance.kernel.access import agent_or_perm, get_for
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
@@ -500,3 +501,14 @@ def report(check: ContractCheck) -> dict[str, Any]:
         "warnings": check.warnings,
         "reportId": check.pk,
     }
+
+
+def _checks_with_outputs(cutoff: datetime) -> QuerySet[ContractCheck]:
+    return ContractCheck.objects.filter(output__isnull=False, checked_at__lt=cutoff)
+
+
+# Archived, never pruned: the check row is the audit of an output (its verdict, violations and
+# the SHA-256 that proves which output it was); only the stored output, the bulk, goes.
+OUTPUT_RETENTION = retention.Policy(
+    name="contract check outputs", action=retention.ARCHIVE, candidates=_checks_with_outputs, archived={"output": None}
+)

@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from governance.kernel.models import ApiKey, AuditEvent, TaskRun
+from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
 from governance.kernel.principals import Principal
 from governance.kernel.services import issue_api_key, revoke_api_key
 
@@ -122,4 +122,10 @@ class AuditEventAdmin(ReadOnlyAdmin):
 class TaskRunAdmin(ReadOnlyAdmin):
     list_display = ["task_name", "status", "started_at", "finished_at", "duration_seconds", "worker"]
     list_filter = ["task_name", "status"]
+    date_hierarchy = "started_at"
+
+
+@admin.register(RetentionRun)
+class RetentionRunAdmin(ReadOnlyAdmin):
+    list_display = ["started_at", "finished_at", "actor", "rows"]
     date_hierarchy = "started_at"

@@ -96,7 +96,10 @@ class TaskRun(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["task_name", "-started_at"], name="taskrun_latest_by_name")]
+        indexes = [
+            models.Index(fields=["task_name", "-started_at"], name="taskrun_latest_by_name"),
+            models.Index(fields=["started_at"], name="taskrun_age"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_name} {self.status} {self.started_at:%Y-%m-%d %H:%M:%S}"
@@ -106,3 +109,20 @@ class TaskRun(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class RetentionRun(models.Model):
+    """One run of the retention policies (``governance/retention.py``): what each step archived or
+    pruned, so an operator sees what maintenance removed and when. Dry runs leave no row."""
+
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    actor = models.CharField(max_length=200)
+    rows = models.PositiveBigIntegerField(help_text="Rows archived or pruned, all steps together")
+    steps = models.JSONField(default=list, help_text="Per step: table, action, days, cutoff, rows, seconds")
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"retention {self.started_at:%Y-%m-%d %H:%M}: {self.rows} rows"

@@ -68,3 +68,11 @@ MEMORY_SCHEDULES = [
     Schedule("memory eviction", "memory.evict", 24 * 3600, "Archives learnings older than 56 days never injected."),
     Schedule("memory embeddings catch-up", "memory.embed_missing", 3600, "Embeds rows that have no vector yet."),
 ]
+
+RETENTION = Schedule(
+    name="retention",
+    task="governance.retention",
+    every_seconds=24 * 3600,
+    description="Archives or prunes what grows without bound, per the RETENTION_* settings; "
+    "each run is a Retention run row.",
+)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import logging
 import socket
+from datetime import datetime
 from typing import Any
 
 from celery import signals
 from django.db import DatabaseError
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
+
+from governance.kernel import retention
 
 logger = logging.getLogger(__name__)
 
@@ -66,3 +70,15 @@ def _finished(task_id: str, task: Any, retval: Any = None, state: str = "", **_:
 def connect() -> None:
     signals.task_prerun.connect(_started, weak=False, dispatch_uid="governance.kernel.taskruns.started")
     signals.task_postrun.connect(_finished, weak=False, dispatch_uid="governance.kernel.taskruns.finished")
+
+
+def _old_runs(cutoff: datetime) -> QuerySet[Any]:
+    from governance.kernel.models import TaskRun
+
+    newer = TaskRun.objects.filter(task_name=OuterRef("task_name"), started_at__gt=OuterRef("started_at"))
+    return TaskRun.objects.filter(started_at__lt=cutoff).filter(Exists(newer))
+
+
+# Pruned: a task run is bookkeeping. The latest run of each task is kept whatever its age, since
+# pages and health show when a task last ran.
+TASK_RUN_RETENTION = retention.Policy(name="task runs", action=retention.PRUNE, candidates=_old_runs)
