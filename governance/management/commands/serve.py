@@ -1,12 +1,19 @@
-"""Run the whole control plane in the foreground: web server, Celery worker and Celery beat.
+"""Run the control plane in the foreground: all of it (``make run``), or one role of a host.
 
-``make run`` calls this. It migrates, loads the demo data (demo accounts and keys only on the
-first start, on an empty database), starts the three processes, prints where to go once the API
-answers healthy (and where the demo credentials file is, never the secrets themselves), and on
-Ctrl-C (or SIGTERM) stops all three and, when this run started it, the embedded PostgreSQL. A
-process that dies on its own is started again, after a pause that doubles with each quick crash
-(1 s up to a minute) and resets once it has run for a minute; only Ctrl-C or SIGTERM stops the
-plane.
+``--role all`` (the default, what ``make run`` calls) migrates, loads the demo data (demo accounts
+and keys only on the first start, on an empty database; ``--no-demo`` skips it), starts the web
+server, the Celery workers and Celery beat, prints where to go once the API answers healthy (and
+where the demo credentials file is, never the secrets themselves), and on Ctrl-C (or SIGTERM)
+stops them all and, when this run started it, the embedded PostgreSQL.
+
+On several hosts each runs only its part: ``--role web`` (gunicorn), ``--role worker`` (the
+Celery workers; ``--queues tick,providers`` for only those queues, governance/kernel/queues.py),
+``--role beat``. These roles never migrate nor load the demo: migrate once (``manage.py migrate``)
+before starting them, and they refuse to start on a database with migrations not applied. Two
+beats may run; one acts (governance/kernel/beat.py).
+
+A process that dies on its own is started again, after a pause that doubles with each quick crash
+(1 s up to a minute) and resets once it has run for a minute; only Ctrl-C or SIGTERM stops.
 """
 
 from __future__ import annotations
@@ -23,10 +30,10 @@ from types import FrameType
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance import demo_credentials
-from governance.kernel import runtime
+from governance.kernel import queues, runtime
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
@@ -40,37 +47,111 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+ROLES = ("all", "web", "worker", "beat")
+
+
+def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> dict[str, list[str]]:
+    """The processes a role runs, by name: ``web`` (gunicorn); ``worker`` (the latency-sensitive
+    queues) and ``bulk worker`` (embeddings and maintenance, which may hold a small host's cores
+    for minutes), or one ``worker`` on the queues named; ``beat``."""
+    python = sys.executable
+    prefix = settings.CELERY_TASK_DEFAULT_QUEUE
+    commands: dict[str, list[str]] = {}
+    if role in ("all", "web"):
+        # Threads (gunicorn's gthread worker): a live page's event stream (governance.kernel.live)
+        # holds one thread for up to LIVE_STREAM_SECONDS, not a whole process.
+        commands["web"] = [
+            *(python, "-m", "gunicorn", "governance.wsgi", "--bind", f"{host}:{port}"),
+            *("--workers", os.environ.get("WEB_CONCURRENCY", "2"), "--threads", os.environ.get("WEB_THREADS", "8")),
+            *("--access-logfile", "-", "--graceful-timeout", "10", "--no-control-socket"),
+        ]
+    if role in ("all", "worker"):
+        concurrency = int(os.environ.get("CELERY_CONCURRENCY", "2"))
+        groups = (
+            {"worker": (queues.parse_kinds(queue_kinds), concurrency)}
+            if queue_kinds
+            else {
+                "worker": (queues.INTERACTIVE, concurrency),
+                "bulk worker": (queues.BULK, settings.CELERY_BULK_CONCURRENCY),
+            }
+        )
+        for name, (kinds, processes) in groups.items():
+            taken = ",".join(queues.queue_name(prefix, kind) for kind in kinds)
+            commands[name] = [
+                *(python, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO"),
+                *("--queues", taken, "--concurrency", str(processes), "--hostname", f"{name.split()[0]}@%h"),
+            ]
+    if role in ("all", "beat"):
+        commands["beat"] = [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"]
+    return commands
+
+
+def _require_migrated() -> None:
+    """A role never migrates (hosts starting at once would race): it refuses a database that is
+    behind the code instead."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise CommandError(
+            f"{len(pending)} migration(s) not applied (the first: {pending[0][0]}): run `manage.py migrate` "
+            "once, then start the roles."
+        )
+
+
 class Command(BaseCommand):
-    help = "Migrate, load demo data, then run web + Celery worker + Celery beat until Ctrl-C."
+    help = "Run the control plane (--role all: migrate, demo, web + workers + beat) or one role, until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--role", choices=ROLES, default=os.environ.get("SERVE_ROLE", "all"))
+        parser.add_argument(
+            "--queues",
+            default="",
+            help="worker role: the queues to take, among "
+            + ", ".join(queues.KINDS)
+            + " (default: all of them, in two workers: interactive and bulk)",
+        )
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--no-demo", action="store_true", help="skip load_demo")
+        parser.add_argument("--no-demo", action="store_true", help="skip load_demo (role all)")
 
-    def handle(self, *args: object, host: str, port: int, no_demo: bool, **options: object) -> None:
+    def handle(
+        self, *args: object, role: str, queues: str, host: str, port: int, no_demo: bool, **options: object
+    ) -> None:
         started = time.monotonic()
         self.stopping = False
         self.children: dict[str, subprocess.Popen] = {}
-        self.commands: dict[str, list[str]] = {}
         self.started_at: dict[str, float] = {}
         self.pauses: dict[str, float] = {}
+        try:
+            self.commands = role_commands(role, host=host, port=port, queue_kinds=queues)
+        except ValueError as exc:
+            raise CommandError(f"--queues: {exc}") from None
         signal.signal(signal.SIGINT, self._request_stop)
         signal.signal(signal.SIGTERM, self._request_stop)
         exit_code = 0
         try:
-            call_command("migrate", interactive=False, verbosity=0)
-            if not no_demo:
-                call_command("load_demo", stdout=self.stdout)
-            self._start_children(host, port)
+            if role == "all":
+                call_command("migrate", interactive=False, verbosity=0)
+                if not no_demo:
+                    call_command("load_demo", stdout=self.stdout)
+            else:
+                _require_migrated()
+            for name in self.commands:
+                self._start(name)
             base = f"http://{host}:{port}"
-            if self._wait_healthy(f"{base}/api/v1/health"):
+            if "web" not in self.commands:
+                self.stdout.write(self.style.SUCCESS(f"Role {role} running: {', '.join(self.commands)}"))
+            elif self._wait_healthy(f"{base}/api/v1/health"):
                 credentials = demo_credentials.credentials_file()
+                shown = role == "all" and not no_demo and credentials.exists()
                 self.stdout.write(
                     self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
                     + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
                     + f"  MCP:      {base}/mcp (Streamable HTTP, Bearer API key)\n"
-                    + (f"  Demo credentials: {credentials}\n" if not no_demo and credentials.exists() else "")
+                    + (f"  Demo credentials: {credentials}\n" if shown else "")
                     + "Press Ctrl-C to stop."
                 )
             exit_code = self._supervise()
@@ -83,48 +164,6 @@ class Command(BaseCommand):
 
     def _request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
-
-    def _start_children(self, host: str, port: int) -> None:
-        python = sys.executable
-        web_workers = os.environ.get("WEB_CONCURRENCY", "2")
-        # Threads (gunicorn's gthread worker): a live page's event stream (governance.kernel.live)
-        # holds one thread for up to LIVE_STREAM_SECONDS, not a whole process.
-        web_threads = os.environ.get("WEB_THREADS", "8")
-        commands = {
-            "web": [
-                python,
-                "-m",
-                "gunicorn",
-                "governance.wsgi",
-                "--bind",
-                f"{host}:{port}",
-                "--workers",
-                web_workers,
-                "--threads",
-                web_threads,
-                "--access-logfile",
-                "-",
-                "--graceful-timeout",
-                "10",
-                "--no-control-socket",
-            ],
-            "worker": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "governance",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                os.environ.get("CELERY_CONCURRENCY", "2"),
-            ],
-            "beat": [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"],
-        }
-        self.commands = commands
-        for name in commands:
-            self._start(name)
 
     def _start(self, name: str) -> None:
         # Own session: a terminal Ctrl-C reaches only us, and we stop the children in order.
