@@ -15,7 +15,6 @@ from pathlib import Path
 
 from csp.constants import NONE, SELF
 from kombu import Exchange, Queue
-from kombu import Exchange, Queue
 
 from governance.kernel import embedded_db, env, queues
 
@@ -323,24 +322,6 @@ LOGGING = {
 # --- Notifications -------------------------------------------------------------------------------
 
 # --- Several hosts: roles, queues, beat ----------------------------------------------------------
-
-# Tasks go to queues by kind (governance/kernel/queues.py): the default queue CELERY_QUEUE and
-# CELERY_QUEUE.tick, .providers, .embeddings, .maintenance. A worker started without -Q takes them
-# all; `manage.py serve --role worker --queues tick,providers` takes only those.
-CELERY_TASK_QUEUES = [
-    Queue(name, Exchange(name, type="direct"), routing_key=name)
-    for name in (queues.queue_name(CELERY_TASK_DEFAULT_QUEUE, kind) for kind in queues.KINDS)
-]
-CELERY_TASK_ROUTES = ("governance.kernel.queues.route",)
-# Exactly one beat sends at a time, however many are started (governance/kernel/beat.py): the others
-# wait on a PostgreSQL advisory lock and take over within BEAT_STANDBY_SECONDS of the leader's end.
-CELERY_BEAT_SCHEDULER = "governance.kernel.beat:LeaderScheduler"
-BEAT_STANDBY_SECONDS = env.integer("BEAT_STANDBY_SECONDS", 5)
-# A leader writes each entry's last run as soon as it sends it: the beat that takes over reads it
-# from the database and does not send again what the previous leader already sent.
-CELERY_BEAT_SYNC_EVERY = 1
-# Processes `manage.py serve` starts per role (web: WEB_CONCURRENCY x WEB_THREADS).
-CELERY_BULK_CONCURRENCY = env.integer("CELERY_BULK_CONCURRENCY", 1)
 
 # Tasks go to queues by kind (governance/kernel/queues.py): the default queue CELERY_QUEUE and
 # CELERY_QUEUE.tick, .providers, .embeddings, .maintenance. A worker started without -Q takes them
