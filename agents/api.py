@@ -16,7 +16,8 @@ from agents.manifest import MAX_DOCUMENT_BYTES
 from agents.models import Agent, Job
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ManifestOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
-from governance.kernel.exceptions import InvalidInput
+from governance.kernel import metrics
+from governance.kernel.exceptions import DomainError, InvalidInput
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
 router = Router(tags=["agents"])
@@ -126,7 +127,14 @@ def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: To
             raise InvalidInput(msg, errors=[{"loc": ["body", "jobId"], "msg": msg, "type": "not_found"}])
     permission = data.permission.value if data is not None and data.permission else None
     arguments = data.arguments if data is not None else {}
-    outcome = tools.record_call(agent, tool_id, actor=request.auth, permission=permission, arguments=arguments, job=job)
+    try:
+        outcome = tools.record_call(
+            agent, tool_id, actor=request.auth, permission=permission, arguments=arguments, job=job
+        )
+    except DomainError as exc:
+        metrics.TOOL_REFUSALS.labels(type(exc).__name__).inc()  # the reasons the gateway logs too
+        raise
     if isinstance(outcome, tools.PendingApproval):
+        metrics.TOOL_REFUSALS.labels("PendingApproval").inc()
         return Status(202, {"reviewItemId": outcome.review_item_id, "status": outcome.status})
     return Status(201, outcome)

@@ -28,6 +28,7 @@ from agents.models import Agent, IdempotencyKey, Job
 from agents.models.job import PRIORITY_RANK
 from agents.registry import manifest_document, manifest_types
 from governance.contracts import services as contracts
+from governance.kernel import metrics
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -526,7 +527,9 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
 
 def _after_finish(job: Job) -> None:
     """What every final status brings, whoever ended the job (its agent or the sweeper): the
-    artifacts, the escalation step of a job it was escalated to, and the job.finished triggers."""
+    artifacts, the escalation step of a job it was escalated to, the job.finished triggers, and
+    its count in the metrics."""
+    metrics.count_on_commit(metrics.JOBS_FINISHED, job.agent.agent_id, job.status)
     artifacts.generate(job)
     escalations.child_job_finished(job)
     triggers.job_finished(job)

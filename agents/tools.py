@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document, manifest_tools
-from governance.kernel import retention
+from governance.kernel import metrics, retention
 from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -103,6 +103,7 @@ def record_call(
             rate_limit=tool.rate_limit,
         )
     call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
+    metrics.count_on_commit(metrics.TOOL_CALLS, agent.agent_id)
     if dry:
         record(actor=actor, action="tool.dry_call", target=call, tool_id=tool_id, job=str(job.pk))
     if grant is not None:

@@ -33,7 +33,7 @@ from agents.registry import manifest_tools
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
-from governance.kernel import retention
+from governance.kernel import metrics, retention
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.validation import json_errors
@@ -120,7 +120,8 @@ def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any
 
 
 def refuse(attempt: Attempt, message: str, refusal: str, *, storable: bool = True, **extra: Any) -> Refused:
-    """Log a refused attempt (an operator's key has no agent to log) and build its answer."""
+    """Log a refused attempt (an operator's key has no agent to log), count it, and build its answer."""
+    metrics.TOOL_REFUSALS.labels(refusal).inc()
     if attempt.principal.agent is not None:
         outcome = Outcome.PENDING if refusal == "PendingApproval" else Outcome.REFUSED
         _log(attempt, outcome, storable=storable, refusal=refusal)

@@ -7,8 +7,11 @@ class GovernanceConfig(AppConfig):
     verbose_name = "Governance"
 
     def ready(self) -> None:
-        from governance.kernel import roles, taskruns
+        from governance import gauges
+        from governance.kernel import metrics, roles, taskruns
 
         taskruns.connect()
+        metrics.connect()
+        metrics.register(gauges.collect)
         # Permissions of models added by later migrations join the roles they belong to.
         post_migrate.connect(roles.sync_after_migrate, dispatch_uid="governance.kernel.roles.sync")

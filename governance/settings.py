@@ -9,6 +9,7 @@ key file and the embedded PostgreSQL are prepared by the entry points (governanc
 
 from __future__ import annotations
 
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -74,6 +75,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "governance.kernel.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "governance.kernel.middleware.ApiProblemMiddleware",
@@ -316,6 +318,17 @@ LOGGING = {
 }
 
 # --- Metrics (Prometheus) --------------------------------------------------------------------------
+
+# GET /metrics answers loopback callers that nothing forwarded; anyone else needs
+# `Authorization: Bearer <METRICS_TOKEN>` (unset: nobody else). governance/kernel/metrics.py.
+METRICS_TOKEN = env.string("METRICS_TOKEN")
+# Each process's counters are files here, added up at a scrape (prometheus-client's multiprocess
+# mode). Assigned, not defaulted: a child process started with its own VAR_DIR (the tests') must
+# not write into its parent's folder. Read before prometheus_client is first imported.
+METRICS_DIR = Path(env.string("METRICS_DIR", str(VAR_DIR / "metrics"))).resolve()
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+# Prometheus scrapes over plain http on the host, like the health probe.
+SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
 
 # --- Traces (OpenTelemetry) ----------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 
 from gateway import views as mcp_views
 from governance.api import api
+from governance.kernel import metrics
 
 admin.site.site_header = "Agent governance control plane"
 admin.site.site_title = "Agent governance"
@@ -15,6 +16,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("mcp", mcp_views.endpoint, name="mcp"),
+    path("metrics", metrics.view, name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("inbox/", include("governance.reviews.urls")),

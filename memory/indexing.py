@@ -115,6 +115,11 @@ def _without_vector(kind: str, model: str) -> QuerySet:
     return embeddable(kind).exclude(pk__in=embedded)
 
 
+def backlog(kind: str, model: str) -> int:
+    """How many rows of ``kind`` wait for a vector of ``model`` (the metrics' embedding backlog)."""
+    return _without_vector(kind, model).count()
+
+
 def missing(kind: str, model: str, limit: int = 1000, *, after: int = 0) -> list[int]:
     """Rows of ``kind`` without a vector of ``model`` (after a broker outage, or a model change),
     by id from ``after`` on, so a caller can page through them."""
@@ -135,7 +140,7 @@ def reembed(
 
     Paging by id, not by "the first rows still missing", means a row that cannot get a vector
     (redacted or edited meanwhile) is passed over instead of being asked for again forever."""
-    total = _without_vector(kind, backend.model).count()
+    total = backlog(kind, backend.model)
     done, after = 0, 0
     while ids := missing(kind, backend.model, batch_size, after=after):
         embed(kind, ids, backend=backend)

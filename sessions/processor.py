@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from agents.models import ManifestTool
 from agents.registry import manifest_document
-from governance.kernel import dispatch
+from governance.kernel import dispatch, metrics
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews import services as reviews
@@ -111,6 +111,14 @@ def _store_state(session: AISession, state: machine.State) -> None:
     session.phase_deadline_at = state.deadline_at
 
 
+def _time_in_phase(before: machine.State, event: EventInput) -> None:
+    """The time since the session's previous event was spent in the phase it was in: one sample
+    per event, so the samples of a phase add up to all the time sessions spent in it."""
+    if before.last_event_time is not None:
+        seconds = max(0.0, (event.at - before.last_event_time).total_seconds())
+        metrics.observe_on_commit(metrics.SESSION_PHASE_SECONDS, seconds, before.phase.value)
+
+
 @dataclass
 class Outcome:
     session: AISession
@@ -150,6 +158,7 @@ class _Run:
                 loc = ["body", "payload", exc.field]
                 raise InvalidInput(str(exc), errors=[{"loc": loc, "msg": str(exc), "type": "invalid"}]) from exc
             _store_state(self.session, after)
+            _time_in_phase(before, current)
             for item in effects:
                 EFFECT_HANDLERS[item.kind](self, before, current, item.data)
         else:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -24,6 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from governance.celery import app
     from governance.kernel import runtime
 
+    # This run's metric files in a folder of its own, never in a developer's var/metrics: the
+    # process opens its files at its first labelled value (every instrument has labels), after this.
+    settings.METRICS_DIR = Path(tempfile.mkdtemp(prefix="pytest-metrics-"))
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(settings.METRICS_DIR)
     runtime.prepare()  # the embedded database (settings start nothing on import)
     app.conf.task_default_queue = TEST_QUEUE
 
@@ -44,6 +51,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from governance.kernel import runtime
 
     _purge_test_queue()
+    shutil.rmtree(settings.METRICS_DIR, ignore_errors=True)
     runtime.release()
 
 

@@ -22,6 +22,7 @@ def prepare() -> None:
 
     settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
     settings.STATIC_ROOT.mkdir(exist_ok=True)
+    settings.METRICS_DIR.mkdir(parents=True, exist_ok=True)
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         for folder in ("queue", "processed"):
             (settings.CELERY_DIR / folder).mkdir(parents=True, exist_ok=True)

@@ -179,9 +179,9 @@ def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str)
 
 
 @contextmanager
-def gunicorn(tmp_path: Path, *, workers: int = 2, threads: int = 8) -> Iterator[str]:
-    """gunicorn serving the project on the test database (``workers`` processes x ``threads``);
-    yields the base URL once /api/v1/health answers."""
+def gunicorn(tmp_path: Path, *, workers: int = 2, threads: int = 8, options: tuple[str, ...] = ()) -> Iterator[str]:
+    """gunicorn serving the project on the test database (``workers`` processes x ``threads``,
+    and any other command-line ``options``); yields the base URL once /api/v1/health answers."""
     import urllib.request
 
     port = free_port()
@@ -193,6 +193,7 @@ def gunicorn(tmp_path: Path, *, workers: int = 2, threads: int = 8) -> Iterator[
             [
                 *(sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}"),
                 *("--workers", str(workers), "--threads", str(threads), "--no-control-socket"),
+                *options,
             ],
             cwd=BASE_DIR,
             env=child_env,
