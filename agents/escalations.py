@@ -9,6 +9,7 @@ from typing import Any
 from uuid import uuid4
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from agents import conditions
@@ -16,6 +17,8 @@ from agents.envelope import AgentOutput
 from agents.models import Agent, Escalation, Job
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
+from governance.notifications import services as notifications
+from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 
@@ -88,7 +91,27 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
             _step(escalation, "target_unavailable", targetAgent=config["target_agent"])
         _route_to_human(escalation)
     escalation.save()
+    _announce(escalation)
     return escalation
+
+
+def _announce(escalation: Escalation) -> None:
+    """Tell operators: which job, why (the manifest's triggers, never the agent's own words or its
+    output), and where it went; the link opens the job."""
+    job = escalation.job
+    notifications.announce(
+        EventKind.ESCALATION,
+        agent=job.agent.agent_id,
+        domain=job.agent.domain,
+        title=f"Escalation of {job.intent} job by {job.agent.agent_id}",
+        link_path=reverse("agents:job-detail", args=[job.job_id]),
+        facts={
+            "agent": job.agent.agent_id,
+            "triggers": "; ".join(escalation.triggers),
+            "routed to": escalation.target_agent.agent_id if escalation.target_agent else "the reviewer inbox",
+            "deadline": escalation.deadline.isoformat(timespec="minutes"),
+        },
+    )
 
 
 def _route_to_agent(escalation: Escalation, target: Agent) -> None:

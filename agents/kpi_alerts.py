@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from agents.kpi import kpi_status
@@ -22,6 +23,8 @@ from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
 from agents.registry import manifest_kpis
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
+from governance.notifications import services as notifications
+from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 
@@ -102,6 +105,14 @@ def _open(
     )
     alert.save(update_fields=["review_item"])
     record(actor=SYSTEM, action="kpi_alert.opened", target=alert, metric=metric_id, value=current)
+    notifications.announce(
+        EventKind.KPI_CRITICAL,
+        agent=agent.agent_id,
+        domain=agent.domain,
+        title=f"KPI {metric_id} of {agent.agent_id} is critical",
+        link_path=reverse("agents:agent-detail", args=[agent.agent_id]),
+        facts={"metric": metric_id, "mean": f"{current:g} {kpi.unit}".strip(), "critical at": f"{threshold:g}"},
+    )
     return alert
 
 

@@ -39,6 +39,7 @@ from django.utils import timezone
 from agents import jobs
 from agents.models import Job, JobTrigger
 from governance.kernel import cron as cron_rules
+from governance.kernel import keys
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -159,13 +160,7 @@ def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, int]
 
 def webhook_secret(trigger: JobTrigger) -> str:
     """The trigger's signing secret, derived (never stored): SECRET_KEY, the trigger, its version."""
-    message = f"agents.job-trigger:{trigger.pk}:{trigger.secret_version}".encode()
-    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()
-
-
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    """What a sender puts in X-Signature: ``sha256=<hex HMAC of "<timestamp>.<body>">``."""
-    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return keys.derived_secret(settings.SECRET_KEY, f"agents.job-trigger:{trigger.pk}:{trigger.secret_version}")
 
 
 def _verified(trigger: JobTrigger, body: bytes, timestamp: str | None, sent: str | None) -> None:
@@ -177,7 +172,7 @@ def _verified(trigger: JobTrigger, body: bytes, timestamp: str | None, sent: str
         raise Unauthorized(f"{TIMESTAMP_HEADER} is Unix seconds.") from exc
     if abs(timezone.now() - moment) > SIGNATURE_TOLERANCE:
         raise Unauthorized(f"{TIMESTAMP_HEADER} is more than 5 minutes away from the server's clock.")
-    if not hmac.compare_digest(signature(webhook_secret(trigger), timestamp, body), sent):
+    if not hmac.compare_digest(keys.signature(webhook_secret(trigger), timestamp, body), sent):
         raise Unauthorized("The signature does not match.")
 
 

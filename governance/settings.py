@@ -334,6 +334,20 @@ SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
 
 # --- Notifications -------------------------------------------------------------------------------
 
+# Links in notifications are absolute: the public address of this control plane.
+NOTIFY_BASE_URL = env.string("NOTIFY_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+NOTIFY_MAX_ATTEMPTS = env.integer("NOTIFY_MAX_ATTEMPTS", 6)  # then the delivery gives up
+NOTIFY_RETRY_SECONDS = env.integer("NOTIFY_RETRY_SECONDS", 30)  # first wait, doubled after each failure
+NOTIFY_TIMEOUT_SECONDS = env.integer("NOTIFY_TIMEOUT_SECONDS", 10)  # per webhook request
+EMAIL_BACKEND = env.string("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.string("EMAIL_HOST", "localhost")
+EMAIL_PORT = env.integer("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env.string("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env.string("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env.boolean("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = NOTIFY_TIMEOUT_SECONDS
+DEFAULT_FROM_EMAIL = env.string("DEFAULT_FROM_EMAIL", "governance@localhost")
+
 # --- Several hosts: roles, queues, beat ----------------------------------------------------------
 
 # Tasks go to queues by kind (governance/kernel/queues.py): the default queue CELERY_QUEUE and

@@ -5,6 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+# The sub-apps' tasks register with the worker through this module (Celery discovers `<app>.tasks`).
+from governance.notifications import tasks as notification_tasks
+
+__all__ = ["notification_tasks"]
+
 
 @shared_task(name="governance.heartbeat", ignore_result=True)
 def heartbeat() -> dict:

@@ -20,6 +20,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, QuerySet, Sum
+from django.urls import reverse
 from django.utils import timezone
 
 from governance.contracts import catalog as contract_catalog
@@ -38,6 +39,7 @@ from governance.kernel.access import agent_or_perm, get_for
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from governance.notifications import services as notifications
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -259,7 +261,47 @@ def check(
     with transaction.atomic():
         ContractCheck.objects.bulk_create(rows)
         _aggregate(rows)
+        _watch_compliance(rows)
     return rows
+
+
+def _watch_compliance(rows: Sequence[ContractCheck]) -> None:
+    """Measure, for each compliance rule (governance/notifications), the contracts these checks
+    touched in its scope: the share of compliant checks among its latest ``window_checks``, once
+    there are that many. The rule tells once when it drops below its threshold."""
+    rules = notifications.compliance_rules()
+    for rule in rules:
+        in_scope = {
+            row.contract_name
+            for row in rows
+            if (rule.agent_id is None or row.agent_id == rule.agent_id)
+            and (not rule.domain or (row.agent is not None and row.agent.domain == rule.domain))
+        }
+        for name in sorted(in_scope):
+            latest = ContractCheck.objects.filter(contract_name=name)
+            if rule.agent_id is not None:
+                latest = latest.filter(agent_id=rule.agent_id)
+            if rule.domain:
+                latest = latest.filter(agent__domain=rule.domain)
+            verdicts = list(
+                latest.order_by("-checked_at", "-pk").values_list("compliant", flat=True)[: rule.window_checks]
+            )
+            if len(verdicts) < rule.window_checks:
+                continue
+            percent = 100 * sum(verdicts) / len(verdicts)
+            notifications.compliance_measured(
+                rule,
+                contract=name,
+                percent=percent,
+                link_path=reverse("contracts:contract-detail", args=[name]),
+                facts={
+                    "contract": name,
+                    "compliance": f"{percent:.1f}%",
+                    "threshold": f"{rule.threshold_percent}%",
+                    "over": f"the latest {len(verdicts)} checks",
+                    "scope": rule.agent.agent_id if rule.agent else (rule.domain or "every agent"),
+                },
+            )
 
 
 def _storable(output: Any) -> Any:

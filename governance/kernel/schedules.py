@@ -76,3 +76,10 @@ RETENTION = Schedule(
     description="Archives or prunes what grows without bound, per the RETENTION_* settings; "
     "each run is a Retention run row.",
 )
+
+NOTIFICATIONS_RESEND = Schedule(
+    name="notifications resend",
+    task="notifications.resend_due",
+    every_seconds=300,
+    description="Queues again the notification deliveries whose attempt is overdue (a broker outage, a lost worker).",
+)

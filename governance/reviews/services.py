@@ -11,10 +11,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.urls import reverse
 
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from governance.notifications import services as notifications
+from governance.notifications.models import EventKind
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 if TYPE_CHECKING:
@@ -24,6 +27,17 @@ COMMUNICATION_KIND = "session_communication"
 # A Validation module asks yes or no. Both buttons answer (approve/reject as plain decisions
 # would reach the model as "declined to answer"), with these words.
 VALIDATION_ANSWERS = ("Approved", "Rejected")
+
+# The inbox kinds announced as new inbox items (governance/notifications). Escalations and
+# critical KPIs also land in the inbox, but announce themselves as their own events, with their
+# own links, so they are not told twice.
+ANNOUNCED_KINDS = {
+    "session_validation": EventKind.INBOX_VALIDATION,
+    COMMUNICATION_KIND: EventKind.INBOX_COMMUNICATION,
+    "tool_approval": EventKind.INBOX_TOOL_APPROVAL,
+    "agent.approval": EventKind.INBOX_TOOL_APPROVAL,
+    "learning_promotion": EventKind.INBOX_PROMOTION,
+}
 
 DecisionHandler = Callable[[ReviewItem, ReviewDecision], None]
 _handlers: dict[str, DecisionHandler] = {}
@@ -75,7 +89,24 @@ def open_item(
     """Put an item in the reviewer inbox (call inside the caller's transaction)."""
     item = ReviewItem.objects.create(kind=kind, title=title[:300], agent=agent, payload=payload, expires_at=expires_at)
     record(actor=actor, action="review.opened", target=item, kind=kind)
+    if kind in ANNOUNCED_KINDS:
+        _announce(item, ANNOUNCED_KINDS[kind])
     return item
+
+
+def _announce(item: ReviewItem, event: str) -> None:
+    """Tell reviewers: the item's title and a link to it, never its payload (outputs, actions)."""
+    facts = {"agent": item.agent.agent_id if item.agent else "—", "item": str(item.pk)}
+    if item.expires_at is not None:
+        facts["expires"] = item.expires_at.isoformat(timespec="minutes")
+    notifications.announce(
+        event,
+        agent=item.agent.agent_id if item.agent else None,
+        domain=item.agent.domain if item.agent else None,
+        title=item.title,
+        link_path=f"{reverse('reviews:inbox')}#review-item-{item.pk}",
+        facts=facts,
+    )
 
 
 def _require_reviewer(actor: Principal) -> None:

@@ -17,6 +17,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from agents import triggers
 from agents.models import Agent, Job, JobTrigger
+from governance.kernel import keys
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from tests.factories.governance import UserFactory
@@ -139,7 +140,7 @@ def test_only_operators_with_the_permission_manage_triggers(vlevel, roles):
 
 def deliver(client, trigger: JobTrigger, body: bytes, *, secret: str | None = None, age: int = 0, **headers):
     stamp = str(int(time.time()) - age)
-    sign = triggers.signature(secret or triggers.webhook_secret(trigger), stamp, body)
+    sign = keys.signature(secret or triggers.webhook_secret(trigger), stamp, body)
     return client.post(
         f"/api/v1/triggers/{trigger.name}/webhook",
         data=body,

@@ -1,7 +1,8 @@
 """The packages form layers, read from the source's import statements (no Django needed).
 
 The kernel (``governance.kernel``) is below everything and imports no product package; the
-governance services every app calls (the reviewer inbox, the contract catalog) come next; then
+notifications every layer above announces its events to come next, then the governance services
+every app calls (the reviewer inbox, the contract catalog); then
 agents, then the apps built on agents (sessions, memory); the project modules of ``governance``
 (settings, urls, the root API, demo loading) sit on top, above the MCP
 endpoint (``gateway``), which calls every app's services, and are the only ones that import every app.
@@ -22,18 +23,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("governance", "agents", "sessions", "memory", "gateway")
-SUB_APPS = ("governance.kernel", "governance.reviews", "governance.contracts")
+SUB_APPS = ("governance.kernel", "governance.notifications", "governance.reviews", "governance.contracts")
 
 # Lower number = lower layer. A package may import its own layer's package itself and lower layers.
 LAYERS = {
     "governance.kernel": 0,
-    "governance.reviews": 1,
-    "governance.contracts": 2,
-    "agents": 3,
-    "sessions": 4,
-    "memory": 4,
-    "gateway": 5,  # MCP: an edge over every app's services
-    "governance": 6,  # the project package: settings, urls, celery, the root API, demo loading
+    "governance.notifications": 1,  # every layer above announces its events
+    "governance.reviews": 2,
+    "governance.contracts": 3,
+    "agents": 4,
+    "sessions": 5,
+    "memory": 5,
+    "gateway": 6,  # MCP: an edge over every app's services
+    "governance": 7,  # the project package: settings, urls, celery, the root API, demo loading
 }
 
 
@@ -163,7 +165,14 @@ def test_the_readme_lists_every_module_of_every_package() -> None:
     reading it finds the tree as it is."""
     rows = readme_rows()
     sub_apps = {package for package in rows if "/" in package}
-    assert set(rows) == {"governance/kernel", "governance/reviews", "governance/contracts", *PACKAGES[1:], *sub_apps}
+    assert set(rows) == {
+        "governance/kernel",
+        "governance/notifications",
+        "governance/reviews",
+        "governance/contracts",
+        *PACKAGES[1:],
+        *sub_apps,
+    }
     for package, listed in rows.items():
         folder = ROOT / package
         present = {p.name for p in folder.glob("*.py")} - {"__init__.py", "apps.py", "models.py"}

@@ -1,0 +1,125 @@
+"""Notification rules (who is told of what, and where), the crossing state of compliance rules,
+and the deliveries: one row per message, with its status."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from governance.notifications import messages
+
+
+class EventKind(models.TextChoices):
+    INBOX_VALIDATION = "inbox.validation", "New inbox item: validation request"
+    INBOX_COMMUNICATION = "inbox.communication", "New inbox item: communication request"
+    INBOX_TOOL_APPROVAL = "inbox.tool_approval", "New inbox item: tool approval"
+    INBOX_PROMOTION = "inbox.promotion", "New inbox item: learning promotion"
+    ESCALATION = "escalation", "Escalation"
+    KPI_CRITICAL = "kpi.critical", "KPI turned critical"
+    CONTRACT_COMPLIANCE = "contract.compliance_below", "Contract compliance below threshold"
+
+
+class Channel(models.TextChoices):
+    SLACK = "slack", "Slack-compatible webhook"
+    SIGNED_WEBHOOK = "signed_webhook", "Signed JSON webhook"
+    EMAIL = "email", "Email"
+
+
+class NotificationRule(models.Model):
+    """Operators say which events go where, for every agent or one agent or one domain. Disabled,
+    never deleted: the deliveries keep naming their rule."""
+
+    name = models.CharField(max_length=100, unique=True)
+    events = ArrayField(models.CharField(max_length=40, choices=EventKind.choices), help_text="One or several.")
+    agent = models.ForeignKey(
+        "agents.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Only this agent's events; empty: every agent.",
+    )
+    domain = models.CharField(max_length=20, blank=True, help_text="Only agents of this domain; empty: every domain.")
+    channel = models.CharField(max_length=20, choices=Channel.choices)
+    target = models.CharField(
+        max_length=1000, help_text="The webhook's http(s) URL, or email addresses separated by commas."
+    )
+    threshold_percent = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Compliance rules: told once when compliance drops below this percentage."
+    )
+    window_checks = models.PositiveIntegerField(
+        default=20, help_text="Compliance rules: measured over this many latest checks of a contract."
+    )
+    secret_version = models.PositiveIntegerField(default=1, editable=False)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """A target the channel can use; a threshold when the rule watches compliance."""
+        problem = (
+            messages.email_problem(self.target) if self.channel == Channel.EMAIL else messages.url_problem(self.target)
+        )
+        errors: dict[str, str] = {"target": problem} if problem else {}
+        if EventKind.CONTRACT_COMPLIANCE in (self.events or []):
+            if self.threshold_percent is None or not 1 <= self.threshold_percent <= 100:
+                errors["threshold_percent"] = "A compliance rule needs a threshold between 1 and 100 (%)."
+            if self.window_checks < 1:
+                errors["window_checks"] = "Measure over at least one check."
+        if errors:
+            raise ValidationError(errors)
+
+
+class ComplianceWatch(models.Model):
+    """Whether a compliance rule last saw a contract below its threshold: told once when it drops
+    below, and again only after it has recovered."""
+
+    rule = models.ForeignKey(NotificationRule, on_delete=models.PROTECT, related_name="watches")
+    contract_name = models.CharField(max_length=100)
+    below = models.BooleanField(default=False)
+    percent = models.FloatField()
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "contract_name"], name="one_watch_per_rule_contract")]
+
+    def __str__(self) -> str:
+        return f"{self.contract_name} for {self.rule.name}: {'below' if self.below else 'at or above'}"
+
+
+class Delivery(models.Model):
+    """One message to one rule's target: exactly what was sent, and how sending went."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"  # refused for good (a 4xx other than 429): not retried
+        GAVE_UP = "gave_up", "Gave up"  # NOTIFY_MAX_ATTEMPTS attempts failed
+
+    rule = models.ForeignKey(NotificationRule, on_delete=models.PROTECT, related_name="deliveries")
+    event = models.CharField(max_length=40, choices=EventKind.choices)
+    channel = models.CharField(max_length=20, choices=Channel.choices)
+    target = models.CharField(max_length=1000)
+    payload = models.JSONField(help_text="The JSON sent (email: subject and body): links and short facts only.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    next_attempt_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "deliveries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due")]
+
+    def __str__(self) -> str:
+        return f"{self.get_event_display()} to {self.rule.name}: {self.status}"

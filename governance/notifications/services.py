@@ -1,0 +1,279 @@
+"""Telling reviewers and operators: the rules operators keep, the one entry point the other
+layers call (``announce``), and sending a delivery.
+
+``announce`` runs inside the caller's transaction: the deliveries commit with the event or not
+at all, and the delivery task is queued only after that commit (``kernel.dispatch``). Sending
+happens in the worker, never in the request: a slow receiver can't slow an agent down.
+
+A delivery is claimed by moving its ``next_attempt_at`` past the request's timeout in one
+conditional UPDATE, so a redelivered task, the backstop sweep and a retry never send it twice at
+once. Targets come only from rules, and rules only from operators (the admin): nothing an agent
+sends can make the server connect somewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import timedelta
+from http.client import HTTPException
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from governance.kernel import dispatch, keys
+from governance.kernel.exceptions import Forbidden
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
+from governance.notifications import messages
+from governance.notifications.models import Channel, ComplianceWatch, Delivery, EventKind, NotificationRule
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "notifications.deliver"
+
+
+# Rules ------------------------------------------------------------------------------------------
+
+
+def _require(actor: Principal, perm: str) -> None:
+    if not actor.is_operator or not actor.has_perm(perm):
+        raise Forbidden(f"Managing notification rules needs the {perm} permission.")
+
+
+@transaction.atomic
+def save_rule(rule: NotificationRule, *, actor: Principal, changed: list[str]) -> NotificationRule:
+    """Add or change a rule (operators with the model permission): checked (the target above
+    all), recorded with who and which fields. The target is not written to the audit row."""
+    adding = rule.pk is None
+    _require(actor, "governance.add_notificationrule" if adding else "governance.change_notificationrule")
+    rule.full_clean()
+    if adding:
+        rule.created_by = actor.label
+    rule.save()
+    record(
+        actor=actor,
+        action="notification_rule.added" if adding else "notification_rule.changed",
+        target=rule,
+        fields=sorted(changed),
+        enabled=rule.enabled,
+    )
+    return rule
+
+
+@transaction.atomic
+def rotate_secret(rule: NotificationRule, *, actor: Principal) -> NotificationRule:
+    """A new signing secret; signatures made with the old one no longer verify."""
+    _require(actor, "governance.change_notificationrule")
+    NotificationRule.objects.filter(pk=rule.pk).update(secret_version=F("secret_version") + 1)
+    rule.refresh_from_db(fields=["secret_version"])
+    record(actor=actor, action="notification_rule.secret_rotated", target=rule, secret_version=rule.secret_version)
+    return rule
+
+
+def signing_secret(rule: NotificationRule) -> str:
+    """The rule's signing secret, derived (never stored): SECRET_KEY, the rule, its version."""
+    return keys.derived_secret(settings.SECRET_KEY, f"governance.notification-rule:{rule.pk}:{rule.secret_version}")
+
+
+# Announcing -------------------------------------------------------------------------------------
+
+
+def _matching(event: str, *, agent: str | None, domain: str | None) -> QuerySet[NotificationRule]:
+    """Enabled rules for ``event`` whose scope holds the agent and its domain."""
+    rules = NotificationRule.objects.filter(enabled=True, events__contains=[event])
+    rules = rules.filter(Q(agent__isnull=True) | Q(agent__agent_id=agent or ""))
+    return rules.filter(Q(domain="") | Q(domain=domain or ""))
+
+
+def _payload(channel: str, notice: messages.Notice) -> dict[str, object]:
+    if channel == Channel.SLACK:
+        return messages.slack(notice)
+    if channel == Channel.EMAIL:
+        return messages.email(notice)
+    return messages.generic(notice)
+
+
+def _queue(rule: NotificationRule, notice: messages.Notice) -> Delivery:
+    delivery = Delivery.objects.create(
+        rule=rule,
+        event=notice.event,
+        channel=rule.channel,
+        target=rule.target,
+        payload=_payload(rule.channel, notice),
+        next_attempt_at=timezone.now(),
+    )
+    dispatch.after_commit(DELIVER_TASK, delivery.pk)
+    return delivery
+
+
+def _notice(event: str, title: str, link_path: str, facts: dict[str, Any]) -> messages.Notice:
+    return messages.notice(
+        event=event,
+        event_label=EventKind(event).label,
+        title=title,
+        link=settings.NOTIFY_BASE_URL + link_path,
+        facts=facts,
+        at=timezone.now().isoformat(timespec="seconds"),
+    )
+
+
+def announce(
+    event: str, *, agent: str | None, domain: str | None, title: str, link_path: str, facts: dict[str, Any]
+) -> list[Delivery]:
+    """Tell every enabled rule for ``event`` whose scope holds ``agent`` and ``domain``: one
+    delivery each, sent after the caller's transaction commits. ``link_path`` is a path of this
+    control plane; the facts are short values (never an output, never a secret)."""
+    rules = list(_matching(event, agent=agent, domain=domain))
+    if not rules:
+        return []
+    notice = _notice(event, title, link_path, facts)
+    return [_queue(rule, notice) for rule in rules]
+
+
+def compliance_rules() -> list[NotificationRule]:
+    """The enabled rules watching contract compliance (the contracts layer measures for each)."""
+    rules = NotificationRule.objects.filter(enabled=True, events__contains=[EventKind.CONTRACT_COMPLIANCE])
+    return list(rules.select_related("agent"))
+
+
+@transaction.atomic
+def compliance_measured(
+    rule: NotificationRule, *, contract: str, percent: float, link_path: str, facts: dict[str, Any]
+) -> Delivery | None:
+    """A contract's compliance as ``rule`` measures it: told once when it drops below the rule's
+    threshold, re-armed when it is back at or above it. The watch row is locked, so concurrent
+    checks tell once."""
+    now = timezone.now()
+    watch, _ = ComplianceWatch.objects.select_for_update().get_or_create(
+        rule=rule, contract_name=contract, defaults={"percent": percent, "changed_at": now}
+    )
+    below = percent < (rule.threshold_percent or 0)
+    crossed = below and not watch.below
+    if below != watch.below:
+        watch.below, watch.changed_at = below, now
+    watch.percent = percent
+    watch.save()
+    if not crossed:
+        return None
+    title = f"Contract {contract} compliance {percent:.0f}% is below {rule.threshold_percent}%"
+    return _queue(rule, _notice(EventKind.CONTRACT_COMPLIANCE, title, link_path, facts))
+
+
+# Sending ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # a Delivery.Status, or "busy" when another run holds the delivery
+    retry_in: int | None = None  # seconds until the next attempt, when one is due
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not a new target: the target is the operator's URL and no other."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+class _Refused(Exception):
+    """The receiver answered; ``retry`` says whether asking again may help."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+def _post(delivery: Delivery) -> None:
+    sent = messages.body(delivery.payload)
+    headers = {"Content-Type": "application/json", "User-Agent": "governance-notifications"}
+    if delivery.channel == Channel.SIGNED_WEBHOOK:
+        headers |= messages.signed_headers(signing_secret(delivery.rule), str(int(time.time())), sent)
+        headers |= {messages.EVENT_HEADER: delivery.event, messages.DELIVERY_HEADER: str(delivery.pk)}
+    request = urllib.request.Request(delivery.target, data=sent, headers=headers, method="POST")
+    try:
+        with _OPENER.open(request, timeout=settings.NOTIFY_TIMEOUT_SECONDS) as response:
+            response.read(1024)
+    except urllib.error.HTTPError as exc:
+        answer = exc.read(messages.ERROR_CHARS).decode("utf-8", "replace")
+        raise _Refused(f"HTTP {exc.code}: {answer}", retry=messages.retryable(exc.code)) from exc
+    except (urllib.error.URLError, HTTPException, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc.__class__.__name__
+        raise _Refused(f"unreachable: {reason}", retry=True) from exc
+
+
+def _mail(delivery: Delivery) -> None:
+    try:
+        send_mail(
+            str(delivery.payload["subject"]),
+            str(delivery.payload["body"]),
+            settings.DEFAULT_FROM_EMAIL,
+            messages.addresses(delivery.target),
+        )
+    except (OSError, ValueError) as exc:  # smtplib's errors are OSErrors
+        raise _Refused(f"mail: {exc.__class__.__name__}: {exc}", retry=True) from exc
+
+
+def _claim(delivery_id: int) -> bool:
+    """Take a due pending delivery for one attempt; False when another run has it or it is done."""
+    now = timezone.now()
+    hold = now + timedelta(seconds=settings.NOTIFY_TIMEOUT_SECONDS + 60)
+    return bool(
+        Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, next_attempt_at__lte=now).update(
+            attempts=F("attempts") + 1, next_attempt_at=hold
+        )
+    )
+
+
+def attempt(delivery_id: int) -> Outcome:
+    """One attempt at a delivery: sent, failed for good (a 4xx other than 429), retried later with
+    a doubling wait, or given up after NOTIFY_MAX_ATTEMPTS. Idempotent: a delivery that is not
+    due, or no longer pending, is left alone."""
+    if not _claim(delivery_id):
+        return Outcome("busy")
+    delivery = Delivery.objects.select_related("rule").get(pk=delivery_id)
+    try:
+        _mail(delivery) if delivery.channel == Channel.EMAIL else _post(delivery)
+    except _Refused as exc:
+        return _after_failure(delivery, str(exc), retry=exc.retry)
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=Delivery.Status.SENT, finished_at=timezone.now(), last_error=""
+    )
+    return Outcome(Delivery.Status.SENT)
+
+
+def _after_failure(delivery: Delivery, error: str, *, retry: bool) -> Outcome:
+    now = timezone.now()
+    error = messages.error_text(error.replace(delivery.target, "<target>"))
+    logger.warning("[notifications] delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, error)
+    if retry and delivery.attempts < settings.NOTIFY_MAX_ATTEMPTS:
+        wait = messages.backoff_seconds(delivery.attempts, settings.NOTIFY_RETRY_SECONDS)
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now + timedelta(seconds=wait), last_error=error)
+        return Outcome(Delivery.Status.PENDING, retry_in=wait)
+    status = Delivery.Status.GAVE_UP if retry else Delivery.Status.FAILED
+    Delivery.objects.filter(pk=delivery.pk).update(status=status, finished_at=now, last_error=error)
+    return Outcome(status)
+
+
+def resend_due(*, batch: int = 200) -> dict[str, int]:
+    """Backstop (beat): queue again the pending deliveries whose attempt is overdue by a minute,
+    those a broker outage or a lost worker left behind. Claiming keeps a double queue harmless."""
+    overdue = timezone.now() - timedelta(minutes=1)
+    due = list(
+        Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=overdue)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:batch]
+    )
+    for pk in due:
+        dispatch.send(DELIVER_TASK, pk)
+    return {"queued": len(due)}

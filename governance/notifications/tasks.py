@@ -1,0 +1,26 @@
+"""Sending notifications: one task per delivery, retried with a doubling wait, and a backstop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from governance.notifications import services
+
+
+@shared_task(name="notifications.deliver", bind=True, ignore_result=True, acks_late=True, max_retries=None)
+def deliver(self: Any, delivery_id: int) -> str:
+    """One attempt; when it failed and may be tried again, the task comes back after the wait the
+    delivery row holds. The row counts the attempts (NOTIFY_MAX_ATTEMPTS), not Celery, so a
+    redelivered message cannot send more than that."""
+    outcome = services.attempt(delivery_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.status
+
+
+@shared_task(name="notifications.resend_due", ignore_result=True, acks_late=True)
+def resend_due() -> dict[str, int]:
+    """Queue again the deliveries whose attempt is overdue (a broker outage, a lost worker)."""
+    return services.resend_due()
