@@ -376,6 +376,10 @@ RETENTION_TOOL_CALLS_DAYS = env.integer("RETENTION_TOOL_CALLS_DAYS", 90)
 RETENTION_SESSION_MESSAGES_DAYS = env.integer("RETENTION_SESSION_MESSAGES_DAYS", 180)
 RETENTION_TASK_RUNS_DAYS = env.integer("RETENTION_TASK_RUNS_DAYS", 30)
 RETENTION_BATCH_SIZE = env.integer("RETENTION_BATCH_SIZE", 10_000)
+# Where `manage.py backup` writes by default, and the pg_dump / pg_restore to use (governance/kernel/backups.py;
+# empty: PostgreSQL 16's, shipped with pgserver).
+BACKUP_DIR = Path(env.string("BACKUP_DIR", str(VAR_DIR / "backups"))).resolve()
+BACKUP_PG_BIN_DIR = env.string("BACKUP_PG_BIN_DIR")
 
 # --- API -----------------------------------------------------------------------------------------
 

@@ -144,8 +144,13 @@ def ensure_database(server: EmbeddedServer, name: str) -> None:
             logger.info("[embedded_db] database created: %s", name)
 
 
+def bin_dir() -> Path:
+    """PostgreSQL 16's programs (pg_ctl, pg_dump, pg_restore, ...), shipped inside pgserver."""
+    return Path(_pgserver().__file__).parent / "pginstall" / "bin"
+
+
 def _pg_ctl(pgdata: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    pg_ctl = Path(_pgserver().__file__).parent / "pginstall" / "bin" / "pg_ctl"
+    pg_ctl = bin_dir() / "pg_ctl"
     command = [str(pg_ctl), "-D", str(pgdata), *args]
     if os.geteuid() == 0:
         # pgserver runs PostgreSQL as an unprivileged user when we are root; so must pg_ctl.

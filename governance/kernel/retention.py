@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from django.db import transaction
 from django.db.models import QuerySet
 
-ARCHIVE = "archive"
-PRUNE = "prune"
+ARCHIVE: Final = "archive"
+PRUNE: Final = "prune"
 
 
 @dataclass(frozen=True)

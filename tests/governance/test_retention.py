@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -45,7 +45,7 @@ def policy(settings):
     return settings
 
 
-def ago(days: float) -> timezone.datetime:
+def ago(days: float) -> datetime:
     return timezone.now() - timedelta(days=days)
 
 
@@ -88,7 +88,7 @@ def _finished(session: AISession, days: float, phase: str = "COMPLETED") -> AISe
 @pytest.fixture
 def world(db) -> World:
     agent = load("agent.seo.vlevel")
-    item = ReviewItemFactory(kind="tool_approval", agent=agent)
+    item = ReviewItemFactory.create(kind="tool_approval", agent=agent)
     granted = ToolCall.objects.create(agent=agent, tool_id="gsc.read", called_at=ago(90))
     ToolGrant.objects.create(
         agent=agent,
@@ -100,24 +100,24 @@ def world(db) -> World:
         used_at=ago(90),
     )
     logged = ToolCall.objects.create(agent=agent, tool_id="mcp__s__sql", called_at=ago(90))
-    GatewayCallFactory(agent=agent, called_at=ago(90), tool_call=logged)
-    automation = AutomationFactory(agent=agent)
+    GatewayCallFactory.create(agent=agent, called_at=ago(90), tool_call=logged)
+    automation = AutomationFactory.create(agent=agent)
     return World(
-        old_check=ContractCheckFactory(agent=agent, output={"status": "ok"}, checked_at=ago(DAYS + 1)),
-        new_check=ContractCheckFactory(agent=agent, output={"status": "ok"}, checked_at=ago(DAYS - 1)),
+        old_check=ContractCheckFactory.create(agent=agent, output={"status": "ok"}, checked_at=ago(DAYS + 1)),
+        new_check=ContractCheckFactory.create(agent=agent, output={"status": "ok"}, checked_at=ago(DAYS - 1)),
         old_call=GatewayCall.objects.filter(tool_call=logged).get(),
-        new_call=GatewayCallFactory(agent=agent, called_at=ago(DAYS - 1)),
+        new_call=GatewayCallFactory.create(agent=agent, called_at=ago(DAYS - 1)),
         old_tool_call=ToolCall.objects.create(agent=agent, tool_id="gsc.read", called_at=ago(DAYS + 1)),
         new_tool_call=ToolCall.objects.create(agent=agent, tool_id="gsc.read", called_at=ago(DAYS - 1)),
         granted_tool_call=granted,
         logged_tool_call=logged,
-        finished_old=_finished(AISessionFactory(agent=agent), DAYS + 1),
-        finished_recent=_finished(AISessionFactory(agent=agent), DAYS - 1),
-        resumable_old=_finished(AISessionFactory(agent=agent, type="AUTOMATION"), DAYS + 1, phase="IDLE"),
+        finished_old=_finished(AISessionFactory.create(agent=agent), DAYS + 1),
+        finished_recent=_finished(AISessionFactory.create(agent=agent), DAYS - 1),
+        resumable_old=_finished(AISessionFactory.create(agent=agent, type="AUTOMATION"), DAYS + 1, phase="IDLE"),
         seed_old=_finished(automation.seed_session, DAYS + 1),
-        old_run=TaskRunFactory(task_name="governance.heartbeat", started_at=ago(DAYS + 1)),
-        new_run=TaskRunFactory(task_name="governance.heartbeat", started_at=ago(1)),
-        lone_old_run=TaskRunFactory(task_name="memory.full_scoring", started_at=ago(DAYS + 5)),
+        old_run=TaskRunFactory.create(task_name="governance.heartbeat", started_at=ago(DAYS + 1)),
+        new_run=TaskRunFactory.create(task_name="governance.heartbeat", started_at=ago(1)),
+        lone_old_run=TaskRunFactory.create(task_name="memory.full_scoring", started_at=ago(DAYS + 5)),
     )
 
 
@@ -200,9 +200,9 @@ def test_decisions_the_audit_trail_jobs_and_kpis_are_never_touched(world):
     job = submit_job(agent, {"urls": ["https://shop.test/a"]})
     Job.objects.filter(pk=job.pk).update(created_at=ago(400), finished_at=ago(400), status="done")
     Escalation.objects.create(job=job, triggers=["x"], reason="old", timeout_hours=1, deadline=ago(399))
-    decided = ReviewItemFactory(kind="escalation", agent=agent)
+    decided = ReviewItemFactory.create(kind="escalation", agent=agent)
     reviews.decide(decided.pk, actor=SYSTEM, decision="expire", notify=False)
-    KpiSampleFactory(agent=agent, recorded_at=ago(400))
+    KpiSampleFactory.create(agent=agent, recorded_at=ago(400))
     AuditEvent.objects.update(at=ago(400))
     before = _untouched()
 
@@ -266,7 +266,7 @@ def test_batches_smaller_than_the_rows_still_do_them_all(world):
         ToolCall(agent=agent, tool_id="gsc.read", called_at=ago(DAYS + 2 + n / 100)) for n in range(10)
     )
     for _ in range(6):
-        ContractCheckFactory(agent=agent, output={"n": 1}, checked_at=ago(DAYS + 3))
+        ContractCheckFactory.create(agent=agent, output={"n": 1}, checked_at=ago(DAYS + 3))
 
     rows = _rows(run_retention(actor=SYSTEM, batch_size=3))
 
@@ -322,7 +322,7 @@ def test_two_runs_at_once_share_the_rows_without_counting_one_twice(policy):
     ToolCall.objects.bulk_create(
         ToolCall(agent=agent, tool_id="gsc.read", called_at=ago(DAYS + 1 + n / 1000)) for n in range(600)
     )
-    contract = ContractFactory()
+    contract = ContractFactory.create()
     ContractCheck.objects.bulk_create(
         ContractCheckFactory.build(agent=agent, contract=contract, output={"n": n}, checked_at=ago(DAYS + 1))
         for n in range(400)
