@@ -6,6 +6,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from agents.models import Agent, Job
+from governance.kernel import tracing
 from governance.kernel.access import get_for, require_owner_agent
 from governance.kernel.exceptions import Forbidden, NotFound
 from governance.kernel.principals import Principal
@@ -29,6 +30,13 @@ def visible_job(principal: Principal, job_id: UUID) -> Job:
         principal, Job.objects.select_related("agent", "manifest"), job_id, perm="agents.view_job", what="job"
     )
     assert isinstance(job, Job)
+    return traced(job)
+
+
+def traced(job: Job) -> Job:
+    """The request is about ``job``: its spans and log lines name the job, the agent's traceId and
+    the agent, and so do the tasks it queues (governance/kernel/tracing.py)."""
+    tracing.annotate_job(job_id=job.job_id, trace_id=job.trace_id, agent_id=job.agent.agent_id)
     return job
 
 

@@ -10,7 +10,7 @@ from ninja import Header, Router, Schema, Status
 from ninja.pagination import paginate
 
 from agents import jobs
-from agents.access import owned_job, visible_job
+from agents.access import owned_job, traced, visible_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
@@ -65,6 +65,7 @@ def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn
     """Submit a JobEnvelope. 201 created; 200 with `Idempotent-Replayed: true` and the original
     job when the same idempotency key was seen within the result TTL."""
     job, created = jobs.submit_job(data, actor=request.auth)
+    traced(job)
     if not created:
         response["Idempotent-Replayed"] = "true"
     return Status(201 if created else 200, serialize(job))
@@ -126,7 +127,7 @@ def lease_next_job(request: HttpRequest, data: LeaseIn | None = None) -> Status:
     job = jobs.lease_next(
         actor=principal, owner=_lease_owner(principal, data), ttl_seconds=data.ttlSeconds if data else None
     )
-    return Status(200, serialize(job)) if job is not None else Status(204, None)
+    return Status(200, serialize(traced(job))) if job is not None else Status(204, None)
 
 
 @router.get("/{job_id}", operation_id="get_job", response=JobOut)

@@ -17,7 +17,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents import approvals, jobs
-from agents.access import owned_job
+from agents.access import owned_job, traced
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.jobs_api import serialize
 from agents.schemas import JobOut, JobResultOut
@@ -163,7 +163,7 @@ def _writer(principal: Principal, lease_owner: str | None) -> str:
 
 def _submit_job(principal: Principal, data: JobEnvelopeIn) -> dict[str, Any]:
     job, created = jobs.submit_job(data, actor=principal)
-    return {**serialize(job), "created": created}
+    return {**serialize(traced(job)), "created": created}
 
 
 def _lease_job(principal: Principal, data: LeaseArguments) -> dict[str, Any]:

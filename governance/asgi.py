@@ -4,7 +4,8 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
 
-from governance.kernel import runtime
+from governance.kernel import runtime, tracing
 
 runtime.prepare()
+tracing.setup("governance-web")
 application = get_asgi_application()

@@ -76,6 +76,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "governance.kernel.metrics.MetricsMiddleware",
+    # Before the rest, so every answer (a 413, a redirect to https) says X-Request-ID and every
+    # line logged for it carries the id.
+    "governance.kernel.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "governance.kernel.middleware.ApiProblemMiddleware",
@@ -307,8 +310,14 @@ LOGGING = {
         "text": {"()": "governance.kernel.logs.TextFormatter"},
         "json": {"()": "governance.kernel.logs.JsonFormatter"},
     },
+    # The request, task, job and trace ids on every line (governance/kernel/logs.py).
+    "filters": {"context": {"()": "governance.kernel.logs.ContextFilter"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "text"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "text",
+            "filters": ["context"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -331,6 +340,10 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
 SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
 
 # --- Traces (OpenTelemetry) ----------------------------------------------------------------------
+
+# Set, every process exports its spans there over OTLP/HTTP (governance/kernel/tracing.py); unset,
+# nothing of OpenTelemetry is loaded. The SDK reads the other OTEL_* variables itself.
+OTEL_EXPORTER_OTLP_ENDPOINT = env.string("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 
 # --- Notifications -------------------------------------------------------------------------------
 

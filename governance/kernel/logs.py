@@ -1,17 +1,80 @@
-"""Log formatters: ``[module] short_msg: details`` for people, one JSON object per line for machines."""
+"""Log formatters: ``[module] short_msg: details`` for people, one JSON object per line for machines.
+
+Every line also says which request, task and trace it belongs to: ``ContextFilter`` (on the console
+handler, settings.LOGGING) adds what the ``context`` variable holds (the request id the middleware
+gave the request, the job it is about, the Celery task it runs in, the request that queued that
+task) and, with tracing on (governance/kernel/tracing.py), the current trace and span ids. The text
+format shows them at the end of the line, the JSON one as fields.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+# What the current request or task is: request_id, job_id, job_trace_id, agent_id, task_id.
+context: ContextVar[Mapping[str, str]] = ContextVar("log_context", default=MappingProxyType({}))
+# The keys a task inherits from whoever queued it (its own task_id is its own).
+CARRIED = ("request_id", "job_id", "job_trace_id", "agent_id")
+# An X-Request-ID a client sends is kept only if it is a short token: it ends up in every line.
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+# The text format's short names, in the order shown.
+_TEXT_LABELS = {"request_id": "request", "task_id": "task", "job_id": "job", "trace_id": "trace"}
+
+_trace_ids: Callable[[], tuple[str, str] | None] | None = None
+
+
+def request_id(sent: str | None) -> str:
+    """The id of a request: the client's X-Request-ID when it is a short safe token (so a proxy's
+    id follows the request through), else a new one."""
+    if sent and _SAFE_REQUEST_ID.fullmatch(sent):
+        return sent
+    return uuid.uuid4().hex
+
+
+def bind(**values: str) -> None:
+    """Add to the current context (the middleware resets it at the end of the request)."""
+    context.set({**context.get(), **values})
+
+
+def use_trace_ids(source: Callable[[], tuple[str, str] | None]) -> None:
+    """Tracing's (trace id, span id) of the current span, or None outside one."""
+    global _trace_ids
+    _trace_ids = source
+
+
+class ContextFilter(logging.Filter):
+    """Adds the context's ids to every record (never over a field the call itself passed)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fields = dict(context.get())
+        ids = _trace_ids() if _trace_ids is not None else None
+        if ids is not None:
+            fields["trace_id"], fields["span_id"] = ids
+        for key, value in fields.items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        return True
 
 
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        ids = " ".join(
+            f"{label}={value}" for key, label in _TEXT_LABELS.items() if (value := getattr(record, key, None))
+        )
+        return f"{line} [{ids}]" if ids else line
 
 
 class JsonFormatter(logging.Formatter):

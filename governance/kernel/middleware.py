@@ -1,4 +1,4 @@
-"""Request-level guards that must run before any view reads the body."""
+"""Request-level middleware: the request id, and the guards that must run before any view reads the body."""
 
 from __future__ import annotations
 
@@ -6,11 +6,36 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.log import log_response
 
-from governance.kernel import validation
+from governance.kernel import logs, tracing, validation
 from governance.kernel.problems import PROBLEM_CONTENT_TYPE, problem_response
 
 API_PREFIX = "/api/v1/"
+
+
+class RequestIdMiddleware:
+    """Give every request an id (the client's X-Request-ID when it is a short safe token, else a
+    new one), answer it in X-Request-ID, and put it in the log lines and on the trace of the
+    request (governance/kernel/logs.py), and of the tasks it queues."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = logs.request_id(request.headers.get("X-Request-ID"))
+        token = logs.context.set({"request_id": request_id})
+        try:
+            tracing.annotate_request(request_id)
+            response = self.get_response(request)
+            if response.status_code >= 400:
+                # Django's own line for an error answer ("Not Found: /path"), written while the
+                # request's ids are still current; Django then sees it logged and skips its own.
+                log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+        finally:
+            logs.context.reset(token)
+        response["X-Request-ID"] = request_id
+        return response
 
 
 class RequestSizeLimitMiddleware:

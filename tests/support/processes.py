@@ -179,14 +179,18 @@ def celery_worker(tmp_path: Path, *, wait_ready: bool = False, **extra_env: str)
 
 
 @contextmanager
-def gunicorn(tmp_path: Path, *, workers: int = 2, threads: int = 8, options: tuple[str, ...] = ()) -> Iterator[str]:
+def gunicorn(
+    tmp_path: Path, *, workers: int = 2, threads: int = 8, options: tuple[str, ...] = (), **extra_env: str
+) -> Iterator[str]:
     """gunicorn serving the project on the test database (``workers`` processes x ``threads``,
-    and any other command-line ``options``); yields the base URL once /api/v1/health answers."""
+    and any other command-line ``options``); yields the base URL once /api/v1/health answers.
+    ``extra_env`` adds to its environment (a `Worker`'s ``CELERY_QUEUE`` and ``CELERY_BROKER_URL``
+    to queue to it)."""
     import urllib.request
 
     port = free_port()
     tmp_path.mkdir(parents=True, exist_ok=True)
-    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())
+    child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), **extra_env)
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
