@@ -33,7 +33,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance import demo_credentials
-from governance.kernel import queues, runtime
+from governance.kernel import metrics, queues, runtime
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
@@ -64,6 +64,7 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
             *(python, "-m", "gunicorn", "governance.wsgi", "--bind", f"{host}:{port}"),
             *("--workers", os.environ.get("WEB_CONCURRENCY", "2"), "--threads", os.environ.get("WEB_THREADS", "8")),
             *("--access-logfile", "-", "--graceful-timeout", "10", "--no-control-socket"),
+            *("--config", "python:governance.gunicorn_conf"),
         ]
     if role in ("all", "worker"):
         concurrency = int(os.environ.get("CELERY_CONCURRENCY", "2"))
@@ -134,6 +135,8 @@ class Command(BaseCommand):
         exit_code = 0
         try:
             if role == "all":
+                # This process supervises every process of the host: last run's metric files go.
+                metrics.reset_multiprocess_dir()
                 call_command("migrate", interactive=False, verbosity=0)
                 if not no_demo:
                     call_command("load_demo", stdout=self.stdout)
