@@ -106,9 +106,10 @@ def run_retention(*, actor: Principal, dry_run: bool = False, batch_size: int | 
     if actor.is_agent or (actor.is_operator and not actor.has_perm(PERMISSION)):
         raise Forbidden(f"Retention needs an operator with the {PERMISSION} permission.")
     batch_size = batch_size or settings.RETENTION_BATCH_SIZE
+    every_days = {setting: _days(setting) for setting, _ in POLICIES}  # a bad setting stops the run before it starts
     report = Report(dry_run=dry_run, started_at=timezone.now())
     for setting, policy in POLICIES:
-        days = _days(setting)
+        days = every_days[setting]
         table = policy.candidates(report.started_at).model._meta.db_table
         clock = time.monotonic()
         cutoff = report.started_at - timedelta(days=days) if days else None

@@ -304,6 +304,8 @@ def test_a_negative_setting_is_refused_before_anything_is_done(world, policy):
     policy.RETENTION_TASK_RUNS_DAYS = -1
     with pytest.raises(CommandError, match="RETENTION_TASK_RUNS_DAYS must be 0"):
         call_command("apply_retention", stdout=io.StringIO())
+    assert ToolCall.objects.count() == 4  # the steps before task runs did not run either
+    assert not ContractCheck.objects.filter(output__isnull=True).exists()
 
 
 def test_the_daily_task_is_scheduled_and_returns_its_report(world):
