@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
 from collections import Counter
 from datetime import timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from celery.signals import after_task_publish
@@ -65,7 +63,7 @@ from sessions import hosted, scheduler
 from sessions.automations import create_automation
 from sessions.models import AISession, Automation, ProviderCall
 from tests.support.hosted import PROFILE, allow_profiles, hosted_run, local_profile, openai_answer
-from tests.support.http_servers import serving
+from tests.support.http_servers import SlowOllama, serving
 from tests.support.jobs import submit_job
 from tests.support.manifests import manifest_text
 from tests.support.processes import celery_worker_process, sending_to, wait_for
@@ -81,40 +79,6 @@ EMBED_SECONDS = 0.04  # per text, at the stand-in: a task of CHUNK texts takes a
 CHUNK = 20
 AGENTS = 12
 JOBS = 6
-
-
-class SlowOllama:
-    """Ollama's /api/embeddings, slowly; counts the requests per text (on arrival)."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.lock = threading.Lock()
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                text = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
-                with outer.lock:
-                    outer.calls[text] += 1
-                time.sleep(EMBED_SECONDS)
-                digest = hashlib.blake2b(text.encode(), digest_size=DIMENSION).digest()
-                body = json.dumps({"embedding": [byte / 255 for byte in digest]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        return Handler
-
-    def snapshot(self) -> Counter[str]:
-        with self.lock:
-            return Counter(self.calls)
 
 
 def import_learnings(first: int, chunks: int) -> list[Learning]:
@@ -222,7 +186,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
     def on_publish(sender=None, headers=None, **_):
         published[headers["id"]] = headers["task"]
 
-    embedder = SlowOllama()
+    embedder = SlowOllama(seconds=EMBED_SECONDS, dimension=DIMENSION)
     queue = f"test-crash-{uuid.uuid4().hex[:8]}"
     worker_env = {
         "CELERY_QUEUE": queue,
