@@ -17,6 +17,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    from governance.kernel import metrics
+    try:
+        from governance.kernel import metrics
 
-    metrics.mark_dead(worker.pid)
+        metrics.mark_dead(worker.pid)
+    except Exception:  # an exception here would stop gunicorn's master: its workers matter more
+        server.log.exception("could not drop the metrics of worker %s", worker.pid)

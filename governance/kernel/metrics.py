@@ -19,6 +19,9 @@ Access: from loopback without a token, when nothing forwarded the request (a loc
 or `curl` on the host); from elsewhere only with ``Authorization: Bearer <METRICS_TOKEN>``.
 Agents' API keys are never accepted: the figures name agents and contracts.
 
+The module imports nothing that needs Django's apps loaded: gunicorn's master imports it for
+``mark_dead`` without setting Django up.
+
 Labels are bounded by what operators configure (agent ids, contract names, task names, route
 patterns), never a job, session or path: each label value is a time series kept forever.
 """
@@ -254,6 +257,9 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
 def view(request: HttpRequest) -> HttpResponse:
     refused = _refusal(request)
     if refused is not None:
+        from governance.kernel.web_security import client_ip  # loads axes: not in gunicorn's master
+
+        logger.warning("[metrics] refused %s from %s", refused.status_code, client_ip(request))
         return refused
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=str(directory()))

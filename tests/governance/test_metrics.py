@@ -296,6 +296,7 @@ def test_two_gunicorn_workers_add_up_and_a_dead_one_still_counts(transactional_d
         assert value(samples, "governance_http_requests_total", **login, status="2xx") == requests
         in_progress = series(samples, "governance_http_requests_in_progress")
         assert sum(in_progress.values()) == 1  # this scrape only
+    assert "Traceback" not in (tmp_path / "gunicorn.log").read_text()  # the hook never troubled the master
 
 
 @pytest.mark.process
