@@ -38,6 +38,7 @@ from governance.notifications.models import Channel, ComplianceWatch, Delivery, 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "notifications.deliver"
+STOPPED = "the rule was disabled before this was sent"
 
 
 # Rules ------------------------------------------------------------------------------------------
@@ -239,6 +240,9 @@ def attempt(delivery_id: int) -> Outcome:
     """One attempt at a delivery: sent, failed for good (a 4xx other than 429), retried later with
     a doubling wait, or given up after NOTIFY_MAX_ATTEMPTS. Idempotent: a delivery that is not
     due, or no longer pending, is left alone."""
+    stopped = Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, rule__enabled=False)
+    if stopped.update(status=Delivery.Status.FAILED, finished_at=timezone.now(), last_error=STOPPED):
+        return Outcome(Delivery.Status.FAILED)  # an operator disabled the rule: its retries stop with it
     if not _claim(delivery_id):
         return Outcome("busy")
     delivery = Delivery.objects.select_related("rule").get(pk=delivery_id)

@@ -11,12 +11,14 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core import mail
 from django.db import transaction
 from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
 from agents import approvals, escalations, kpi_alerts, tools
 from governance.contracts import services as contracts
@@ -271,6 +273,26 @@ def test_a_429_is_retried_and_the_delivery_gives_up_after_the_last_attempt(recei
 
 
 @pytest.mark.django_db
+def test_disabling_a_rule_stops_its_pending_retries(receiver, admin_operator, vlevel):
+    receiver.statuses = [503]
+    rule = make_rule(admin_operator, target=receiver.url)
+    open_item("session_validation", vlevel)
+    (delivery,) = Delivery.objects.all()
+    notifications.attempt(delivery.pk)
+
+    rule.enabled = False
+    notifications.save_rule(rule, actor=Principal(user=admin_operator), changed=["enabled"])
+    (delivery,) = send_pending()
+
+    assert (delivery.status, delivery.attempts, delivery.last_error) == (
+        "failed",
+        1,
+        "the rule was disabled before this was sent",
+    )
+    assert len(receiver.got) == 1
+
+
+@pytest.mark.django_db
 def test_an_unreachable_receiver_is_retried_with_a_doubling_wait(admin_operator, vlevel, settings):
     settings.NOTIFY_RETRY_SECONDS = 10
     make_rule(admin_operator, target=f"http://127.0.0.1:{free_port()}/hook")
@@ -286,6 +308,22 @@ def test_an_unreachable_receiver_is_retried_with_a_doubling_wait(admin_operator,
     assert waits == [10, 20, 40]
     assert delivery.last_error.startswith("unreachable")
     assert "127.0.0.1" not in delivery.last_error
+
+
+@pytest.mark.django_db
+def test_the_backstop_queues_again_only_deliveries_overdue_by_a_minute(admin_operator, vlevel):
+    """A delivery whose task was lost (broker down at commit) is found again by the beat task;
+    one just queued, or waiting for its retry, is left to its own task."""
+    make_rule(admin_operator, target="https://hooks.example.com/x")
+    for _ in range(3):
+        open_item("session_validation", vlevel)
+    lost, _just_queued, retrying = Delivery.objects.order_by("pk")
+    Delivery.objects.filter(pk=lost.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+    Delivery.objects.filter(pk=retrying.pk).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
+
+    assert notifications.resend_due() == {"queued": 1}
+    beat = PeriodicTask.objects.get(name="notifications resend")
+    assert (beat.task, beat.interval.every, beat.enabled) == ("notifications.resend_due", 300, True)
 
 
 # Which events fire, for whom ------------------------------------------------------------------
