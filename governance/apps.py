@@ -8,7 +8,7 @@ class GovernanceConfig(AppConfig):
 
     def ready(self) -> None:
         from governance import gauges
-        from governance.kernel import metrics, roles, taskruns
+        from governance.kernel import checks, metrics, roles, taskruns  # noqa: F401  (checks: registers them)
 
         taskruns.connect()
         metrics.connect()

@@ -38,3 +38,28 @@ def test_the_defaults_pass():
 
 def test_the_embedding_choices_are_the_backends_that_exist():
     assert set(CHOICES["EMBEDDING_BACKEND"]) == set(BACKEND_NAMES)
+
+
+def test_manage_py_check_deploy_runs_the_governance_checks(tmp_path):
+    """In a process of its own, as an operator runs it: the checks register when the app loads,
+    not only when a test imports their module."""
+    import subprocess
+
+    from tests.support.processes import BASE_DIR, PYTHON, process_env
+
+    child_env = process_env(
+        tmp_path / "var",
+        DATABASE_URL="postgresql://nobody@127.0.0.1:1/unused",  # `check` never connects
+        CELERY_TASK_TIME_LIMIT="600",
+        CELERY_VISIBILITY_TIMEOUT="60",
+    )
+    result = subprocess.run(
+        [PYTHON, "manage.py", "check", "--deploy"],
+        cwd=BASE_DIR,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "governance.W001" in result.stderr + result.stdout  # the key generated under var/
+    assert "governance.W005" in result.stderr + result.stdout  # the visibility timeout
