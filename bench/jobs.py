@@ -262,8 +262,9 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_server(port: int, log: Path) -> subprocess.Popen:
-    """gunicorn as ``make run`` starts it, minus the access log (it would time our disk)."""
+def start_server(port: int, log: Path, db_name: str = DB_NAME) -> subprocess.Popen:
+    """gunicorn as ``make run`` starts it, minus the access log (it would time our disk), on
+    ``db_name`` of the embedded PostgreSQL (other benchmarks serve their own database)."""
     command = [
         sys.executable,
         "-m",
@@ -277,7 +278,7 @@ def start_server(port: int, log: Path) -> subprocess.Popen:
         "10",
         "--no-control-socket",
     ]
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "EMBEDDED_DB_NAME": DB_NAME, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS, "EMBEDDED_DB_NAME": db_name, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         # Own session: a terminal Ctrl-C reaches only us, and we stop the server ourselves.
         return subprocess.Popen(
