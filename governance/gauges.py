@@ -2,9 +2,9 @@
 
 Every figure is the database's own, read by an aggregate that an index answers or that runs over
 a small set: jobs not finished yet, sessions not completed, the pending inbox, open KPI alerts,
-the contract checks' daily aggregates (never the checks table itself, which holds millions of
-rows), learnings by scope, rows without a vector. Tables too big to count at each scrape (tool
-calls, finished jobs) are counted as they are written instead (``metrics.count_on_commit``).
+learnings by scope, rows without a vector. Tables too big to count at each scrape (tool calls,
+finished jobs, contract checks: ten million rows, whose daily aggregates alone reach a million
+rows a year) are counted as they are written instead (``metrics.count_on_commit``).
 
 It lives in the project package, the layer that may read every app's tables; the kernel only
 knows it as a registered source.
@@ -15,13 +15,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, Min
 from django.utils import timezone
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from agents.models import Job, KpiAlert
-from governance.contracts.models import ContractDailyStat
 from governance.kernel import health
 from governance.kernel.metrics import PREFIX
 from governance.reviews.models import ReviewItem
@@ -38,7 +37,6 @@ def collect() -> Iterator[Metric]:
     yield from sessions()
     yield from inbox()
     yield from kpi_alerts()
-    yield from contract_checks()
     yield from learnings()
     yield from embedding_backlog()
     yield from heartbeat()
@@ -107,25 +105,6 @@ def kpi_alerts() -> Iterator[Metric]:
     for agent, metric in KpiAlert.objects.filter(resolved_at__isnull=True).values_list("agent__agent_id", "metric_id"):
         family.add_metric([agent, metric], 1)
     yield family
-
-
-def contract_checks() -> Iterator[Metric]:
-    """Checks and non-compliant checks per contract, summed from the daily aggregates the check
-    transaction keeps (ContractDailyStat: days x contracts x agents rows, not one per check)."""
-    checks = CounterMetricFamily(f"{PREFIX}contract_checks", "Outputs checked against a contract", labels=["contract"])
-    violations = CounterMetricFamily(
-        f"{PREFIX}contract_violations", "Checked outputs that broke their contract", labels=["contract"]
-    )
-    rows = (
-        ContractDailyStat.objects.order_by()
-        .values_list("contract_name")
-        .annotate(checks=Sum("checks"), violations=Sum("violations"))
-    )
-    for contract, n_checks, n_violations in rows:
-        checks.add_metric([contract], n_checks)
-        violations.add_metric([contract], n_violations)
-    yield checks
-    yield violations
 
 
 def learnings() -> Iterator[Metric]:

@@ -34,7 +34,7 @@ from governance.contracts.models import (
     ContractViolationStat,
     checked,
 )
-from governance.kernel import retention
+from governance.kernel import metrics, retention
 from governance.kernel.access import agent_or_perm, get_for
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
@@ -262,7 +262,18 @@ def check(
         ContractCheck.objects.bulk_create(rows)
         _aggregate(rows)
         _watch_compliance(rows)
+        _count(rows)
     return rows
+
+
+def _count(rows: Sequence[ContractCheck]) -> None:
+    """The metrics' checks and broken outputs per contract (a scrape never reads the checks table)."""
+    checks = Counter(row.contract_name for row in rows)
+    broken = Counter(row.contract_name for row in rows if not row.compliant)
+    for name, n in checks.items():
+        metrics.count_on_commit(metrics.CONTRACT_CHECKS, name, amount=n)
+    for name, n in broken.items():
+        metrics.count_on_commit(metrics.CONTRACT_VIOLATIONS, name, amount=n)
 
 
 def _watch_compliance(rows: Sequence[ContractCheck]) -> None:

@@ -12,7 +12,7 @@ counters stay counted; its "live" gauges (requests and tasks in progress) are dr
 What the tables say (jobs waiting, sessions by phase, the inbox, learnings...) is not counted
 here: it is read from the database at scrape time by the sources the apps register
 (``register``; governance/gauges.py), so it is always the database's own figure. Tables that
-grow to millions of rows (tool calls, jobs that finished) are counted when they are written
+grow to millions of rows (tool calls, jobs that finished, contract checks) are counted when they are written
 (``count_on_commit``) instead, as a query over them would make a scrape slow.
 
 Access: from loopback without a token, when nothing forwarded the request (a local Prometheus
@@ -88,6 +88,10 @@ TASKS_IN_PROGRESS = Gauge(
 JOBS_FINISHED = Counter(
     f"{PREFIX}jobs_finished", "Jobs that reached a final status, by agent and status", ["agent", "status"]
 )
+CONTRACT_CHECKS = Counter(f"{PREFIX}contract_checks", "Outputs checked against a contract", ["contract"])
+CONTRACT_VIOLATIONS = Counter(
+    f"{PREFIX}contract_violations", "Checked outputs that broke their contract (one or more violations)", ["contract"]
+)
 TOOL_CALLS = Counter(f"{PREFIX}tool_calls", "Tool calls recorded, by agent", ["agent"])
 TOOL_REFUSALS = Counter(f"{PREFIX}tool_refusals", "Tool calls refused, by reason", ["reason"])
 SESSION_PHASE_SECONDS = Histogram(
@@ -98,9 +102,10 @@ SESSION_PHASE_SECONDS = Histogram(
 )
 
 
-def count_on_commit(counter: Counter, *labels: str) -> None:
-    """Count one, once the transaction that wrote it commits (a rolled-back write counts nothing)."""
-    transaction.on_commit(counter.labels(*labels).inc)
+def count_on_commit(counter: Counter, *labels: str, amount: int = 1) -> None:
+    """Count ``amount``, once the transaction that wrote it commits (a rolled-back write counts nothing)."""
+    child = counter.labels(*labels)
+    transaction.on_commit(lambda: child.inc(amount))
 
 
 def observe_on_commit(histogram: Histogram, value: float, *labels: str) -> None:
