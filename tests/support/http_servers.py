@@ -37,12 +37,15 @@ def serving(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> I
 
 class SlowOllama:
     """Ollama's /api/embeddings, ``seconds`` per text, vectors of ``dimension`` derived from the
-    text; counts the requests per text (on arrival), so a test sees any text embedded twice."""
+    text; counts the requests per text (on arrival), so a test sees any text embedded twice.
+    While ``answering`` is cleared, requests wait: a test holds the work back until it is ready."""
 
     def __init__(self, *, seconds: float, dimension: int) -> None:
         self.seconds, self.dimension = seconds, dimension
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
+        self.answering = threading.Event()
+        self.answering.set()
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         outer = self
@@ -52,6 +55,7 @@ class SlowOllama:
                 text = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
                 with outer.lock:
                     outer.calls[text] += 1
+                outer.answering.wait()
                 time.sleep(outer.seconds)
                 digest = hashlib.blake2b(text.encode(), digest_size=outer.dimension).digest()
                 body = json.dumps({"embedding": [byte / 255 for byte in digest]}).encode()

@@ -78,9 +78,13 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
         )
         for name, (kinds, processes) in groups.items():
             taken = ",".join(queues.queue_name(prefix, kind) for kind in kinds)
+            # A node name unique on the machine (this supervisor's pid): RabbitMQ gives each node an
+            # exclusive control queue, so a second worker role on a host (or a host sharing its
+            # name) under the same node name would crash at every start.
+            node = f"{name.split()[0]}.{os.getpid()}@%h"
             commands[name] = [
                 *(python, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO"),
-                *("--queues", taken, "--concurrency", str(processes), "--hostname", f"{name.split()[0]}@%h"),
+                *("--queues", taken, "--concurrency", str(processes), "--hostname", node),
             ]
     if role in ("all", "beat"):
         commands["beat"] = [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"]
