@@ -337,6 +337,12 @@ def sizing(plant: Plant) -> list[str]:
             f"host {name}: POST /api/v1/jobs {len(latencies) / LOAD_SECONDS:.0f} req/s with {LOAD_THREADS} clients"
             f" (both hosts loaded at once), p95 {p95(latencies) * 1000:.0f} ms"
         )
+    connections = query(
+        plant.db,
+        "SELECT coalesce(host(client_addr), 'socket'), count(*) FROM pg_stat_activity"
+        " WHERE datname = 'governance' GROUP BY 1 ORDER BY 1",
+    )
+    figures.append(f"database connections by address after the load: {dict(connections)}")
     memory: dict[str, list[float]] = {}
     for host in plant.hosts:
         for kind, sizes in host.memory().items():
