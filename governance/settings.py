@@ -336,6 +336,9 @@ METRICS_TOKEN = env.string("METRICS_TOKEN")
 # not write into its parent's folder. Read before prometheus_client is first imported.
 METRICS_DIR = Path(env.string("METRICS_DIR", str(VAR_DIR / "metrics"))).resolve()
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+# A host without the web role (`serve --role worker` or `beat`) serves its processes' figures (task
+# runs, durations) at http://HOST:METRICS_PORT/metrics under the same rule; 0: not served.
+METRICS_PORT = env.integer("METRICS_PORT", 0)
 # Prometheus scrapes over plain http on the host, like the health probe.
 SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
 

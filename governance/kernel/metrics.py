@@ -33,7 +33,7 @@ import ipaddress
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -231,43 +231,86 @@ def connect() -> None:
 FORWARDING_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
 
 
-def from_loopback(request: HttpRequest) -> bool:
+def from_loopback(meta: Mapping[str, Any]) -> bool:
     """Sent from this host, by nothing that forwards: a reverse proxy on this host connects from
-    loopback too, and what it forwards comes from anywhere (it says so in X-Forwarded-For)."""
-    if any(request.META.get(header) for header in FORWARDING_HEADERS):
+    loopback too, and what it forwards comes from anywhere (it says so in X-Forwarded-For).
+    ``meta`` is a request's META, or the WSGI environ it is made from."""
+    if any(meta.get(header) for header in FORWARDING_HEADERS):
         return False
     try:
-        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+        return ipaddress.ip_address(meta.get("REMOTE_ADDR", "")).is_loopback
     except ValueError:
         return False
 
 
-def _refusal(request: HttpRequest) -> HttpResponse | None:
-    """None when the caller may read; else the refusal, which says nothing about the figures."""
-    presented = request.META.get("HTTP_AUTHORIZATION", "")
+def refusal(meta: Mapping[str, Any]) -> int | None:
+    """None when the caller may read; else the status of the refusal (401 without a credential,
+    403 with a wrong one), which says nothing about the figures."""
+    presented = meta.get("HTTP_AUTHORIZATION", "")
     if not presented:
-        if from_loopback(request):
-            return None
-        refused = HttpResponse("Unauthorized\n", status=401, content_type="text/plain")
-        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return refused
+        return None if from_loopback(meta) else 401
     scheme, _, token = presented.partition(" ")
     expected = settings.METRICS_TOKEN
     if expected and scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected.encode()):
         return None
-    return HttpResponse("Forbidden\n", status=403, content_type="text/plain")
+    return 403
+
+
+REFUSALS = {401: "Unauthorized\n", 403: "Forbidden\n"}
+
+
+def _process_figures() -> CollectorRegistry:
+    """What this host's processes wrote under METRICS_DIR."""
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(directory()))
+    return registry
 
 
 @require_GET
 def view(request: HttpRequest) -> HttpResponse:
-    refused = _refusal(request)
-    if refused is not None:
+    status = refusal(request.META)
+    if status is not None:
         from governance.kernel.web_security import client_ip  # loads axes: not in gunicorn's master
 
-        logger.warning("[metrics] refused %s from %s", refused.status_code, client_ip(request))
+        logger.warning("[metrics] refused %s from %s", status, client_ip(request))
+        refused = HttpResponse(REFUSALS[status], status=status, content_type="text/plain")
+        if status == 401:
+            refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return refused
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=str(directory()))
+    registry = _process_figures()
     registry.register(_Database())
     # The 0.0.4 text format every Prometheus reads (our names need none of 1.0.0's escaping).
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+
+def process_figures_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The same figures for a host without a web server (worker or beat roles only), served by
+    `serve` on METRICS_PORT under the same access rule: the processes' own counters, not the
+    database's figures, which a web host already serves (twice would double them in sums)."""
+    status = refusal(environ) if environ.get("PATH_INFO") == "/metrics" else 404
+    if environ.get("REQUEST_METHOD") != "GET" and status is None:
+        status = 405
+    if status is not None:
+        headers = [("Content-Type", "text/plain")]
+        if status == 401:
+            headers.append(("WWW-Authenticate", 'Bearer realm="metrics"'))
+        logger.warning("[metrics] refused %s from %s", status, environ.get("REMOTE_ADDR"))
+        start_response(f"{status} {REFUSALS.get(status, 'Refused').strip()}", headers)
+        return [REFUSALS.get(status, "Refused\n").encode()]
+    start_response("200 OK", [("Content-Type", CONTENT_TYPE_PLAIN_0_0_4)])
+    return [generate_latest(_process_figures())]
+
+
+def serve_process_figures(host: str, port: int) -> Any:
+    """Serve `process_figures_app` on a daemon thread of the calling process; returns the server
+    (``shutdown()`` stops it)."""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # access lines would flood the log
+            pass
+
+    server = make_server(host, port, process_figures_app, handler_class=QuietHandler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

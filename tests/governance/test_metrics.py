@@ -321,6 +321,64 @@ def test_a_celery_task_run_is_counted_and_timed_by_the_worker_that_ran_it(transa
     assert 0 <= value(samples, "governance_heartbeat_age_seconds") < 60
 
 
+@pytest.mark.process
+def test_a_worker_only_host_serves_its_task_figures_on_metrics_port(transactional_db, tmp_path):
+    """`serve --role worker` with METRICS_PORT: no web server on the host, yet Prometheus reads
+    its task runs, under the same access rule as /metrics."""
+    import subprocess
+
+    from governance.tasks import heartbeat
+    from tests.support.processes import BASE_DIR, PYTHON, database_url_of_tests, free_port, process_env, sending_to
+
+    port = free_port()
+    child_env = process_env(
+        tmp_path / "var",
+        DATABASE_URL=database_url_of_tests(),
+        METRICS_PORT=str(port),
+        METRICS_TOKEN=TOKEN,
+        HOST="127.0.0.1",
+        EMBEDDING_BACKEND="hashing",
+        DEBUG="1",
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str, **headers: str) -> tuple[int, str]:
+        request = urllib.request.Request(base + path, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return 0, ""
+
+    log = tmp_path / "serve.log"
+    serve = subprocess.Popen(
+        [PYTHON, "manage.py", "serve", "--role", "worker"],
+        cwd=BASE_DIR,
+        env=child_env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"]):
+            assert wait_for(lambda: get("/metrics")[0] == 200, 90), log.read_text()[-3000:]
+            heartbeat.delay()
+            ran = 'governance_celery_task_runs_total{state="success",task="governance.heartbeat"} 1.0'
+            assert wait_for(lambda: ran in get("/metrics")[1], 60), log.read_text()[-3000:]
+        assert get("/metrics")[0] == 200
+        assert "governance_heartbeat_age_seconds" not in get("/metrics")[1]  # the database's figures are the web hosts'
+        assert get("/metrics", **{"X-Forwarded-For": REMOTE})[0] == 401  # forwarded: not loopback
+        assert get("/metrics", Authorization="Bearer wrong")[0] == 403
+        assert ran in get("/metrics", **{"X-Forwarded-For": REMOTE, "Authorization": f"Bearer {TOKEN}"})[1]
+        assert get("/anything-else")[0] == 404
+    finally:
+        os.killpg(serve.pid, signal.SIGTERM)
+        serve.wait(timeout=60)
+    assert f"Metrics of this host's processes: {base}/metrics" in log.read_text()
+
+
 # --- The dashboard and the alert rules read metrics that exist ----------------------------------
 
 

@@ -148,6 +148,9 @@ class Command(BaseCommand):
                 _require_migrated()
             for name in self.commands:
                 self._start(name)
+            if "web" not in self.commands and settings.METRICS_PORT:
+                metrics.serve_process_figures(host, settings.METRICS_PORT)
+                self.stdout.write(f"Metrics of this host's processes: http://{host}:{settings.METRICS_PORT}/metrics")
             base = f"http://{host}:{port}"
             if "web" not in self.commands:
                 self.stdout.write(self.style.SUCCESS(f"Role {role} running: {', '.join(self.commands)}"))
