@@ -42,7 +42,14 @@ from agents.models import (
     ToolCall,
 )
 from governance.kernel.access import signed_in
-from governance.kernel.admin import NoDelete, ReadOnlyAdmin, ReadOnlyStacked, ReadOnlyTabular
+from governance.kernel.admin import (
+    KnownValuesFilter,
+    NoDelete,
+    ReadOnlyAdmin,
+    ReadOnlyStacked,
+    ReadOnlyTabular,
+    UnboundedList,
+)
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 
@@ -444,9 +451,19 @@ class KpiSampleAdmin(ReadOnlyAdmin):
     date_hierarchy = "recorded_at"
 
 
+class ManifestToolFilter(KnownValuesFilter):
+    """The tools the manifests name, not the distinct tool ids of a million calls."""
+
+    title = "tool"
+    parameter_name = "tool_id"
+
+    def values(self) -> list[str]:
+        return list(ManifestTool.objects.order_by("tool_id").values_list("tool_id", flat=True).distinct())
+
+
 @admin.register(ToolCall)
-class ToolCallAdmin(ReadOnlyAdmin):
+class ToolCallAdmin(UnboundedList, ReadOnlyAdmin):
     list_display = ["agent", "tool_id", "job", "called_at"]
-    list_filter = ["agent", "tool_id"]
+    # A date filter rather than a date hierarchy, whose year and month links read every row's date.
+    list_filter = ["agent", ManifestToolFilter, "called_at"]
     list_select_related = ["agent", "job"]
-    date_hierarchy = "called_at"

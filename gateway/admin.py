@@ -8,8 +8,9 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from gateway import services
+from gateway.forms import REFUSALS
 from gateway.models import GatewayCall, UpstreamServer
-from governance.kernel.admin import NoDelete, ReadOnlyAdmin
+from governance.kernel.admin import KnownValuesFilter, NoDelete, ReadOnlyAdmin, UnboundedList
 from governance.kernel.principals import Principal
 
 
@@ -31,11 +32,22 @@ class UpstreamServerAdmin(NoDelete, admin.ModelAdmin):
         services.save_upstream(obj, actor=Principal(user=request.user), changed=list(form.changed_data))
 
 
+class RefusalFilter(KnownValuesFilter):
+    """The refusals the gateway gives (the call log page offers the same), not the distinct
+    values of a million calls."""
+
+    title = "refusal"
+    parameter_name = "refusal"
+
+    def values(self) -> list[str]:
+        return list(REFUSALS)
+
+
 @admin.register(GatewayCall)
-class GatewayCallAdmin(ReadOnlyAdmin):
+class GatewayCallAdmin(UnboundedList, ReadOnlyAdmin):
     list_display = ["called_at", "agent", "tool_id", "outcome", "refusal", "latency_ms", "error_class"]
-    list_filter = ["outcome", "refusal", "server"]
+    # A date filter rather than a date hierarchy, whose year and month links read every row's date.
+    list_filter = ["outcome", RefusalFilter, "server", "called_at"]
     search_fields = ["tool_id", "agent__agent_id", "arguments_hash"]
-    date_hierarchy = "called_at"
     list_select_related = ["agent"]
     raw_id_fields = ["job", "session", "tool_call", "contract_check"]

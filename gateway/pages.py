@@ -10,7 +10,6 @@ swaps in; the same URL loaded in full renders the whole page, so pushed URLs sta
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.http import content_disposition_header
@@ -21,6 +20,7 @@ from gateway import health, reports
 from gateway.forms import REFUSALS, CallFilterForm, WindowForm
 from gateway.models import GatewayCall, UpstreamServer
 from gateway.querysets import GatewayCallQuerySet
+from governance.kernel.pagination import EstimatedCountPaginator
 from governance.kernel.principals import Principal
 from governance.kernel.views import render_page
 
@@ -81,7 +81,7 @@ def calls(request: HttpRequest) -> HttpResponse:
     """The call log, newest first, filtered and paginated; the CSV link carries the same filters."""
     form = CallFilterForm(request.GET)
     found = _calls(request).for_list().filtered(**form.values())
-    page = Paginator(found, CALLS_PER_PAGE).get_page(request.GET.get("page"))
+    page = EstimatedCountPaginator(found, CALLS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": form, "page": page, "calls": page.object_list, "refusals": REFUSALS}
     return render_page(request, "gateway/calls.html", "gateway/partials/call_rows.html", context)
 

@@ -14,7 +14,7 @@ from django.contrib import admin
 from django.db.models import Q
 from django.http import HttpRequest
 
-from governance.kernel.admin import NoDelete, ReadOnly
+from governance.kernel.admin import NoDelete, ReadOnly, UnboundedList
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -77,7 +77,7 @@ class ProviderCallInline(ReadOnly, admin.TabularInline):
 
 
 @admin.register(AISession)
-class AISessionAdmin(ReadOnly, admin.ModelAdmin):
+class AISessionAdmin(UnboundedList, ReadOnly, admin.ModelAdmin):
     list_display = [
         "name",
         "agent",
@@ -88,15 +88,15 @@ class AISessionAdmin(ReadOnly, admin.ModelAdmin):
         "total_roundtrips",
         "created_at",
     ]
-    list_filter = ["type", "phase", "is_active", "end_reason"]
+    # A date filter rather than a date hierarchy, whose year and month links read every row's date.
+    list_filter = ["type", "phase", "is_active", "end_reason", "created_at"]
     list_select_related = ["agent"]
     search_fields = ["name", "agent__agent_id", "session_id"]
-    date_hierarchy = "created_at"
     inlines = [MessageInline, ProviderCallInline]
 
 
 @admin.register(SessionMessage)
-class SessionMessageAdmin(ReadOnly, admin.ModelAdmin):
+class SessionMessageAdmin(UnboundedList, ReadOnly, admin.ModelAdmin):
     list_display = ["session", "seq", "sender", "system_type", "timestamp", "exclude_from_prompt", "removed_at"]
     list_filter = ["sender", "system_type", "exclude_from_prompt"]
     list_select_related = ["session"]

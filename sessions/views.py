@@ -18,7 +18,6 @@ from uuid import UUID
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.paginator import Paginator
 from django.db.models import Max
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
@@ -26,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from governance.kernel import live
 from governance.kernel.exceptions import Conflict
+from governance.kernel.pagination import EstimatedCountPaginator
 from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
 from governance.reviews.models import ReviewItem
@@ -52,7 +52,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         .filter(**{field: value for field, value in lookups.items() if value is not None})
         .order_by("-created_at")
     )
-    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    page = EstimatedCountPaginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": form, "page": page, "sessions": page.object_list}
     template = "sessions/partials/session_rows.html" if is_partial(request) else "sessions/session_list.html"
     return render(request, template, context)

@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
+from governance.kernel.pagination import EstimatedCountPaginator
 from governance.kernel.principals import Principal
 from governance.kernel.services import issue_api_key, revoke_api_key
 
@@ -34,6 +35,31 @@ class ReadOnly(NoDelete):
 
 class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
     pass
+
+
+class UnboundedList:
+    """The changelist of a table that grows without bound (checks, sessions, messages, calls):
+    no ``COUNT(*)`` of the table or of the filtered list per page (bench/scale.py: seconds at ten
+    million rows), the page numbers from the planner's estimate instead."""
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+
+class KnownValuesFilter(admin.SimpleListFilter):
+    """A filter on a column of a big table whose values are known elsewhere (a small table, a
+    constant): Django's default filter lists them with ``SELECT DISTINCT`` over the whole table on
+    every page. ``parameter_name`` is the column, so the filtered URLs stay the same."""
+
+    def values(self) -> list[str]:
+        raise NotImplementedError
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(value, value) for value in self.values()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value else queryset
 
 
 class ReadOnlyTabular(ReadOnly, admin.TabularInline):
