@@ -86,6 +86,8 @@ class AISession(models.Model):
                 condition=Q(phase_deadline_at__isnull=False),
             ),
             models.Index(fields=["last_activity"], name="session_finished", condition=Q(phase="COMPLETED")),
+            # The session list and its admin, newest first: without it every page sorts every session.
+            models.Index(fields=["-created_at"], name="session_recent"),
         ]
 
     def __str__(self) -> str:

@@ -107,6 +107,8 @@ class ContractCheck(models.Model):
             models.Index(fields=["contract_name", "-checked_at"], name="check_by_contract"),
             models.Index(fields=["agent", "-checked_at"], name="check_by_agent"),
             models.Index(fields=["checked_at"], name="check_output_kept", condition=Q(output__isnull=False)),
+            # The audit's admin, newest first: without it every page sorts every check (bench/scale.py).
+            models.Index(fields=["-checked_at"], name="check_recent"),
         ]
 
     def __str__(self) -> str:
