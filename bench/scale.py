@@ -642,18 +642,22 @@ def retention() -> dict[str, Any]:
     }
 
 
-def earlier_retention(size: Size) -> dict[str, Any]:
-    """With ``--no-retention``: the retention run of the last results of this size, marked as
-    carried over (its commit and time say which code and data it measured)."""
+def earlier(size: Size, part: str) -> dict[str, Any] | None:
+    """One part (``measured`` pages or ``retention``) of the last results of this size, marked
+    with the run it comes from (its commit and time say which code and data it measured): what
+    ``--no-pages`` and ``--no-retention`` carry over, so the retention run (tens of minutes at
+    full size) and the pages can be measured in separate runs."""
     path = RESULTS_DIR / "scale.json"
-    earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    swept = earlier.get("retention", {})
-    if earlier.get("size") != asdict(size) or not swept.get("measured"):
-        return {"measured": False, "reason": "--no-retention"}
-    if "carried_from" in swept:
-        return swept
-    box = earlier["machine"]
-    return {**swept, "carried_from": {"timestamp": box["timestamp"], "git_commit": box["git_commit"]}}
+    last = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found = last.get(part)
+    if last.get("size") != asdict(size) or not found or found.get("measured") is False:
+        return None
+    box = last["machine"]
+    return {
+        "carried_from": last.get("carried_from", {}).get(part)
+        or {"timestamp": box["timestamp"], "git_commit": box["git_commit"]},
+        part: found,
+    }
 
 
 def _counts() -> dict[str, int]:
@@ -683,8 +687,30 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def serve_and_measure(requests: int, only: str) -> dict[str, dict[str, Any]]:
+    """gunicorn on the loaded database, the pages measured, gunicorn stopped."""
+    from django.db import connection
+
+    cookie, key = operator()
+    connection.close()
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / f"bench-scale-gunicorn-{port}.log"
+    server = start_server(port, log, db_name=DB_NAME)
+    try:
+        wait_healthy(server, port, log)
+        print(f"gunicorn on 127.0.0.1:{port}, {requests} requests per page, log {log}", flush=True)
+        return measure(port, cookie, key, requests, only)
+    finally:
+        stop_server(server)
+
+
 def run(
-    size: Size, requests: int = 30, reload: bool = False, skip_retention: bool = False, only: str = ""
+    size: Size,
+    requests: int = 30,
+    reload: bool = False,
+    skip_retention: bool = False,
+    skip_pages: bool = False,
+    only: str = "",
 ) -> dict[str, Any]:
 
     load_before = os.getloadavg()
@@ -696,23 +722,19 @@ def run(
         data = load(size)
     else:
         print(f"dataset of this size already loaded ({data['total_s']} s then); --reload to load again", flush=True)
-    cookie, key = operator()
-    from django.db import connection
-
-    connection.close()
-    port = free_port()
-    log = Path(tempfile.gettempdir()) / f"bench-scale-gunicorn-{port}.log"
-    server = start_server(port, log, db_name=DB_NAME)
+    carried: dict[str, Any] = {}
+    if skip_pages and (pages := earlier(size, "measured")):
+        measured, carried["measured"] = pages["measured"], pages["carried_from"]
+    else:
+        measured = serve_and_measure(requests, only) if not skip_pages else {}
     try:
-        wait_healthy(server, port, log)
-        print(f"gunicorn on 127.0.0.1:{port}, {requests} requests per page, log {log}", flush=True)
-        measured = measure(port, cookie, key, requests, only)
-    finally:
-        stop_server(server)
-    try:
-        swept = retention() if not skip_retention else earlier_retention(size)
+        swept = retention() if not skip_retention else None
     finally:
         stop_embedded_db_if_ours()
+    if swept is None:
+        swept = {"measured": False, "reason": "--no-retention"}
+        if found := earlier(size, "retention"):
+            swept, carried["retention"] = found["retention"], found["carried_from"]
     targets = {
         f"{name} p95 < {TARGET_MS:.0f} ms": n["p95_ms"] < TARGET_MS and not set(n["statuses"]) - {200}
         for name, n in measured.items()
@@ -725,6 +747,7 @@ def run(
         "config": {"requests": requests, "warmup_requests": WARMUP_REQUESTS, "settings": SETTINGS, "clients": 1},
         "measured": measured,
         "retention": swept,
+        "carried_from": carried,
         "targets": targets,
         "machine": machine(where, load_before, gunicorn=package_version("gunicorn")),
     }
@@ -739,14 +762,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=180, help="days the rows spread over (180)")
     parser.add_argument("--requests", type=int, default=30, help="timed requests per page (30)")
     parser.add_argument("--reload", action="store_true", help="load again even when this size is loaded")
-    parser.add_argument("--no-retention", action="store_true", help="skip the retention run")
+    parser.add_argument("--no-retention", action="store_true", help="skip the retention run (keep the last one's)")
+    parser.add_argument("--no-pages", action="store_true", help="skip the pages (keep the last figures)")
     parser.add_argument(
         "--only", default="", help="measure only the pages whose name contains one of these (comma-separated)"
     )
     args = parser.parse_args(argv)
     size = Size(args.checks, args.sessions, args.tool_calls, args.days)
     return until_interrupted(
-        lambda: run(size, args.requests, reload=args.reload, skip_retention=args.no_retention, only=args.only)
+        lambda: run(
+            size,
+            args.requests,
+            reload=args.reload,
+            skip_retention=args.no_retention,
+            skip_pages=args.no_pages,
+            only=args.only,
+        )
     )
 
 
