@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -42,8 +43,8 @@ class UnboundedList:
     no ``COUNT(*)`` of the table or of the filtered list per page (bench/scale.py: seconds at ten
     million rows), the page numbers from the planner's estimate instead."""
 
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
+    paginator: type[Paginator] = EstimatedCountPaginator
+    show_full_result_count: bool = False
 
 
 class KnownValuesFilter(admin.SimpleListFilter):
@@ -59,7 +60,7 @@ class KnownValuesFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
-        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+        return queryset.filter(**{str(self.parameter_name): value}) if value else queryset
 
 
 class ReadOnlyTabular(ReadOnly, admin.TabularInline):
