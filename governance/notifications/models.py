@@ -90,6 +90,7 @@ class ComplianceWatch(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rule", "contract_name"], name="one_watch_per_rule_contract")]
+        verbose_name_plural = "compliance watches"
 
     def __str__(self) -> str:
         return f"{self.contract_name} for {self.rule.name}: {'below' if self.below else 'at or above'}"

@@ -167,6 +167,7 @@ class SubjectMemory(models.Model):
 
     class Meta:
         ordering = ["subject", "timestamp", "key"]
+        verbose_name_plural = "subject memories"
         constraints = [models.UniqueConstraint(fields=["subject", "key"], name="memory_key_per_subject")]
 
     def __str__(self) -> str:
@@ -269,6 +270,7 @@ class TransitionProbability(models.Model):
 
     class Meta:
         ordering = ["from_emotion", "-probability"]
+        verbose_name_plural = "transition probabilities"
         constraints = [
             models.UniqueConstraint(fields=["from_emotion", "to_emotion"], name="transition_probability_key"),
             models.CheckConstraint(
