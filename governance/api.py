@@ -259,6 +259,10 @@ class HealthProblemOut(Schema):
     heartbeat: HeartbeatOut
 
 
+class LiveOut(Schema):
+    status: str
+
+
 @api.get(
     "/health", operation_id="get_health", auth=None, response={200: HealthOut, 503: HealthProblemOut}, tags=["health"]
 )
@@ -268,12 +272,43 @@ def get_health(request: HttpRequest) -> Status | HttpResponse:
     report = health.report()
     if report["status"] == "ok":
         return Status(200, report)
+    return _unavailable(report, [name for name in ("database", "vector") if report[name] != "ok"])
+
+
+@api.get("/health/live", operation_id="get_health_live", auth=None, response={200: LiveOut}, tags=["health"])
+def get_health_live(request: HttpRequest) -> Status:
+    """Liveness: the process answers. No dependency is checked, so a monitor restarts the web
+    server only when it is stuck, never because the database or broker is down."""
+    return Status(200, {"status": "ok"})
+
+
+@api.get(
+    "/health/ready",
+    operation_id="get_health_ready",
+    auth=None,
+    response={200: HealthOut, 503: HealthProblemOut},
+    tags=["health"],
+)
+def get_health_ready(request: HttpRequest) -> Status | HttpResponse:
+    """Readiness: the report of /health, 200 only when the database, pgvector and the broker answer
+    and the heartbeat ran within HEARTBEAT_STALE_AFTER; else 503 naming what fails (a heartbeat
+    never seen, on a fresh start, included)."""
+    report = health.report()
+    failing = health.not_ready(report)
+    if not failing:
+        return Status(200, report)
+    return _unavailable(report, failing)
+
+
+def _unavailable(report: dict[str, Any], failing: list[str]) -> HttpResponse:
+    def state(name: str) -> str:
+        return report[name]["status"] if name == "heartbeat" else report[name]
+
     components = {name: report[name] for name in ("database", "vector", "broker", "heartbeat")}
-    failing = [name for name in ("database", "vector") if report[name] != "ok"]
     return problem_response(
         503,
         detail=f"Unavailable: {', '.join(failing)}.",
-        errors=[{"loc": [name], "msg": report[name], "type": "dependency"} for name in failing],
+        errors=[{"loc": [name], "msg": state(name), "type": "dependency"} for name in failing],
         headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
         **components,
     )

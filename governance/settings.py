@@ -169,7 +169,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY el
 # HTTPS only in production (README, "Production"); the defaults keep `make run` on plain http.
 SECURE_SSL_REDIRECT = env.boolean("SECURE_SSL_REDIRECT", False)
 # The health probe runs on the host itself, over plain http to gunicorn (serve.py waits on it too).
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health(/live|/ready)?$"]
 SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", False)

@@ -1,4 +1,10 @@
-"""Health checks behind GET /api/v1/health: each really exercises its dependency."""
+"""Health checks behind GET /api/v1/health and /health/ready: each really exercises its dependency.
+
+Liveness (/health/live) checks nothing: the process answers. Readiness asks more than
+/api/v1/health, which fails only on the database: a plane whose broker is down queues nothing,
+and one whose beat has not run the heartbeat recently (or ever) runs no tick, no deadline, no
+sweep. A monitor on readiness sees both.
+"""
 
 from __future__ import annotations
 
@@ -78,3 +84,12 @@ def report() -> dict[str, Any]:
     }
     result["heartbeat"] = heartbeat() if database == "ok" else {"status": "unknown"}
     return result
+
+
+def not_ready(report: dict[str, Any]) -> list[str]:
+    """The components that keep the plane from being ready, in report order (empty when ready).
+    A heartbeat never seen counts: a fresh start is ready once beat and a worker have run it."""
+    failing = [name for name in ("database", "vector", "broker") if report[name] != "ok"]
+    if report["heartbeat"]["status"] != "ok":
+        failing.append("heartbeat")
+    return failing

@@ -228,6 +228,8 @@ def test_with_https_forced_pages_redirect_but_the_local_health_probe_does_not(cl
     assert page.status_code == 301
     assert page["Location"].startswith("https://")
     assert client.get("/api/v1/health").status_code in (200, 503)  # not redirected
+    assert client.get("/api/v1/health/live").status_code == 200
+    assert client.get("/api/v1/health/ready").status_code in (200, 503)
     secure = client.get("/accounts/login/", secure=True)
     assert secure.status_code == 200
     assert secure["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"

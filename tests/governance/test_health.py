@@ -82,3 +82,70 @@ def test_health_shows_when_the_heartbeat_last_ran(anonymous_api, settings):
 def test_a_failed_heartbeat_does_not_count(anonymous_api):
     TaskRunFactory(task_name="governance.heartbeat", status=TaskRun.Status.FAILURE, started_at=timezone.now())
     assert anonymous_api.get("/health").json()["heartbeat"]["status"] == "never"
+
+
+def _beat_ran(seconds_ago: float) -> None:
+    now = timezone.now()
+    TaskRunFactory(
+        task_name="governance.heartbeat",
+        status=TaskRun.Status.SUCCESS,
+        started_at=now - timedelta(seconds=seconds_ago + 1),
+        finished_at=now - timedelta(seconds=seconds_ago),
+    )
+
+
+@pytest.fixture
+def broker_down():
+    """The broker at a closed port, as when Redis is stopped."""
+    from governance.celery import app
+
+    original = app.conf.broker_url
+    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    yield
+    app.conf.broker_url = original
+
+
+@pytest.mark.django_db
+def test_liveness_answers_without_checking_anything(anonymous_api, broker_down):
+    """Broker down, heartbeat never seen: the process is alive all the same."""
+    response = anonymous_api.get("/health/live")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_readiness_is_200_when_everything_answers(anonymous_api):
+    _beat_ran(30)
+
+    response = anonymous_api.get("/health/ready")
+
+    assert response.status_code == 200
+    assert response.json()["heartbeat"]["status"] == "ok"
+
+
+@pytest.mark.django_db
+def test_readiness_degrades_when_the_broker_is_down(anonymous_api, broker_down):
+    _beat_ran(30)
+
+    response = anonymous_api.get("/health/ready")
+
+    assert response.status_code == 503
+    body = response.json()
+    assert body["broker"] == "unavailable"
+    assert [error["loc"] for error in body["errors"]] == [["broker"]]
+    assert response["Retry-After"]
+    # /health itself keeps answering 200 (serve.py and older probes wait on it).
+    assert anonymous_api.get("/health").status_code == 200
+
+
+@pytest.mark.django_db
+def test_readiness_degrades_when_the_heartbeat_is_stale_or_never_seen(anonymous_api, settings):
+    response = anonymous_api.get("/health/ready")
+    assert response.status_code == 503
+    assert {"loc": ["heartbeat"], "msg": "never", "type": "dependency"} in response.json()["errors"]
+
+    _beat_ran(60)
+    settings.HEARTBEAT_STALE_AFTER = 10
+    response = anonymous_api.get("/health/ready")
+    assert response.status_code == 503
+    assert {"loc": ["heartbeat"], "msg": "stale", "type": "dependency"} in response.json()["errors"]

@@ -33,7 +33,7 @@ def test_the_docs_page_is_served_without_internet(client):
 
 
 # Health answers monitors; a trigger's webhook is proven by its HMAC signature instead of a key.
-KEYLESS = {"/api/v1/health", "/api/v1/triggers/{name}/webhook"}
+KEYLESS = {"/api/v1/health", "/api/v1/health/live", "/api/v1/health/ready", "/api/v1/triggers/{name}/webhook"}
 
 
 @pytest.mark.django_db
