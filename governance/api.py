@@ -272,7 +272,7 @@ def get_health(request: HttpRequest) -> Status | HttpResponse:
     report = health.report()
     if report["status"] == "ok":
         return Status(200, report)
-    return _unavailable(report, [name for name in ("database", "vector") if report[name] != "ok"])
+    return _dependency_problem(report, [name for name in ("database", "vector") if report[name] != "ok"])
 
 
 @api.get("/health/live", operation_id="get_health_live", auth=None, response={200: LiveOut}, tags=["health"])
@@ -297,10 +297,10 @@ def get_health_ready(request: HttpRequest) -> Status | HttpResponse:
     failing = health.not_ready(report)
     if not failing:
         return Status(200, report)
-    return _unavailable(report, failing)
+    return _dependency_problem(report, failing)
 
 
-def _unavailable(report: dict[str, Any], failing: list[str]) -> HttpResponse:
+def _dependency_problem(report: dict[str, Any], failing: list[str]) -> HttpResponse:
     def state(name: str) -> str:
         return report[name]["status"] if name == "heartbeat" else report[name]
 
