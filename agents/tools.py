@@ -222,9 +222,10 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
 
 
 def _old_calls(cutoff: datetime) -> QuerySet[ToolCall]:
-    return ToolCall.objects.filter(called_at__lt=cutoff, grant__isnull=True, gateway_call__isnull=True)
+    return ToolCall.objects.filter(called_at__lt=cutoff, grant__isnull=True)
 
 
 # Pruned: a tool call row exists for the rate limit, which looks one minute back. A call that used
-# a reviewer's grant, or that a gateway call (the audit of the upstream call) names, is kept.
+# a reviewer's grant is kept with the grant (a decision); a gateway call that named one keeps its
+# own record of the call (agent, tool, job, outcome) and loses only the link.
 TOOL_CALL_RETENTION = retention.Policy(name="tool calls", action=retention.PRUNE, candidates=_old_calls)

@@ -117,8 +117,10 @@ class GatewayCall(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
     refusal = models.CharField(max_length=50, blank=True, help_text="Why the gateway refused (RateLimited, ...)")
     error_class = models.CharField(max_length=100, blank=True, help_text="The upstream failure's class")
+    # The rate limit's row: retention prunes it once old (RETENTION_TOOL_CALLS_DAYS); this row, which
+    # names the agent, tool, job and outcome itself, stays as the audit.
     tool_call = models.OneToOneField(
-        "agents.ToolCall", null=True, blank=True, on_delete=models.PROTECT, related_name="gateway_call"
+        "agents.ToolCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="gateway_call"
     )
     contract_check = models.OneToOneField(
         "governance.ContractCheck", null=True, blank=True, on_delete=models.PROTECT, related_name="gateway_call"

@@ -144,7 +144,7 @@ def test_each_table_loses_only_what_is_past_its_days(world):
     assert _rows(report) == {
         "contract check outputs": 1,
         "gateway call arguments": 1,
-        "tool calls": 1,
+        "tool calls": 2,
         "session messages": 3,
         "task runs": 1,
     }
@@ -157,12 +157,10 @@ def test_each_table_loses_only_what_is_past_its_days(world):
     assert world.old_call.arguments is None
     assert world.old_call.arguments_hash
     assert GatewayCall.objects.get(pk=world.new_call.pk).arguments == {"query": "select 1"}
-    # Tool calls: the old one is gone; a granted call and one a gateway call names stay.
-    assert set(ToolCall.objects.values_list("pk", flat=True)) == {
-        world.new_tool_call.pk,
-        world.granted_tool_call.pk,
-        world.logged_tool_call.pk,
-    }
+    # Tool calls: the old ones are gone, but for the one a reviewer's grant used; the gateway call
+    # that named one keeps its own record of the call, without the link.
+    assert set(ToolCall.objects.values_list("pk", flat=True)) == {world.new_tool_call.pk, world.granted_tool_call.pk}
+    assert (world.old_call.tool_call_id, world.old_call.agent_id) == (None, world.logged_tool_call.agent_id)
     # Messages: only those of a session finished more than DAYS ago, and not a seed.
     archived = SessionMessage.objects.filter(archived_at__isnull=False)
     assert set(archived.values_list("session", flat=True)) == {world.finished_old.pk}
@@ -182,7 +180,7 @@ def test_the_run_is_recorded_with_what_each_step_did(world):
 
     run = RetentionRun.objects.get()
     assert report.run_id == run.pk
-    assert run.rows == 7
+    assert run.rows == 8
     assert run.actor == "system"
     steps = {step["name"]: step for step in run.steps}
     assert steps["tool calls"]["table"] == "agents_toolcall"
@@ -192,7 +190,7 @@ def test_the_run_is_recorded_with_what_each_step_did(world):
     assert steps["task runs"]["cutoff"] is not None
     assert all(step["seconds"] >= 0 for step in run.steps)
     audit = AuditEvent.objects.get(action="retention.applied")
-    assert (audit.target_id, audit.data) == (str(run.pk), {"rows": 7})
+    assert (audit.target_id, audit.data) == (str(run.pk), {"rows": 8})
 
 
 def test_decisions_the_audit_trail_jobs_and_kpis_are_never_touched(world):
@@ -270,9 +268,9 @@ def test_batches_smaller_than_the_rows_still_do_them_all(world):
 
     rows = _rows(run_retention(actor=SYSTEM, batch_size=3))
 
-    assert rows["tool calls"] == 11
+    assert rows["tool calls"] == 12
     assert rows["contract check outputs"] == 7
-    assert not ToolCall.objects.filter(called_at__lt=ago(DAYS), grant__isnull=True, gateway_call__isnull=True).exists()
+    assert not ToolCall.objects.filter(called_at__lt=ago(DAYS), grant__isnull=True).exists()
     assert not ContractCheck.objects.filter(checked_at__lt=ago(DAYS), output__isnull=False).exists()
 
 
@@ -284,20 +282,20 @@ def test_agents_and_operators_without_the_permission_are_refused(world, viewer, 
     assert not RetentionRun.objects.exists()
     assert ToolCall.objects.count() == 4
 
-    assert run_retention(actor=Principal(user=admin_operator)).rows == 7
+    assert run_retention(actor=Principal(user=admin_operator)).rows == 8
 
 
 def test_the_command_prints_what_it_would_do_then_does_it(world):
     dry = io.StringIO()
     call_command("apply_retention", "--dry-run", stdout=dry)
-    assert "[retention] tool calls (agents_toolcall): 1 would be pruned" in dry.getvalue()
-    assert "dry run: 7 row(s) would be archived or pruned" in dry.getvalue()
+    assert "[retention] tool calls (agents_toolcall): 2 would be pruned" in dry.getvalue()
+    assert "dry run: 8 row(s) would be archived or pruned" in dry.getvalue()
     assert ToolCall.objects.count() == 4
 
     done = io.StringIO()
     call_command("apply_retention", stdout=done)
     assert "[retention] session messages (ai_sessions_sessionmessage): 3 archived" in done.getvalue()
-    assert f"7 row(s) done, recorded as retention run {RetentionRun.objects.get().pk}" in done.getvalue()
+    assert f"8 row(s) done, recorded as retention run {RetentionRun.objects.get().pk}" in done.getvalue()
 
 
 def test_a_negative_setting_is_refused_before_anything_is_done(world, policy):
@@ -314,7 +312,7 @@ def test_the_daily_task_is_scheduled_and_returns_its_report(world):
 
     result = apply_retention()
 
-    assert result["rows"] == 7
+    assert result["rows"] == 8
     assert result["run_id"] == RetentionRun.objects.get().pk
 
 
