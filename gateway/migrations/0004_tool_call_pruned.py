@@ -5,16 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0013_tool_call_age'),
-        ('gateway', '0003_gateway_call_args_kept'),
+        ("agents", "0013_tool_call_age"),
+        ("gateway", "0003_gateway_call_args_kept"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='gatewaycall',
-            name='tool_call',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='gateway_call', to='agents.toolcall'),
+            model_name="gatewaycall",
+            name="tool_call",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="gateway_call",
+                to="agents.toolcall",
+            ),
         ),
     ]
