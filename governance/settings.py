@@ -115,6 +115,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "governance.reviews.views.pending_badge",  # the inbox's pending count in the navigation bar
             ],
             # Tag libraries kept next to the code they present (outside an app's templatetags/).
             "libraries": {

@@ -2,10 +2,51 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
 from governance.reviews.querysets import ReviewItemQuerySet
+
+# The one mapping from an inbox kind to the words reviewers read: rows, the kind filter, bulk
+# confirmations. A kind missing here reads as its code with spaces ("memory promotion").
+KIND_LABELS = {
+    "learning_promotion": "Learning promotion",
+    "session_validation": "Action approval",
+    "session_communication": "Question",
+    "tool_approval": "Tool call",
+    "agent.approval": "Approval request",
+    "escalation": "Escalation",
+    "kpi_critical": "KPI critical",
+}
+
+
+def kind_label(kind: str) -> str:
+    return KIND_LABELS.get(kind) or kind.replace("_", " ").replace(".", " ").capitalize()
+
+
+def _decision_text(kind: str, payload: dict[str, Any]) -> str:
+    """What the reviewer decides on, as one text: the learning for a promotion, the actions for
+    an action approval, the question for a question, the tool and its arguments for a tool call,
+    the details for an agent's approval request. Empty for kinds whose row shows facts instead."""
+    if kind == "learning_promotion":
+        return str(payload.get("text") or "")
+    if kind == "session_validation":
+        actions = (payload.get("validationContext") or {}).get("actions") or [
+            f"Run {command.get('type')}" for command in payload.get("actionCommands") or [] if isinstance(command, dict)
+        ]
+        return "; ".join(str(action) for action in actions)
+    if kind == "session_communication":
+        data = (payload.get("module") or {}).get("data") or {}
+        return str(data.get("question") or data.get("message") or "")
+    if kind == "tool_approval":
+        arguments = json.dumps(payload.get("arguments"), sort_keys=True, ensure_ascii=False)
+        return f"{payload.get('toolId', '')}({arguments})"
+    if kind == "agent.approval":
+        return str(payload.get("details") or "")
+    return ""
 
 
 class ReviewItem(models.Model):
@@ -40,6 +81,14 @@ class ReviewItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.title}"
+
+    @property
+    def kind_label(self) -> str:
+        return kind_label(self.kind)
+
+    @property
+    def decision_text(self) -> str:
+        return _decision_text(self.kind, self.payload if isinstance(self.payload, dict) else {})
 
 
 class ReviewDecision(models.Model):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +153,31 @@ def decide(
     if handler is not None and notify:
         handler(item, outcome)
     return outcome
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    decided: int
+    skipped: int  # decided by someone else meanwhile
+
+
+def decide_many(item_ids: Iterable[int], *, actor: Principal, decision: str, comment: str = "") -> BulkOutcome:
+    """One bulk decision: the reviewer permission is checked before anything is read, then each
+    item is decided by ``decide`` in its own transaction (so each app reacts as to a single
+    decision, and one refused promotion does not undo the others). An item decided meanwhile
+    is a Conflict there, counted as skipped: never decided twice."""
+    _require_reviewer(actor)
+    if decision not in (ReviewDecision.Decision.APPROVE, ReviewDecision.Decision.REJECT):
+        raise Forbidden("Only approve and reject are decided in bulk.")
+    decided = skipped = 0
+    for item_id in item_ids:
+        try:
+            decide(item_id, actor=actor, decision=decision, comment=comment)
+        except Conflict:
+            skipped += 1
+            continue
+        decided += 1
+    return BulkOutcome(decided=decided, skipped=skipped)
 
 
 def answer(item_id: int, *, actor: Principal, response: str, comment: str = "") -> ReviewDecision:

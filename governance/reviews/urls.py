@@ -13,4 +13,5 @@ urlpatterns = [
     path("decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
     path("<int:item_id>/decide/", views.decide, name="inbox-decide"),
     path("promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
+    path("promotions/matching/", views.bulk_matching, name="inbox-bulk-matching"),
 ]

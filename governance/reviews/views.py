@@ -4,6 +4,11 @@ The inbox is one queue for every kind of review item. Views only gather and dele
 goes through ``governance.reviews.services.decide`` (which tells the app that opened the item), and an
 htmx request gets back the partial it swaps in, so a decided row changes in place.
 
+The pending list is filtered (kind, agent, domain: ``InboxFilterForm``) and paged; "select all
+matching" decides every pending promotion the filters match, on every page, after the browser
+confirmed the count (``bulk_matching``). The navigation bar shows the pending count
+(``pending_badge``, a context processor).
+
 The pending list asks for what changed (``inbox_pending``) as soon as the inbox's event stream
 (``inbox_events``, governance.kernel.live) says items came or were decided, and every 30 seconds
 whatever happens, should the stream be refused or cut.
@@ -14,23 +19,30 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.db.models import Max, QuerySet
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import dateformat, timezone
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from governance.kernel import live
+from governance.kernel.access import signed_in
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
-from governance.reviews.forms import DecisionForm
-from governance.reviews.models import ReviewDecision, ReviewItem
+from governance.reviews.forms import DecisionForm, InboxFilterForm
+from governance.reviews.models import ReviewDecision, ReviewItem, kind_label
 
 RECENT_DECISIONS = 20
+ITEMS_PER_PAGE = 25
 MAX_SHOWN = 1000  # pending rows a polling page may report; more is not a page a person reads
 CSV_COLUMNS = [
     "decided_at",
@@ -43,7 +55,7 @@ CSV_COLUMNS = [
     "comment",
     "payload_hash",
 ]
-BULK_APPROVABLE = "learning_promotion"  # the one kind whose rows get a checkbox for "Approve selected"
+BULK_APPROVABLE = "learning_promotion"  # the one kind decided in bulk (selected, or all matching)
 # Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -72,14 +84,52 @@ def _version() -> str:
     return live.version_of(last_item, last_decision)
 
 
+def pending_badge(request: HttpRequest) -> dict[str, Any]:
+    """Context processor: the number of pending items the signed-in person may see, for the
+    navigation bar. Lazy, so a page that does not show the bar asks nothing; one COUNT otherwise."""
+
+    def count() -> int:
+        if not request.user.is_authenticated or not request.user.has_perm("governance.view_reviewitem"):
+            return 0
+        principal = Principal(user=request.user)
+        return ReviewItem.objects.visible_to(principal).filter(status=ReviewItem.Status.PENDING).count()
+
+    return {"inbox_pending_count": SimpleLazyObject(count)}
+
+
+def _filtered(params: Any) -> tuple[InboxFilterForm, QuerySet[ReviewItem]]:
+    form = InboxFilterForm(params, pending=_pending())
+    return form, form.apply(_pending())
+
+
+def _page(request: HttpRequest, matching: QuerySet[ReviewItem]) -> Page:
+    return Paginator(matching, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _bulk_context(form: InboxFilterForm, matching: QuerySet[ReviewItem]) -> dict[str, Any]:
+    """What "select all matching" confirms: how many promotions match, and the newest of them,
+    so items that arrive after the confirmation are never decided with it."""
+    promotions = matching.filter(kind=BULK_APPROVABLE).order_by().aggregate(count=Count("pk"), upto=Max("pk"))
+    return {
+        "bulk_count": promotions["count"],
+        "bulk_upto": promotions["upto"],
+        "bulk_label": kind_label(BULK_APPROVABLE),
+    }
+
+
 @login_required
 @view_items
 def inbox(request: HttpRequest) -> HttpResponse:
+    form, matching = _filtered(request.GET)
+    page = _page(request, matching)
     context = {
-        "pending": _pending(),
+        "form": form,
+        "page": page,
+        "pending": page.object_list,
         "decisions": _recent_decisions(),
         "can_decide": _can_decide(request),
         "version": _version(),
+        **_bulk_context(form, matching),
     }
     return render(request, "governance/inbox.html", context)
 
@@ -96,13 +146,16 @@ def inbox_events(request: HttpRequest) -> HttpResponseBase:
 @view_items
 @require_GET
 def inbox_pending(request: HttpRequest) -> HttpResponse:
-    """What the inbox polls. The page sends the ids of the pending rows it shows (``shown``); it
-    gets back the items it does not show yet, to append, and, swapped out of band, the rows
-    someone decided elsewhere and the recent decisions. Rows are never replaced wholesale, so a
-    comment being typed or a button being clicked is never pulled from under the reviewer."""
-    shown = [int(value) for value in request.GET.getlist("shown")[:MAX_SHOWN] if value.isdigit()]
+    """What the inbox polls, with the page's filters and page number. The page sends the ids of
+    the pending rows it shows (``shown``); it gets back the items of its page it does not show
+    yet, to append (so as rows are decided, the next ones move up), and, swapped out of band, the
+    rows someone decided elsewhere, the recent decisions and the pending count. Rows are never
+    replaced wholesale, so a comment being typed or a button being clicked is never pulled from
+    under the reviewer."""
+    shown = {int(value) for value in request.GET.getlist("shown")[:MAX_SHOWN] if value.isdigit()}
+    _, matching = _filtered(request.GET)
     context = {
-        "new_items": _pending().exclude(pk__in=shown),
+        "new_items": [item for item in _page(request, matching).object_list if item.pk not in shown],
         "decided_elsewhere": ReviewItem.objects.filter(pk__in=shown)
         .exclude(status=ReviewItem.Status.PENDING)
         .select_related("agent", "decision__user"),
@@ -159,33 +212,59 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     return _row(request, _item(item_id))
 
 
+def _bulk_messages(request: HttpRequest, decision: str, outcome: reviews.BulkOutcome, stale: int) -> None:
+    done = "Approved" if decision == ReviewDecision.Decision.APPROVE else "Rejected"
+    if outcome.decided:
+        messages.success(request, f"{done} {outcome.decided} promotion{'s' if outcome.decided != 1 else ''}.")
+    skipped = outcome.skipped + stale
+    if skipped:
+        messages.warning(
+            request,
+            f"Skipped {skipped} item{'s' if skipped != 1 else ''} decided meanwhile or no longer matching.",
+        )
+
+
 @login_required
 @decide_items
 @require_POST
 def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
-    """Approve the selected learning promotions, one decision each (``reviews.decide``, so the
-    memory app applies each promotion as for a single approval). Rows already decided, by someone
-    else or a moment ago, are skipped and counted; other kinds are never approved in bulk."""
+    """Approve the selected learning promotions, one decision each (``reviews.decide_many``, so
+    the memory app applies each promotion as for a single approval). Rows already decided, by
+    someone else or a moment ago, are skipped and counted; other kinds are never approved in bulk."""
     selected = {int(value) for value in request.POST.getlist("items")[:MAX_SHOWN] if value.isdigit()}
-    actor = Principal(user=request.user)
-    pending = _pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True)
-    approved = 0
-    for item_id in pending:
-        try:
-            reviews.decide(item_id, actor=actor, decision=ReviewDecision.Decision.APPROVE)
-        except Conflict:  # decided elsewhere since the page was read
-            continue
-        approved += 1
-    skipped = len(selected) - approved
-    if approved:
-        messages.success(request, f"Approved {approved} promotion{'s' if approved != 1 else ''}.")
-    if skipped:
-        messages.warning(
-            request, f"Skipped {skipped} item{'s' if skipped != 1 else ''} already decided or not a promotion."
-        )
     if not selected:
         messages.info(request, "Select the promotions to approve first.")
+        return redirect("reviews:inbox")
+    pending = list(_pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True))
+    decision = ReviewDecision.Decision.APPROVE
+    outcome = reviews.decide_many(pending, actor=signed_in(request), decision=decision)
+    _bulk_messages(request, decision, outcome, stale=len(selected) - len(pending))
     return redirect("reviews:inbox")
+
+
+@login_required
+@decide_items
+@require_POST
+def bulk_matching(request: HttpRequest) -> HttpResponse:
+    """Approve or reject every pending promotion the filters match, on every page: the page
+    asked the browser to confirm the count (``count``) up to the newest promotion it counted
+    (``upto``). The match is read again here, so items decided meanwhile or no longer matching
+    are skipped and reported, and items that came after the confirmation are left alone."""
+    form, matching = _filtered(request.POST)
+    decision = request.POST.get("decision", "")
+    count, upto = request.POST.get("count", ""), request.POST.get("upto", "")
+    if not form.is_valid() or decision not in ("approve", "reject") or not count.isdigit() or not upto.isdigit():
+        return HttpResponse("Bad bulk decision: filters, decision, count and upto.", status=400)
+    targets = list(matching.filter(kind=BULK_APPROVABLE, pk__lte=int(upto)).values_list("pk", flat=True))
+    outcome = reviews.decide_many(targets, actor=signed_in(request), decision=decision)
+    _bulk_messages(request, decision, outcome, stale=max(int(count) - len(targets), 0))
+    back = f"{reverse('reviews:inbox')}?{_form_query(form)}"
+    return HttpResponseClientRedirect(back) if request.headers.get("HX-Request") else redirect(back)
+
+
+def _form_query(form: InboxFilterForm) -> str:
+    """The filters as a query string, for the page to come back to after a bulk decision."""
+    return urlencode(form.values())
 
 
 class _Echo:
