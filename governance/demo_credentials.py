@@ -1,4 +1,5 @@
-"""Demo credentials: the `admin` and `reviewer` accounts and one API key per demo agent.
+"""Demo credentials: the `admin` and `reviewer` accounts, one API key per demo agent, and an
+operator key for `admin` (the README's first curl calls the API as an operator).
 
 They are made once, when `load_demo` starts on an empty database (no user and no agent yet),
 printed that one time and written to ``var/demo-credentials.txt`` (mode 0600) for the operator
@@ -36,6 +37,7 @@ class DemoAccount:
 
 
 DEMO_ACCOUNTS = (DemoAccount("admin", "Admin", True), DemoAccount("reviewer", "Reviewer", False))
+OPERATOR = "admin"  # the demo account the operator key belongs to
 
 
 def credentials_file() -> Path:
@@ -52,19 +54,27 @@ def create(agent_ids: tuple[str, ...], out: TextIO) -> None:
     lines = ["# Demo credentials, created once on the first start; change the passwords in the admin."]
     with transaction.atomic():
         user_model = get_user_model()
+        users = {}
         for account in DEMO_ACCOUNTS:
             password = secrets.token_urlsafe(12)
-            user = user_model.objects.create_user(account.username, password=password)
+            user = users[account.username] = user_model.objects.create_user(account.username, password=password)
             user.is_staff = True
             user.is_superuser = account.superuser
             user.save(update_fields=["is_staff", "is_superuser"])
             user.groups.add(Group.objects.get(name=account.group))
             lines.append(f"Demo account: {account.username} / {password} ({account.group})")
+        _, plain = issue_api_key(actor=SYSTEM, name="demo operator", user=users[OPERATOR])
+        lines.append(f"Demo operator key for {OPERATOR}: {plain}")
         for agent in Agent.objects.filter(agent_id__in=agent_ids).order_by("agent_id"):
             _, plain = issue_api_key(actor=SYSTEM, name="demo", agent=agent)
             lines.append(f"Demo agent key for {agent.agent_id}: {plain}")
     path = _write_private(credentials_file(), "\n".join(lines) + "\n")
     out.write("\n".join(lines[1:]) + f"\nDemo credentials saved to {path} (shown only this once).\n")
+
+
+def saved_lines() -> list[str]:
+    """The credentials the first start saved, as it printed them (the file's comment left out)."""
+    return [line for line in credentials_file().read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
 
 
 def remind(out: TextIO) -> None:

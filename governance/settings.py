@@ -283,7 +283,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(CELERY_DIR / "processed"),
         "store_processed": False,
     }
-CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "governance")
+# Unset, named after this instance (governance/kernel/queues.py): hosts of one deployment set it.
+CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", queues.instance_queue(VAR_DIR))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -303,6 +304,7 @@ HEARTBEAT_STALE_AFTER = env.integer("HEARTBEAT_STALE_AFTER", 300)
 # --- Logging -------------------------------------------------------------------------------------
 
 LOG_LEVEL = env.string("LOG_LEVEL", "INFO").upper()
+_ROUTINE_TASK_LOGGERS = ("celery.app.trace", "celery.worker.strategy")
 LOG_FORMAT = env.string("LOG_FORMAT", "text")
 LOGGING = {
     "version": 1,
@@ -324,6 +326,10 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "pgserver": {"level": "WARNING"},
+        # Celery's "Task ... received" and "... succeeded in" lines, one pair per task (hundreds of
+        # embeddings on the first start): TaskRun rows and the metrics record them; LOG_LEVEL=DEBUG
+        # shows them again. A task that fails is still logged, as an error.
+        **{name: {"level": LOG_LEVEL if LOG_LEVEL == "DEBUG" else "WARNING"} for name in _ROUTINE_TASK_LOGGERS},
     },
 }
 

@@ -7,13 +7,17 @@ path from beat to a worker). ``tests/governance/test_queues.py`` fails when a ta
 a decision here.
 
 Every queue's real name starts with the instance's default queue (``CELERY_QUEUE``), so two
-installations sharing a broker never take each other's work: ``governance.tick``,
-``governance.embeddings``... The router reads the default queue when a task is sent, so a process
+installations sharing a broker never take each other's work: ``governance-1a2b3c4d.tick``,
+``governance-1a2b3c4d.embeddings``... Unset, the default queue names the instance
+(``instance_queue``): two checkouts on one host, both finding the same local Redis, each keep
+their own tasks. The router reads the default queue when a task is sent, so a process
 that sends elsewhere for a while (a test) routes with it.
 """
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 TICK = "tick"
@@ -22,6 +26,13 @@ PROVIDERS = "providers"
 MAINTENANCE = "maintenance"
 DEFAULT = "default"
 KINDS = (DEFAULT, TICK, PROVIDERS, EMBEDDINGS, MAINTENANCE)
+
+
+def instance_queue(var_dir: Path) -> str:
+    """The default CELERY_QUEUE: ``governance-`` and a short hash of the instance's data directory
+    (its database and files), the same at every start of that instance and different for any other."""
+    return f"governance-{hashlib.sha256(str(var_dir).encode()).hexdigest()[:8]}"
+
 
 # What an operator waits on (the slot, timers, deadlines, triggers); calls to the world outside
 # (model providers, notification receivers), whose slowness is theirs; what can wait.

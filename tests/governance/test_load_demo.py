@@ -26,7 +26,7 @@ def _load() -> str:
 
 def _secrets(output: str) -> list[str]:
     passwords = re.findall(r"Demo account: \S+ / (\S+) ", output)
-    keys = re.findall(r"Demo agent key for \S+: (\S+)", output)
+    keys = re.findall(r"Demo (?:agent|operator) key for \S+: (\S+)", output)
     return passwords + keys
 
 
@@ -55,6 +55,18 @@ def test_the_first_load_prints_one_working_key_per_demo_agent(client):
     for agent_id, key in printed.items():
         assert Api(client, key).get(f"/agents/{agent_id}").status_code == 200
     assert ApiKey.objects.filter(name="demo").count() == len(DEMO_AGENTS)
+
+
+@pytest.mark.django_db
+def test_the_first_load_prints_an_operator_key_for_admin_that_the_api_takes(client):
+    """The README's first curl calls the API as an operator: the demo hands one out."""
+    output = _load()
+
+    key = re.search(r"Demo operator key for admin: (\S+)", output).group(1)
+    listed = Api(client, key).get("/agents")
+    assert listed.status_code == 200
+    assert listed.json()["count"] == len(DEMO_AGENTS)
+    assert ApiKey.objects.get(name="demo operator").user.username == "admin"
 
 
 @pytest.mark.django_db

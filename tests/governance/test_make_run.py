@@ -100,7 +100,17 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert "Demo account: reviewer / " in output
     credentials = tmp_path / "var" / "demo-credentials.txt"
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
-    assert f"Demo credentials: {credentials}" in output  # in the ready banner
+    # The ready banner repeats what a newcomer needs, below whatever the workers logged first.
+    banner = output[output.index("Control plane ready") :]
+    assert f"Demo credentials: {credentials}" in banner
+    for line in (
+        "Demo account: admin / ",
+        "Demo account: reviewer / ",
+        "Demo agent key for ",
+        "Demo operator key for admin: ",
+    ):
+        assert line in banner, banner
+    assert re.search(r"Broker: (Redis at 127\.0\.0\.1:6379 \(found running\)|filesystem queue in )", output)
     assert f"{base}/admin/" in output
     assert f"{base}/inbox/" in output
     assert f"{base}/api/v1/docs" in output
@@ -127,11 +137,12 @@ def test_a_second_make_run_prints_where_the_credentials_are_not_what_they_are(tm
     saved = credentials.read_text(encoding="utf-8")
     second = _run_until_ready(child_env, port, tmp_path / "second.log")
 
-    secrets = re.findall(r"Demo account: \S+ / (\S+) ", first) + re.findall(r"Demo agent key for \S+: (\S+)", first)
-    assert len(secrets) == 5  # admin, reviewer, three demo agents
+    secrets = re.findall(r"Demo account: \S+ / (\S+) ", first) + re.findall(r"Demo \w+ key for \S+: (\S+)", first)
+    assert len(set(secrets)) == 6  # admin, reviewer, three demo agents, the operator key
     assert not any(secret in second for secret in secrets)
     assert "Demo account:" not in second
     assert "Demo agent key" not in second
+    assert "Demo operator key" not in second
     assert f"Demo credentials: see {credentials}" in second
     assert credentials.read_text(encoding="utf-8") == saved
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -102,3 +103,29 @@ def test_a_backlog_of_embeddings_does_not_delay_the_tick(tmp_path):
             serve.wait(timeout=60)
             for kind in queues.KINDS:
                 broker.delete(queues.queue_name(queue, kind))
+
+
+def _default_queue(var_dir) -> str:
+    """The default queue a process of the instance whose data is in ``var_dir`` uses, CELERY_QUEUE unset."""
+    child_env = process_env(var_dir)
+    del child_env["CELERY_QUEUE"]
+    shown = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.CELERY_TASK_DEFAULT_QUEUE)"],
+        cwd=BASE_DIR,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return shown.stdout.strip()
+
+
+def test_two_checkouts_on_one_host_never_share_a_queue_unless_told_to(tmp_path):
+    """Both find the same local Redis: without CELERY_QUEUE each instance names its own queues,
+    the same at every start; a deployment's hosts share one by setting it."""
+    first, second = _default_queue(tmp_path / "a" / "var"), _default_queue(tmp_path / "b" / "var")
+
+    assert first.startswith("governance-")
+    assert second.startswith("governance-")
+    assert first != second
+    assert _default_queue(tmp_path / "a" / "var") == first

@@ -2,9 +2,10 @@
 
 ``--role all`` (the default, what ``make run`` calls) migrates, loads the demo data (demo accounts
 and keys only on the first start, on an empty database; ``--no-demo`` skips it), starts the web
-server, the Celery workers and Celery beat, prints where to go once the API answers healthy (and
-where the demo credentials file is, never the secrets themselves), and on Ctrl-C (or SIGTERM)
-stops them all and, when this run started it, the embedded PostgreSQL.
+server, the Celery workers and Celery beat, says which broker it found, prints where to go once
+the API answers healthy (on the first start also the demo accounts and keys just made, since the
+workers' output has buried load_demo's; on later starts only where the credentials file is), and
+on Ctrl-C (or SIGTERM) stops them all and, when this run started it, the embedded PostgreSQL.
 
 On several hosts each runs only its part: ``--role web`` (gunicorn), ``--role worker`` (the
 Celery workers; ``--queues tick,providers`` for only those queues, governance/kernel/queues.py),
@@ -31,6 +32,7 @@ from types import FrameType
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kombu.utils.url import maybe_sanitize_url
 
 from governance import demo_credentials
 from governance.kernel import metrics, queues, runtime
@@ -91,6 +93,17 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
     return commands
 
 
+def broker_description() -> str:
+    """Which broker this start uses, and why: the newcomer's local Redis is picked without a word
+    in the settings, so the start says so (a password in CELERY_BROKER_URL is masked)."""
+    url = settings.CELERY_BROKER_URL
+    if os.environ.get("CELERY_BROKER_URL"):
+        return f"{maybe_sanitize_url(url)} (CELERY_BROKER_URL)"
+    if url.startswith("filesystem://"):
+        return f"filesystem queue in {settings.CELERY_DIR} (no Redis answered at 127.0.0.1:6379; one host only)"
+    return "Redis at 127.0.0.1:6379 (found running)"
+
+
 def _require_migrated() -> None:
     """A role never migrates (hosts starting at once would race): it refuses a database that is
     behind the code instead."""
@@ -138,14 +151,17 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, self._request_stop)
         exit_code = 0
         try:
+            first_start = False
             if role == "all":
                 # This process supervises every process of the host: last run's metric files go.
                 metrics.reset_multiprocess_dir()
                 call_command("migrate", interactive=False, verbosity=0)
                 if not no_demo:
+                    first_start = demo_credentials.is_empty_install()
                     call_command("load_demo", stdout=self.stdout)
             else:
                 _require_migrated()
+            self.stdout.write(f"Broker: {broker_description()}; queue {settings.CELERY_TASK_DEFAULT_QUEUE}")
             for name in self.commands:
                 self._start(name)
             if "web" not in self.commands and settings.METRICS_PORT:
@@ -155,13 +171,11 @@ class Command(BaseCommand):
             if "web" not in self.commands:
                 self.stdout.write(self.style.SUCCESS(f"Role {role} running: {', '.join(self.commands)}"))
             elif self._wait_healthy(f"{base}/api/v1/health"):
-                credentials = demo_credentials.credentials_file()
-                shown = role == "all" and not no_demo and credentials.exists()
                 self.stdout.write(
                     self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
                     + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
                     + f"  MCP:      {base}/mcp (Streamable HTTP, Bearer API key)\n"
-                    + (f"  Demo credentials: {credentials}\n" if shown else "")
+                    + self._credentials_lines(shown=role == "all" and not no_demo, first_start=first_start)
                     + "Press Ctrl-C to stop."
                 )
             exit_code = self._supervise()
@@ -171,6 +185,16 @@ class Command(BaseCommand):
                 self.stdout.write("Embedded PostgreSQL stopped.")
         if exit_code:
             sys.exit(exit_code)
+
+    @staticmethod
+    def _credentials_lines(*, shown: bool, first_start: bool) -> str:
+        """On the first start, the demo credentials again (the worker's output has buried those
+        load_demo printed); on later ones only where they are, as load_demo says then."""
+        credentials = demo_credentials.credentials_file()
+        if not shown or not credentials.exists():
+            return ""
+        saved = "".join(f"  {line}\n" for line in demo_credentials.saved_lines()) if first_start else ""
+        return f"{saved}  Demo credentials: {credentials}\n"
 
     def _request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True

@@ -1,0 +1,77 @@
+"""The production path (README, "Production start"): `manage.py migrate` once, then
+`manage.py serve --role all --no-demo`. On a fresh database it comes up ready and writes no demo
+row, makes no account, saves no credentials file and prints no password or key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.processes import BASE_DIR, free_port, process_env, wait_for
+
+pytestmark = pytest.mark.process
+
+# Every model a demo loader (agents, sessions, memory, governance/contracts) writes, and the accounts.
+COUNTED = """
+import json
+from django.contrib.auth import get_user_model
+from agents.models import Agent, Job, JobTrigger, KpiSample
+from governance.contracts.models import Contract, ContractCheck
+from governance.kernel.models import ApiKey
+from memory.models import Learning, Subject
+from sessions.models import AISession, Automation, ProviderProfile
+models = [get_user_model(), ApiKey, Agent, Job, JobTrigger, KpiSample, Contract, ContractCheck, Learning, Subject,
+          AISession, Automation, ProviderProfile]
+print(json.dumps({model.__name__: model.objects.count() for model in models}))
+"""
+
+
+def test_migrate_then_serve_no_demo_writes_no_demo_row_account_or_secret(tmp_path):
+    port = free_port()
+    child_env = process_env(
+        tmp_path / "var",
+        PORT=str(port),
+        HOST="127.0.0.1",
+        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
+        DEBUG="1",
+        EMBEDDING_BACKEND="hashing",
+    )
+    manage = [sys.executable, "manage.py"]
+    migrated = subprocess.run([*manage, "migrate", "--noinput"], cwd=BASE_DIR, env=child_env, capture_output=True)
+    assert migrated.returncode == 0, migrated.stderr.decode()[-3000:]
+
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        serve = subprocess.Popen(
+            [*manage, "serve", "--role", "all", "--no-demo"],
+            cwd=BASE_DIR,
+            env=child_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
+            counted = subprocess.run(
+                [*manage, "shell", "-c", COUNTED], cwd=BASE_DIR, env=child_env, capture_output=True, text=True
+            )
+            assert counted.returncode == 0, counted.stderr[-3000:]
+        finally:
+            os.killpg(serve.pid, signal.SIGINT)
+            try:
+                serve.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
+
+    counts = json.loads(counted.stdout.strip().splitlines()[-1])
+    assert counts == dict.fromkeys(counts, 0)
+    assert not (tmp_path / "var" / "demo-credentials.txt").exists()
+    output = migrated.stdout.decode() + log_path.read_text()
+    for leak in ("Demo account", "Demo agent key", "Demo operator key", "Demo credentials", "password", "gov_"):
+        assert leak not in output, leak
