@@ -43,6 +43,7 @@ from governance.reviews.models import ReviewDecision, ReviewItem, kind_label
 
 RECENT_DECISIONS = 20
 ITEMS_PER_PAGE = 25
+BADGE_MAX = 999  # the navigation bar's count stops there
 MAX_SHOWN = 1000  # pending rows a polling page may report; more is not a page a person reads
 CSV_COLUMNS = [
     "decided_at",
@@ -86,13 +87,15 @@ def _version() -> str:
 
 def pending_badge(request: HttpRequest) -> dict[str, Any]:
     """Context processor: the number of pending items the signed-in person may see, for the
-    navigation bar. Lazy, so a page that does not show the bar asks nothing; one COUNT otherwise."""
+    navigation bar. Lazy, so a page that does not show the bar asks nothing; otherwise one COUNT,
+    bounded like every count of a list that may grow (past ``BADGE_MAX`` it reads "999+")."""
 
-    def count() -> int:
+    def count() -> str:
         if not request.user.is_authenticated or not request.user.has_perm("governance.view_reviewitem"):
-            return 0
-        principal = Principal(user=request.user)
-        return ReviewItem.objects.visible_to(principal).filter(status=ReviewItem.Status.PENDING).count()
+            return ""
+        pending = ReviewItem.objects.visible_to(signed_in(request)).filter(status=ReviewItem.Status.PENDING)
+        found = pending.order_by()[: BADGE_MAX + 1].count()
+        return f"{BADGE_MAX}+" if found > BADGE_MAX else str(found or "")
 
     return {"inbox_pending_count": SimpleLazyObject(count)}
 
@@ -212,16 +215,13 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     return _row(request, _item(item_id))
 
 
-def _bulk_messages(request: HttpRequest, decision: str, outcome: reviews.BulkOutcome, stale: int) -> None:
+def _bulk_messages(request: HttpRequest, decision: str, outcome: reviews.BulkOutcome, stale: int, why: str) -> None:
     done = "Approved" if decision == ReviewDecision.Decision.APPROVE else "Rejected"
     if outcome.decided:
         messages.success(request, f"{done} {outcome.decided} promotion{'s' if outcome.decided != 1 else ''}.")
     skipped = outcome.skipped + stale
     if skipped:
-        messages.warning(
-            request,
-            f"Skipped {skipped} item{'s' if skipped != 1 else ''} decided meanwhile or no longer matching.",
-        )
+        messages.warning(request, f"Skipped {skipped} item{'s' if skipped != 1 else ''} {why}.")
 
 
 @login_required
@@ -238,7 +238,7 @@ def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
     pending = list(_pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True))
     decision = ReviewDecision.Decision.APPROVE
     outcome = reviews.decide_many(pending, actor=signed_in(request), decision=decision)
-    _bulk_messages(request, decision, outcome, stale=len(selected) - len(pending))
+    _bulk_messages(request, decision, outcome, len(selected) - len(pending), "already decided or not a promotion")
     return redirect("reviews:inbox")
 
 
@@ -257,7 +257,8 @@ def bulk_matching(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Bad bulk decision: filters, decision, count and upto.", status=400)
     targets = list(matching.filter(kind=BULK_APPROVABLE, pk__lte=int(upto)).values_list("pk", flat=True))
     outcome = reviews.decide_many(targets, actor=signed_in(request), decision=decision)
-    _bulk_messages(request, decision, outcome, stale=max(int(count) - len(targets), 0))
+    stale = max(int(count) - len(targets), 0)
+    _bulk_messages(request, decision, outcome, stale, "decided meanwhile or no longer matching")
     back = f"{reverse('reviews:inbox')}?{_form_query(form)}"
     return HttpResponseClientRedirect(back) if request.headers.get("HX-Request") else redirect(back)
 

@@ -61,12 +61,21 @@ def test_two_hundred_pending_items_are_filtered_paged_and_decided_all_at_once(pa
     assert set(Learning.objects.values_list("scope", flat=True)) == {"domain"}
     expect(page.locator("#inbox-badge")).to_have_text("1")
 
+    rejected = reviews.open_item(actor=SYSTEM, kind="memory_promotion", title="Promote another fact", payload={})
     page.goto("/inbox/")
     row = row_of(page, other.pk)
     page.keyboard.press("j")
     expect(row).to_be_focused()
+    row.get_by_label("Comment").type("a reason")  # keys typed into a field decide nothing
+    expect(row.get_by_label("Comment")).to_have_value("a reason")
+    row.focus()
     page.keyboard.press("a")
     expect(row.locator(".outcome")).to_contain_text("Approved by rita at ")
     assert ReviewItem.objects.get(pk=other.pk).status == "approved"
+    assert ReviewDecision.objects.get(item=other).comment == "a reason"
+    page.keyboard.press("j")
+    expect(row_of(page, rejected.pk)).to_be_focused()
+    page.keyboard.press("r")
+    expect(row_of(page, rejected.pk).locator(".outcome")).to_contain_text("Rejected by rita at ")
     assert len(dialogs) == 1  # a single decision asks no confirmation
     page.goto("about:blank")  # closes the inbox's event stream before the test database goes

@@ -506,7 +506,7 @@ def test_the_call_log_needs_a_constant_number_of_queries(client, viewer, log, dj
         html = html_of(client, reverse("gateway:calls"), {"server": "supabase"})
 
     assert len(rows_of(html)) == 44
-    assert len(first) <= 10
+    assert len(first) <= 11  # with the navigation bar's pending count of the inbox
 
 
 # --- CSV -----------------------------------------------------------------------------------------
