@@ -4,6 +4,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from gateway import views as mcp_views
+from governance import health_page
 from governance.api import api
 from governance.kernel import metrics
 
@@ -25,6 +26,8 @@ urlpatterns = [
     path("sessions/", include("sessions.urls")),
     path("memory/", include("memory.urls")),
     path("gateway/", include("gateway.urls")),
+    path("health/", health_page.health_view, name="health"),
+    path("health/indicator/", health_page.indicator_view, name="health-indicator"),
 ]
 
 handler404 = "governance.kernel.views.not_found"

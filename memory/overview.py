@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Case, Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -230,3 +230,31 @@ def learning_history(learning: Learning) -> dict[str, Any]:
         "scope_events": scope_events(learning),
         "proposals": learning.proposals.select_related("review_item").order_by("created_at", "pk"),
     }
+
+
+def browse_learnings(
+    *,
+    scope: str | None = None,
+    domain: str | None = None,
+    min_score: Decimal | None = None,
+    text: str | None = None,
+    similarity: dict[int, float] | None = None,
+) -> QuerySet[Learning]:
+    """Learnings with their reuse score (``score``, None when never scored), best score first, for
+    the learnings page. ``similarity`` (a semantic search's hits: id -> cosine similarity) keeps
+    only those rows, annotated with theirs and nearest first."""
+    score = ReuseScore.objects.filter(story=OuterRef("story"), gate=OuterRef("gate"), tags_hash=OuterRef("tags_hash"))
+    rows = Learning.objects.annotate(score=Subquery(score.values("reuse_score")[:1]))
+    if scope:
+        rows = rows.filter(scope=scope)
+    if domain:
+        rows = rows.filter(domain=domain)
+    if min_score is not None:
+        rows = rows.filter(score__gte=min_score)
+    if text:
+        rows = rows.filter(text__icontains=text)
+    if similarity is not None:
+        nearness = [When(pk=pk, then=Value(value)) for pk, value in similarity.items()]
+        rows = rows.filter(pk__in=similarity).annotate(similarity=Case(*nearness, output_field=FloatField()))
+        return rows.order_by("-similarity", "-pk")
+    return rows.order_by(F("score").desc(nulls_last=True), "-pk")

@@ -7,6 +7,7 @@ app_name = "memory"
 
 urlpatterns = [
     path("", views.memory_overview, name="memory-overview"),
+    path("learnings/", views.learning_list, name="learning-list"),
     path("learnings/<int:learning_id>/", views.learning_detail, name="learning-detail"),
     path("subjects/", subject_views.subject_list, name="subject-list"),
     path("subjects/<str:key>/", subject_views.subject_detail, name="subject-detail"),
