@@ -28,15 +28,19 @@ def _prepare(**_: object) -> None:
     runtime.prepare()
 
 
+@signals.celeryd_init.connect
 @signals.setup_logging.connect
 def _logging(**_: object) -> None:
     """Worker and beat log as the web does (settings.LOGGING: LOG_FORMAT, LOG_LEVEL, each line's
-    request, task and trace ids), not in Celery's own format."""
+    request, task and trace ids), not in Celery's own format. The worker's is set up at its very
+    start too (celeryd_init), with warnings logged: the warnings it gives before its own logging
+    is set up (running as root) would otherwise be raw lines in a JSON log."""
     import logging.config
 
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+    logging.captureWarnings(True)
 
 
 @signals.worker_init.connect

@@ -1,5 +1,10 @@
 """gunicorn's configuration for the plane's web server (``--config python:governance.gunicorn_conf``).
 
+Its logs go through the plane's formatters (settings.LOGGING): with ``LOG_FORMAT=json`` the
+master's and workers' error log and the access log are one JSON object per line like every other
+process's, and each access line carries the request's id (the ``X-Request-ID`` the answer sends),
+its method, path, status and duration as fields.
+
 Its one hook: a worker that exits (restarted, killed, timed out) has its live metric gauges
 dropped, so requests it was answering when it died do not stay "in progress" forever
 (governance/kernel/metrics.py). Its counters stay: what it answered was answered.
@@ -10,10 +15,54 @@ when they load the application).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+
+# gunicorn's access line fields, by its atom names (gunicorn.glogging.Logger.atoms).
+_ACCESS_FIELDS = {"request_id": "{x-request-id}o", "method": "m", "path": "U", "status": "s", "duration_us": "D"}
+
+
+class AccessFields(logging.Filter):
+    """Turns gunicorn's access atoms into fields of the record. The request's own log context is
+    gone by the time gunicorn logs the access line: its id comes from the answer's header."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        atoms = record.args
+        if isinstance(atoms, dict):
+            for field, atom in _ACCESS_FIELDS.items():
+                value = atoms[atom]
+                if value != "-":
+                    setattr(record, field, value)
+        return True
+
+
+def _logconfig() -> dict[str, Any]:
+    """gunicorn.error to stderr and gunicorn.access to stdout, in the format of settings.LOGGING."""
+    from django.conf import settings
+
+    logging_settings: dict[str, Any] = settings.LOGGING
+    console = logging_settings["handlers"]["console"]
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": logging_settings["formatters"],
+        "filters": {**logging_settings["filters"], "access": {"()": AccessFields}},
+        "handlers": {
+            "console": {**console, "stream": "ext://sys.stderr"},
+            "access": {**console, "filters": ["access"], "stream": "ext://sys.stdout"},
+        },
+        "loggers": {
+            "gunicorn.error": {"handlers": ["console"], "level": settings.LOG_LEVEL, "propagate": False},
+            "gunicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+        "root": {"handlers": ["console"], "level": settings.LOG_LEVEL},
+    }
+
+
+logconfig_dict = _logconfig()
 
 
 def child_exit(server: Any, worker: Any) -> None:

@@ -58,6 +58,9 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
     for minutes), or one ``worker`` on the queues named; ``beat``."""
     python = sys.executable
     prefix = settings.CELERY_TASK_DEFAULT_QUEUE
+    # Celery's start banners are printed, not logged: in JSON they would be lines no parser reads
+    # (serve itself says the broker and the queue).
+    quiet = ("--quiet",) if settings.LOG_FORMAT == "json" else ()
     commands: dict[str, list[str]] = {}
     if role in ("all", "web"):
         # Threads (gunicorn's gthread worker): a live page's event stream (governance.kernel.live)
@@ -85,11 +88,11 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
             # name) under the same node name would crash at every start.
             node = f"{name.split()[0]}.{os.getpid()}@%h"
             commands[name] = [
-                *(python, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO"),
+                *(python, "-m", "celery", "-A", "governance", *quiet, "worker", "--loglevel", "INFO"),
                 *("--queues", taken, "--concurrency", str(processes), "--hostname", node),
             ]
     if role in ("all", "beat"):
-        commands["beat"] = [python, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO"]
+        commands["beat"] = [python, "-m", "celery", "-A", "governance", *quiet, "beat", "--loglevel", "INFO"]
     return commands
 
 

@@ -1,0 +1,89 @@
+"""LOG_FORMAT=json from the outside: `manage.py serve` runs gunicorn, the Celery workers and beat,
+and every line they write is one JSON object; request lines (gunicorn's access log included)
+carry the request id, and a task's lines its task id. Only serve's own banner is for people."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from celery import current_app
+
+from governance.kernel.models import TaskRun
+from tests.support.processes import BASE_DIR, database_url_of_tests, free_port, process_env, sending_to, wait_for
+
+pytestmark = pytest.mark.process
+
+# What serve itself prints for the operator at the terminal (governance/management/commands/serve.py),
+# and the one line Celery's worker prints (not logs) when it is stopped, after its last log line.
+SERVE_OWN = ("Broker: ", "Control plane ready", "  ", "Press Ctrl-C", "Embedded PostgreSQL stopped")
+CELERY_STOP = "worker: Warm shutdown (MainProcess)"
+
+
+def _objects(text: str) -> list[dict]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    children = [line for line in lines if not line.startswith(SERVE_OWN) and line != CELERY_STOP]
+    assert children
+    return [json.loads(line) for line in children]  # a line that is not JSON fails here
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_process_logs_json_lines_with_request_and_task_ids(tmp_path):
+    port = free_port()
+    child_env = process_env(
+        tmp_path / "var",
+        DATABASE_URL=database_url_of_tests(),
+        PORT=str(port),
+        HOST="127.0.0.1",
+        LOG_FORMAT="json",
+        LOG_LEVEL="DEBUG",  # a task's routine lines too (INFO hides them): each must carry its task id
+        DEBUG="1",
+        EMBEDDING_BACKEND="hashing",
+    )
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--role", "all", "--no-demo"],
+            cwd=BASE_DIR,
+            env=child_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/health/live", headers={"X-Request-ID": "probe-json-1"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert response.headers["X-Request-ID"] == "probe-json-1"
+            with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"]):
+                sent = current_app.send_task("governance.heartbeat")
+            assert wait_for(lambda: TaskRun.objects.filter(task_id=sent.id).exists(), timeout=60), log_path.read_text()
+            beat_logged = wait_for(lambda: '"governance.kernel.beat"' in log_path.read_text(), timeout=30)
+            assert beat_logged, log_path.read_text()
+        finally:
+            os.killpg(serve.pid, signal.SIGINT)
+            try:
+                serve.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
+
+    objects = _objects(log_path.read_text())
+    loggers = {line["logger"] for line in objects}
+    assert {"gunicorn.error", "gunicorn.access", "governance.kernel.beat"} <= loggers, loggers
+    assert any(name.startswith("celery.worker") for name in loggers), loggers
+    access = [
+        line for line in objects if line["logger"] == "gunicorn.access" and line.get("path") == "/api/v1/health/live"
+    ]
+    assert access, objects
+    assert access[0]["request_id"] == "probe-json-1"
+    assert access[0]["status"] == "200"
+    task_lines = [line for line in objects if line.get("task_id") == sent.id]
+    assert task_lines, [line for line in objects if "task" in line["logger"]]
