@@ -7,6 +7,7 @@ that the tables have rows to widen them."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -36,6 +37,8 @@ def off_screen(page: Any) -> list[str]:
 
 @pytest.mark.django_db(transaction=True)
 def test_every_page_fits_a_phone_and_keeps_its_navigation_on_screen(page, vlevel_api):
+    from playwright.sync_api import expect
+
     load_seed_manifests()
     import_alice()
     imported(RANKING, INTENT, ANSWER)
@@ -43,6 +46,7 @@ def test_every_page_fits_a_phone_and_keeps_its_navigation_on_screen(page, vlevel
     UserFactory(username="root", is_staff=True, is_superuser=True)
     page.set_viewport_size(PHONE)
     log_in(page, "root")
+    expect(page.locator(".health-indicator")).not_to_have_class(re.compile("health-pending"))  # loaded under the CSP
     nav = [link.get_attribute("href") for link in page.locator(".mainnav a").all()]
     assert {"/agents/jobs/", "/memory/subjects/", "/memory/learnings/", "/health/"} <= set(nav) | {
         page.locator(".health-indicator").get_attribute("href")

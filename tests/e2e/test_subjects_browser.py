@@ -32,8 +32,7 @@ def test_an_admin_corrects_a_preference_and_deletes_an_event_in_the_browser(page
 
     import_alice()
     log_in(page, admin_operator.username)
-    page.get_by_role("link", name="Memory", exact=True).click()
-    page.get_by_role("link", name="Subjects").click()
+    page.locator(".mainnav").get_by_role("link", name="Subjects").click()
     page.get_by_role("link", name="alice", exact=True).click()
     page.wait_for_url("**/memory/subjects/alice/")
 
