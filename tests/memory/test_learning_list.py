@@ -83,3 +83,18 @@ def test_people_without_the_viewer_role_and_visitors_are_turned_away(client, thr
     assert client.get(URL).status_code == 302
     client.force_login(UserFactory(username="nobody", roles=[]))
     assert client.get(URL).status_code == 403
+
+
+def test_a_search_by_meaning_with_the_embedder_down_says_so_and_names_no_host(client, viewer, three, settings):
+    settings.EMBEDDING_BACKEND = "ollama"
+    settings.EMBEDDING_URL = "http://127.0.0.1:1"
+    settings.EMBEDDING_TIMEOUT_SECONDS = 1
+    client.force_login(viewer)
+
+    response = client.get(URL, {"q": "flaky deploys", "mode": "semantic"})
+
+    assert response.status_code == 200
+    html = unescape(response.content.decode())
+    assert "The embedding backend is unavailable; retry later." in html
+    assert "127.0.0.1" not in html
+    assert listed(client, q="flaky", mode="text") == [three["retry"].pk]  # searching by words still works
