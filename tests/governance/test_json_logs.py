@@ -1,6 +1,6 @@
 """LOG_FORMAT=json from the outside: `manage.py serve` runs gunicorn, the Celery workers and beat,
 and every line they write is one JSON object; request lines (gunicorn's access log included)
-carry the request id, and a task's lines its task id. Only serve's own banner is for people."""
+carry the request id, and a task's lines its task id; serve's own banner too is log records."""
 
 from __future__ import annotations
 
@@ -19,17 +19,13 @@ from tests.support.processes import BASE_DIR, database_url_of_tests, free_port, 
 
 pytestmark = pytest.mark.process
 
-# What serve itself prints for the operator at the terminal (governance/management/commands/serve.py),
-# and the one line Celery's worker prints (not logs) when it is stopped, after its last log line.
-SERVE_OWN = ("Broker: ", "Control plane ready", "  ", "Press Ctrl-C", "Embedded PostgreSQL stopped")
+# The one line Celery's worker prints (not logs) when it is stopped, after its last log line.
 CELERY_STOP = "worker: Warm shutdown (MainProcess)"
 
 
 def _objects(text: str) -> list[dict]:
     lines = [line for line in text.splitlines() if line.strip()]
-    children = [line for line in lines if not line.startswith(SERVE_OWN) and line != CELERY_STOP]
-    assert children
-    return [json.loads(line) for line in children]  # a line that is not JSON fails here
+    return [json.loads(line) for line in lines if line != CELERY_STOP]  # a line not JSON fails here
 
 
 @pytest.mark.django_db(transaction=True)
@@ -77,7 +73,7 @@ def test_every_process_logs_json_lines_with_request_and_task_ids(tmp_path):
 
     objects = _objects(log_path.read_text())
     loggers = {line["logger"] for line in objects}
-    assert {"gunicorn.error", "gunicorn.access", "governance.kernel.beat"} <= loggers, loggers
+    assert {"governance.serve", "gunicorn.error", "gunicorn.access", "governance.kernel.beat"} <= loggers, loggers
     assert any(name.startswith("celery.worker") for name in loggers), loggers
     access = [
         line for line in objects if line["logger"] == "gunicorn.access" and line.get("path") == "/api/v1/health/live"

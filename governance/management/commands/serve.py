@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
+import logging
 import os
 import signal
 import subprocess
@@ -28,10 +30,11 @@ import sys
 import time
 import urllib.request
 from types import FrameType
+from typing import TextIO, cast
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from kombu.utils.url import maybe_sanitize_url
 
 from governance import demo_credentials
@@ -96,6 +99,21 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
     return commands
 
 
+class _LogLines(io.TextIOBase):
+    """What serve writes for the operator, as log records, one a line (LOG_FORMAT=json): its
+    banner and notices then parse like every other line of the host's log."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.logger = logging.getLogger("governance.serve")
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                self.logger.log(self.level, line.strip())
+        return len(text)
+
+
 def broker_description() -> str:
     """Which broker this start uses, and why: the newcomer's local Redis is picked without a word
     in the settings, so the start says so (a password in CELERY_BROKER_URL is masked)."""
@@ -142,6 +160,9 @@ class Command(BaseCommand):
         self, *args: object, role: str, queues: str, host: str, port: int, no_demo: bool, **options: object
     ) -> None:
         started = time.monotonic()
+        if settings.LOG_FORMAT == "json":
+            self.stdout = OutputWrapper(cast(TextIO, _LogLines(logging.INFO)))
+            self.stderr = OutputWrapper(cast(TextIO, _LogLines(logging.WARNING)))
         self.stopping = False
         self.children: dict[str, subprocess.Popen] = {}
         self.started_at: dict[str, float] = {}
