@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.processes import BASE_DIR, free_port, process_env, wait_for
+from tests.support.processes import BASE_DIR, free_port, plane_env, wait_for
 
 pytestmark = pytest.mark.process
 
@@ -64,16 +64,7 @@ def make_run(child_env: dict[str, str], log_path: Path) -> Iterator[subprocess.P
 def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
     port = free_port()
     pgdata = tmp_path / "pgdata"
-    # The demo's hundreds of memory embeddings use the light test-only embedder here (it needs DEBUG):
-    # this test is about starting and stopping, not about loading the model on a busy CI machine.
-    child_env = process_env(
-        tmp_path / "var",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        EMBEDDED_PGDATA=str(pgdata),
-        DEBUG="1",
-        EMBEDDING_BACKEND="hashing",
-    )
+    child_env = plane_env(tmp_path, port)
     child_env.pop("CELERY_BROKER_URL")  # let the project choose, as it does on a real `make run`
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
@@ -123,14 +114,7 @@ def test_make_run_serves_and_stops_cleanly_on_ctrl_c(tmp_path):
 
 def test_a_second_make_run_prints_where_the_credentials_are_not_what_they_are(tmp_path):
     port = free_port()
-    child_env = process_env(
-        tmp_path / "var",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
-        DEBUG="1",
-        EMBEDDING_BACKEND="hashing",
-    )
+    child_env = plane_env(tmp_path, port)
     credentials = tmp_path / "var" / "demo-credentials.txt"
 
     first = _run_until_ready(child_env, port, tmp_path / "first.log")
@@ -172,14 +156,7 @@ def _child(serve: psutil.Process, *words: str) -> psutil.Process | None:
 
 def test_a_crashed_worker_or_web_server_is_started_again_and_the_plane_keeps_serving(tmp_path):
     port = free_port()
-    child_env = process_env(
-        tmp_path / "var",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
-        DEBUG="1",
-        EMBEDDING_BACKEND="hashing",
-    )
+    child_env = plane_env(tmp_path, port)
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
     with make_run(child_env, log_path) as make:

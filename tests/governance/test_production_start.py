@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.support.processes import BASE_DIR, free_port, process_env, wait_for
+from tests.support.processes import BASE_DIR, free_port, plane_env, wait_for
 
 pytestmark = pytest.mark.process
 
@@ -33,14 +33,7 @@ print(json.dumps({model.__name__: model.objects.count() for model in models}))
 
 def test_migrate_then_serve_no_demo_writes_no_demo_row_account_or_secret(tmp_path):
     port = free_port()
-    child_env = process_env(
-        tmp_path / "var",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
-        DEBUG="1",
-        EMBEDDING_BACKEND="hashing",
-    )
+    child_env = plane_env(tmp_path, port)
     manage = [sys.executable, "manage.py"]
     migrated = subprocess.run([*manage, "migrate", "--noinput"], cwd=BASE_DIR, env=child_env, capture_output=True)
     assert migrated.returncode == 0, migrated.stderr.decode()[-3000:]

@@ -50,6 +50,21 @@ def process_env(var_dir: Path, **extra: str) -> dict[str, str]:
     return child
 
 
+def plane_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
+    """Environment for a whole plane started in ``tmp_path`` (`make run`, `serve`): its own embedded
+    PostgreSQL and var/, on ``port``, with the light test-only embedder (it needs DEBUG): these
+    tests are about starting and stopping, not about loading the model on a busy CI machine."""
+    return process_env(
+        tmp_path / "var",
+        PORT=str(port),
+        HOST="127.0.0.1",
+        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
+        DEBUG="1",
+        EMBEDDING_BACKEND="hashing",
+        **extra,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
