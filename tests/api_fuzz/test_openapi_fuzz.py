@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from governance.wsgi import application
-from tests.factories.governance import UserFactory
+from tests.factories.governance import UserFactory, recent_heartbeat
 from tests.support.keys import issue_key
 from tests.support.manifests import load
 
@@ -62,6 +62,7 @@ def _keep_the_test_transaction():
 
 @pytest.fixture(params=["agent", "operator"])
 def bearer(request, db) -> str:
+    recent_heartbeat()  # the plane is ready: readiness answers 200 here, and its 503 is tested in test_health
     if request.param == "agent":
         return issue_key(agent=load("agent.seo.vlevel"))
 

@@ -77,3 +77,12 @@ class ContractCheckFactory(factory.django.DjangoModelFactory[ContractCheck]):
     compliant = True
     output_sha256 = "0" * 64
     checked_at = factory.LazyFunction(timezone.now)
+
+
+def recent_heartbeat() -> TaskRun:
+    """A heartbeat that just ran: with the test database and the broker up, the plane is ready
+    (GET /health/ready answers 200, not the 503 of a plane whose beat never ran)."""
+    now = timezone.now()
+    return TaskRunFactory(
+        task_name="governance.heartbeat", status=TaskRun.Status.SUCCESS, started_at=now, finished_at=now
+    )
