@@ -83,6 +83,6 @@ def recent_heartbeat() -> TaskRun:
     """A heartbeat that just ran: with the test database and the broker up, the plane is ready
     (GET /health/ready answers 200, not the 503 of a plane whose beat never ran)."""
     now = timezone.now()
-    return TaskRunFactory(
+    return TaskRunFactory.create(
         task_name="governance.heartbeat", status=TaskRun.Status.SUCCESS, started_at=now, finished_at=now
     )
