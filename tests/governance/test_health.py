@@ -149,3 +149,23 @@ def test_readiness_degrades_when_the_heartbeat_is_stale_or_never_seen(anonymous_
     response = anonymous_api.get("/health/ready")
     assert response.status_code == 503
     assert {"loc": ["heartbeat"], "msg": "stale", "type": "dependency"} in response.json()["errors"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/health/live", "/health/ready"])
+def test_the_probes_read_only_whoever_calls_them(client, path):
+    """Keyless by design: no key, an agent's key or a forged one get the same report, and the
+    probe writes nothing (no audit row, no last-used time, no task run)."""
+    from tests.support.keys import issue_key
+    from tests.support.manifests import load
+    from tests.support.refusals import nothing_written
+
+    _beat_ran(5)
+    agent_key = issue_key(agent=load("agent.seo.vlevel"))
+    with nothing_written():
+        answers = [
+            client.get(f"/api/v1{path}", **headers)
+            for headers in ({}, {"HTTP_AUTHORIZATION": f"Bearer {agent_key}"}, {"HTTP_AUTHORIZATION": "Bearer forged"})
+        ]
+    assert {response.status_code for response in answers} == {200}
+    assert len({response.json()["status"] for response in answers}) == 1
