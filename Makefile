@@ -2,20 +2,45 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+REQ    := requirements
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes
 
-.PHONY: install run test lint format clean bench fuzz inspector
+.PHONY: install install-runtime install-dev run test lint format lock clean bench fuzz inspector
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall whenever requirements.txt changes.
-$(STAMP): requirements.txt | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	touch $(STAMP)
+# Three locked sets, each installed with its hashes checked (requirements/*.in say what is in each):
+# runtime.txt is what a production host needs, embeddings.txt adds the local embedder (torch), dev.txt adds
+# the tests and tools. Each stamp is remade when its lock changes; pip leaves what is already there alone.
+$(VENV)/.runtime: $(REQ)/runtime.txt | $(PY)
+	$(PIP) -r $(REQ)/runtime.txt
+	touch $@
 
-install: $(STAMP)
+$(VENV)/.embeddings: $(REQ)/runtime.txt $(REQ)/embeddings.txt | $(PY)
+	$(PIP) -r $(REQ)/runtime.txt -r $(REQ)/embeddings.txt
+	touch $(VENV)/.runtime $@
+
+$(VENV)/.dev: $(REQ)/dev.txt | $(PY)
+	$(PIP) -r $(REQ)/dev.txt
+	touch $(VENV)/.runtime $(VENV)/.embeddings $@
+
+# `make run` needs the runtime and the local embedder (the default EMBEDDING_BACKEND); tests and lint need all.
+# A host that embeds through a server (EMBEDDING_BACKEND=ollama|openai) needs only the runtime.
+install: $(VENV)/.embeddings
+install-runtime: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+# Regenerate the locks after editing a requirements/*.in (add `LOCK_ARGS=--upgrade` to take newer versions
+# within the pins). dev.txt is the single resolution of everything; runtime.txt and embeddings.txt are cut
+# from it, so the three always agree on a shared package.
+LOCK := CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
+	--strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host $(LOCK_ARGS)
+lock: | $(PY)
+	$(PY) -m pip show --quiet pip-tools 2>/dev/null || $(PY) -m pip install --quiet "$$(grep '^pip-tools==' $(REQ)/dev.in)"
+	$(LOCK) -o $(REQ)/dev.txt $(REQ)/dev.in
+	$(LOCK) -c $(REQ)/dev.txt -o $(REQ)/runtime.txt $(REQ)/runtime.in
+	$(LOCK) -c $(REQ)/dev.txt -o $(REQ)/embeddings.txt $(REQ)/embeddings.in
 
 # The MCP Inspector CLI (tests/gateway/test_inspector.py): pinned in tools/inspector/package-lock.json,
 # Node 22 included. Needs npm; without it the inspector test says so and is skipped.
@@ -31,29 +56,29 @@ run: install
 
 # In parallel: one test database per worker process (tests/conftest.py names them by pid).
 TEST_WORKERS ?= auto
-test: install
+test: install-dev
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory inspector; fi
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Schemathesis over the whole OpenAPI document (agent key and operator key), FUZZ_EXAMPLES per
 # operation and key; prints how many requests were sent and how many answered 5xx.
 FUZZ_EXAMPLES ?= 1000
-fuzz: install
+fuzz: install-dev
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/api_fuzz -q -s -p no:logging $(PYTEST_ARGS)
 
-bench: install
+bench: install-dev
 	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) -m bench $(BENCH_ARGS)
 
 # Ruff, no model change without its migration, and mypy: strict modules clean, the rest no worse than
 # tools/mypy-baseline.txt (see tools/mypy_baseline.py). CI runs it before the tests.
-lint: install
+lint: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run --noinput
 	$(PY) tools/mypy_baseline.py
 
-format: install
+format: install-dev
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 

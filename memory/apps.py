@@ -7,6 +7,6 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from governance.reviews import services as reviews
-        from memory import lifecycle
+        from memory import checks, lifecycle  # noqa: F401  (checks: registers them)
 
         reviews.register(lifecycle.REVIEW_KIND, lifecycle.on_review_decided)

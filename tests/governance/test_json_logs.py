@@ -5,17 +5,20 @@ carry the request id, and a task's lines its task id; serve's own banner too is 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import urllib.request
 
 import pytest
 from celery import current_app
 
 from governance.kernel.models import TaskRun
-from tests.support.processes import BASE_DIR, database_url_of_tests, free_port, process_env, sending_to, wait_for
+from tests.support.processes import (
+    database_url_of_tests,
+    free_port,
+    process_env,
+    sending_to,
+    serving_plane,
+    wait_for,
+)
 
 pytestmark = pytest.mark.process
 
@@ -42,34 +45,17 @@ def test_every_process_logs_json_lines_with_request_and_task_ids(tmp_path):
         EMBEDDING_BACKEND="hashing",
     )
     log_path = tmp_path / "serve.log"
-    with open(log_path, "w") as log:
-        serve = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--role", "all", "--no-demo"],
-            cwd=BASE_DIR,
-            env=child_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+    with serving_plane(child_env, log_path):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/health/live", headers={"X-Request-ID": "probe-json-1"}
         )
-        try:
-            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/v1/health/live", headers={"X-Request-ID": "probe-json-1"}
-            )
-            with urllib.request.urlopen(request, timeout=10) as response:
-                assert response.headers["X-Request-ID"] == "probe-json-1"
-            with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"]):
-                sent = current_app.send_task("governance.heartbeat")
-            assert wait_for(lambda: TaskRun.objects.filter(task_id=sent.id).exists(), timeout=60), log_path.read_text()
-            beat_logged = wait_for(lambda: '"governance.kernel.beat"' in log_path.read_text(), timeout=30)
-            assert beat_logged, log_path.read_text()
-        finally:
-            os.killpg(serve.pid, signal.SIGINT)
-            try:
-                serve.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                os.killpg(serve.pid, signal.SIGKILL)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["X-Request-ID"] == "probe-json-1"
+        with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"]):
+            sent = current_app.send_task("governance.heartbeat")
+        assert wait_for(lambda: TaskRun.objects.filter(task_id=sent.id).exists(), timeout=60), log_path.read_text()
+        beat_logged = wait_for(lambda: '"governance.kernel.beat"' in log_path.read_text(), timeout=30)
+        assert beat_logged, log_path.read_text()
 
     objects = _objects(log_path.read_text())
     loggers = {line["logger"] for line in objects}

@@ -1,5 +1,5 @@
 """A Python client generated from the OpenAPI snapshot with openapi-python-client (pinned in
-requirements.txt) builds without a warning, imports, and has one function module per operation.
+requirements/dev.in) builds without a warning, imports, and has one function module per operation.
 
 The generator runs offline on tests/snapshots/openapi.json with the settings next to it
 (openapi-python-client.yaml: YAML and Markdown bodies read as raw bytes, no ruff post-hooks).

@@ -5,14 +5,12 @@ row, makes no account, saves no credentials file and prints no password or key."
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from tests.support.processes import BASE_DIR, free_port, plane_env, wait_for
+from tests.support.processes import BASE_DIR, free_port, plane_env, serving_plane
 
 pytestmark = pytest.mark.process
 
@@ -39,28 +37,11 @@ def test_migrate_then_serve_no_demo_writes_no_demo_row_account_or_secret(tmp_pat
     assert migrated.returncode == 0, migrated.stderr.decode()[-3000:]
 
     log_path = tmp_path / "serve.log"
-    with open(log_path, "w") as log:
-        serve = subprocess.Popen(
-            [*manage, "serve", "--role", "all", "--no-demo"],
-            cwd=BASE_DIR,
-            env=child_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+    with serving_plane(child_env, log_path):
+        counted = subprocess.run(
+            [*manage, "shell", "-c", COUNTED], cwd=BASE_DIR, env=child_env, capture_output=True, text=True
         )
-        try:
-            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
-            counted = subprocess.run(
-                [*manage, "shell", "-c", COUNTED], cwd=BASE_DIR, env=child_env, capture_output=True, text=True
-            )
-            assert counted.returncode == 0, counted.stderr[-3000:]
-        finally:
-            os.killpg(serve.pid, signal.SIGINT)
-            try:
-                serve.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                os.killpg(serve.pid, signal.SIGKILL)
+        assert counted.returncode == 0, counted.stderr[-3000:]
 
     counts = json.loads(counted.stdout.strip().splitlines()[-1])
     assert counts == dict.fromkeys(counts, 0)

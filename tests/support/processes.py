@@ -52,16 +52,11 @@ def process_env(var_dir: Path, **extra: str) -> dict[str, str]:
 
 def plane_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
     """Environment for a whole plane started in ``tmp_path`` (`make run`, `serve`): its own embedded
-    PostgreSQL and var/, on ``port``, with the light test-only embedder (it needs DEBUG): these
-    tests are about starting and stopping, not about loading the model on a busy CI machine."""
+    PostgreSQL and var/, on ``port``, with the light test-only embedder (it needs DEBUG) unless ``extra``
+    names another: these tests are about starting and stopping, not about loading the model on a busy CI machine."""
+    defaults = {"DEBUG": "1", "EMBEDDING_BACKEND": "hashing"}
     return process_env(
-        tmp_path / "var",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        EMBEDDED_PGDATA=str(tmp_path / "pgdata"),
-        DEBUG="1",
-        EMBEDDING_BACKEND="hashing",
-        **extra,
+        tmp_path / "var", PORT=str(port), HOST="127.0.0.1", EMBEDDED_PGDATA=str(tmp_path / "pgdata"), **defaults | extra
     )
 
 
@@ -234,3 +229,30 @@ def gunicorn(
         finally:
             server.terminate()
             server.wait(timeout=30)
+
+
+@contextmanager
+def serving_plane(
+    child_env: dict[str, str], log_path: Path, *, python: str = PYTHON, options: tuple[str, ...] = ("--no-demo",)
+) -> Iterator[subprocess.Popen]:
+    """`manage.py serve --role all` run by ``python`` (another venv's, to test an install), its output in
+    ``log_path``; yields once it says "Control plane ready", and stops it with Ctrl-C (then SIGKILL) after."""
+    with open(log_path, "w") as log:
+        serve = subprocess.Popen(
+            [python, "manage.py", "serve", "--role", "all", *options],
+            cwd=BASE_DIR,
+            env=child_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
+            yield serve
+        finally:
+            os.killpg(serve.pid, signal.SIGINT)
+            try:
+                serve.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
