@@ -90,7 +90,7 @@ def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     return _manifest_response(manifest, 201 if created else 200, registry.manifest_warnings(parsed))
 
 
-@router.get("/{agent_id}/manifest", operation_id="get_manifest", response=dict)
+@router.get("/{agent_id}/manifest", operation_id="get_manifest", response=ManifestOut)
 def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None) -> HttpResponse:
     """The active manifest, or `?version=` for an older one."""
     agent = get_agent_for(request.auth, agent_id)

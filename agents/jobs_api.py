@@ -190,8 +190,27 @@ def escalate_job(request: HttpRequest, job_id: UUID, data: EscalateIn) -> Status
     return Status(201, jobs.escalate(owned_job(principal, job_id), data.reason, actor=principal))
 
 
+# The file itself, as text: audit.md as Markdown, backlog.json and graph.json as JSON. Markdown is named first so that
+# a generated client hands back the text of any of the three rather than parsing one kind as JSON.
+ARTIFACT_FILE = {
+    "responses": {
+        "200": {
+            "description": "The artifact file (Content-Disposition names it).",
+            "content": {
+                "text/markdown": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"type": "object"}},
+            },
+        }
+    }
+}
+
+
 @router.get(
-    "/{job_id}/artifacts/{kind}", operation_id="download_artifact", url_name="job_artifact", response={200: None}
+    "/{job_id}/artifacts/{kind}",
+    operation_id="download_artifact",
+    url_name="job_artifact",
+    response={200: None},
+    openapi_extra=ARTIFACT_FILE,
 )
 def download_artifact(request: HttpRequest, job_id: UUID, kind: JobArtifact.Kind) -> HttpResponse:
     job = visible_job(request.auth, job_id)

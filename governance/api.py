@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ImproperlyConfigured, ObjectDoesNotExist, PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema, Status
@@ -22,7 +22,11 @@ security_log = logging.getLogger("governance.security")
 
 DATABASE_RETRY_AFTER = 30  # seconds: a restart or a failover, not a lasting outage
 
+# Every error body, in every operation: its own name, so that generated clients get one error class and no
+# response model can take it over.
+PROBLEM_SCHEMA_NAME = "ProblemDetails"
 PROBLEM_SCHEMA = {
+    "title": PROBLEM_SCHEMA_NAME,
     "type": "object",
     "description": "RFC 9457 problem details; a 422 lists every failing field in `errors`.",
     "required": ["type", "title", "status", "detail", "errors"],
@@ -61,8 +65,11 @@ BODY_PROBLEMS = {413: "Body over the size limit.", 415: "Body of a media type th
 def _with_problem_responses(schema: dict) -> dict:
     """Every operation declares the problems it can answer, all as application/problem+json: the
     common ones here, once, rather than in each operation's `response=`."""
-    schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
-    reference = {"$ref": "#/components/schemas/Problem"}
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    if PROBLEM_SCHEMA_NAME in schemas:  # a response model of that name would silently become the error body
+        raise ImproperlyConfigured(f"a schema is named {PROBLEM_SCHEMA_NAME}, the name of the error body")
+    schemas[PROBLEM_SCHEMA_NAME] = PROBLEM_SCHEMA
+    reference = {"$ref": f"#/components/schemas/{PROBLEM_SCHEMA_NAME}"}
     for methods in schema.get("paths", {}).values():
         for operation in methods.values():
             responses = operation["responses"] = {str(k): v for k, v in operation.get("responses", {}).items()}
@@ -84,9 +91,26 @@ def _with_problem_responses(schema: dict) -> dict:
     return schema
 
 
+def _optional_bodies_as_absent(schema: dict) -> dict:
+    """An optional body (`data: X | None = None`) is declared by ninja as `anyOf: [X, null]` with
+    `required: false`: the null says again that the body may be left out, and generated clients then
+    send a literal `null` (or an unset marker) when it is. Declared as X alone, not required, a
+    client leaves the body out, which the server takes as it always has."""
+    for methods in schema.get("paths", {}).values():
+        for operation in methods.values():
+            body = operation.get("requestBody")
+            if not body or body.get("required"):
+                continue
+            for media in body.get("content", {}).values():
+                alternatives = media.get("schema", {}).get("anyOf", [])
+                if len(alternatives) == 2 and {"type": "null"} in alternatives:
+                    media["schema"] = next(a for a in alternatives if a != {"type": "null"})
+    return schema
+
+
 class GovernanceAPI(NinjaAPI):
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> dict:
-        return _with_problem_responses(super().get_openapi_schema(*args, **kwargs))
+        return _with_problem_responses(_optional_bodies_as_absent(super().get_openapi_schema(*args, **kwargs)))
 
 
 api = GovernanceAPI(

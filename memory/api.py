@@ -12,6 +12,7 @@ from memory.models import Learning, ReuseScore
 from memory.notes_api import router as notes_router
 from memory.schemas import (
     GateResultIn,
+    GateResultOut,
     InjectionIn,
     InjectionOut,
     LearningCreated,
@@ -50,7 +51,7 @@ def get_learning(request: HttpRequest, learning_id: int) -> dict:
     }
 
 
-@router.post("/gate-results", operation_id="create_gate_result", response={201: dict})
+@router.post("/gate-results", operation_id="create_gate_result", response={201: GateResultOut})
 def create_gate_result(request: HttpRequest, data: GateResultIn) -> Status:
     result = learnings.record_gate_result(actor=request.auth, **data.dict())
     return Status(201, {"id": result.pk, "story": result.story, "gate": result.gate, "verdict": result.verdict})

@@ -50,6 +50,13 @@ class GateResultIn(Schema):
     verdict: Literal["GO", "NO_GO"]
 
 
+class GateResultOut(Schema):
+    id: int
+    story: str
+    gate: int
+    verdict: Literal["GO", "NO_GO"]
+
+
 class InjectionIn(Schema):
     story: str = Story
     domain: str = Name

@@ -50,7 +50,9 @@ class ContractOut(Schema):
     fields: list[FieldOut]
 
 
-class Problem(Schema):
+class ContractViolation(Schema):
+    """One place where an output breaks its contract: `path` in the output, `code`, and what to do."""
+
     path: str
     code: str
     message: str
@@ -71,8 +73,8 @@ class ReportOut(Schema):
     contract: str
     version: int
     compliant: bool
-    violations: list[Problem]
-    warnings: list[Problem]
+    violations: list[ContractViolation]
+    warnings: list[ContractViolation]
     reportId: int
 
 

@@ -17,10 +17,16 @@ from memory.subjects.schemas import (
     AllowedAgentsIn,
     AllowedAgentsOut,
     EmotionIn,
+    EmotionOut,
+    FactCreatedOut,
     FactIn,
+    ImportCountsOut,
     ImportIn,
     InteractionsIn,
+    InteractionsOut,
     MemoryHit,
+    SubjectExportOut,
+    SystemPromptOut,
 )
 
 router = Router(tags=["subjects"])
@@ -31,14 +37,20 @@ def _operator(request: HttpRequest, perm: str) -> None:
         raise Forbidden(f"This needs the {perm} permission.")
 
 
-@router.post("/subjects/{subject}/import", operation_id="import_subject", auth=operator_key, response=dict[str, int])
+@router.post(
+    "/subjects/{subject}/import",
+    operation_id="import_subject",
+    auth=operator_key,
+    response=ImportCountsOut,
+    exclude_none=True,
+)
 def import_subject(request: HttpRequest, subject: str, data: ImportIn) -> dict[str, int]:
     """Each given document replaces what the subject had of it; 422 with paths, nothing written."""
     _operator(request, "memory.add_subject")
     return subjects.import_documents(subject, data.dict(), actor=request.auth, loc=["body"])
 
 
-@router.get("/subjects/{subject}/export", operation_id="export_subject", auth=operator_key, response=dict[str, Any])
+@router.get("/subjects/{subject}/export", operation_id="export_subject", auth=operator_key, response=SubjectExportOut)
 def export_subject(request: HttpRequest, subject: str) -> dict[str, Any]:
     _operator(request, "memory.view_subject")
     return subjects.export(subjects.get(subject))
@@ -56,15 +68,13 @@ def search_subject(
     return subjects.search_subject(request.auth, subject, q=q, k=k)
 
 
-@router.post(
-    "/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: dict[str, Any]}
-)
+@router.post("/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: EmotionOut})
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
     return Status(201, subjects.record_emotion(request.auth, subject, **data.as_fields()))
 
 
-@router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=dict[str, str])
+@router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=SystemPromptOut)
 def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
     found = subject_for(request.auth, subject, access=READ, purpose="system-prompt")
     state = PersonalityState.objects.filter(subject=found).first()
@@ -72,7 +82,7 @@ def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
 
 
 @router.post(
-    "/subjects/{subject}/interactions", operation_id="record_interactions", auth=agent_key, response=dict[str, Any]
+    "/subjects/{subject}/interactions", operation_id="record_interactions", auth=agent_key, response=InteractionsOut
 )
 def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn) -> dict[str, Any]:
     """Count interactions and their feedback (trait deltas); traits move every update_frequency."""
@@ -89,7 +99,7 @@ def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn
     }
 
 
-@router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: dict[str, str]})
+@router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: FactCreatedOut})
 def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
     found = subject_for(request.auth, subject, access=WRITE, purpose="fact")

@@ -18,6 +18,51 @@ class ImportIn(Schema):
     emotion_history: dict[str, Any] | None = None
 
 
+class ImportCountsOut(Schema):
+    """Rows written per document given (a document left out of the import is left out here too)."""
+
+    conversations: int | None = None
+    facts: int | None = None
+    embeddings: int | None = None
+    personality: int | None = None
+    emotion_history: int | None = None
+
+
+class SubjectExportOut(Schema):
+    """The five seed-002 documents, each in the seed's shape (version 1.0); `personality` and
+    `emotion_history` are null for a subject that has none."""
+
+    conversations: dict[str, Any]
+    facts: dict[str, Any]
+    embeddings: dict[str, Any]
+    personality: dict[str, Any] | None
+    emotion_history: dict[str, Any] | None
+
+
+class EmotionOut(Schema):
+    emotion: str
+    intensity: float
+    timestamp: datetime
+
+
+class SystemPromptOut(Schema):
+    prompt: str
+
+
+class InteractionsOut(Schema):
+    """The traits after the update; `updated` says whether this call moved them (every update_frequency
+    interactions), and `changes` how much each trait moved."""
+
+    traits: dict[str, float]
+    total_interactions: int
+    updated: bool
+    changes: dict[str, Any]
+
+
+class FactCreatedOut(Schema):
+    id: str = Field(..., description="The fact's id in the subject's documents (pref_004, event_002, rel_003).")
+
+
 class MemoryHit(Schema):
     id: str
     type: str

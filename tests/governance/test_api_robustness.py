@@ -260,7 +260,9 @@ def test_health_keeps_its_component_report_in_its_503_problem(client, database_d
 
 def test_every_operation_declares_its_problems_as_problem_json():
     schema = api.get_openapi_schema(path_prefix="/api/v1")
-    assert "Problem" in schema["components"]["schemas"]
+    schemas = schema["components"]["schemas"]
+    problem_fields = {"type", "title", "status", "detail", "errors"}
+    assert set(schemas["ProblemDetails"]["required"]) == problem_fields
     for path, methods in schema["paths"].items():
         for method, operation in methods.items():
             responses = operation["responses"]
@@ -270,6 +272,36 @@ def test_every_operation_declares_its_problems_as_problem_json():
             for status, response in responses.items():
                 if int(status) >= 400:
                     assert list(response.get("content", {})) == ["application/problem+json"], (method, path, status)
+                    name = response["content"]["application/problem+json"]["schema"]["$ref"].rpartition("/")[2]
+                    assert problem_fields <= set(schemas[name]["required"]), (method, path, name)  # or an extension
+
+
+def test_every_success_answer_is_a_named_schema_or_declared_text():
+    """What a generated client returns: a model (a named schema, or a list of them), the text of a
+    declared non-JSON media type, or nothing for a 204; never an anonymous object or an untyped body.
+    Clients read the first media type an answer declares (a job artifact: Markdown, then JSON)."""
+    schema = api.get_openapi_schema(path_prefix="/api/v1")
+    untyped = []
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            for status, response in operation["responses"].items():
+                if not status.startswith("2") or status == "204":
+                    continue
+                media_type, declared = next(iter((response.get("content") or {"(none)": {}}).items()))
+                body = declared.get("schema", {})
+                body = body.get("items", body) if body.get("type") == "array" else body
+                named = "$ref" in body
+                text = not media_type.endswith("json") and body.get("type") == "string"
+                if not (named or text):
+                    untyped.append(f"{method.upper()} {path} {status} {media_type}")
+    assert untyped == []
+
+
+def test_the_contract_report_lists_violations_not_error_bodies():
+    schemas = api.get_openapi_schema(path_prefix="/api/v1")["components"]["schemas"]
+    violations = schemas["ReportOut"]["properties"]["violations"]["items"]
+    assert violations == {"$ref": "#/components/schemas/ContractViolation"}
+    assert set(schemas["ContractViolation"]["required"]) == {"path", "code", "message"}
 
 
 def test_the_clarifications_markdown_export_is_declared_as_markdown():
