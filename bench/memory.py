@@ -33,10 +33,12 @@ Run: ``python -m bench memory --sizes 10000,100000,1000000`` (or ``make bench BE
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import logging
 import math
 import os
+import pstats
 import random
 import re
 import shutil
@@ -123,6 +125,7 @@ class Config:
     variants: tuple[tuple[int, int], ...] = ()  # other (m, ef_construction) measured after the default
     maintenance_work_mem: str = "3GB"  # 2GB ran out at 966 240 of 1M rows (pgvector's NOTICE): 4x slower
     blocks: int = 200
+    profile_block: bool = False
     injections: int = 1_000_000
     new_injections: int = 10_000
     new_gate_results: int = 100
@@ -564,7 +567,7 @@ def index_only_call(ef: int) -> Callable[[np.ndarray], list[int]]:
     """The bare index query (top 5, no join, no tie-break) at ``ef``: what the service adds on top."""
     from django.db import connection, transaction
 
-    from memory.search import _vector_literal
+    from memory.search import vector_literal
     from memory.vector_index import DEFAULT_MODEL
 
     statement = (
@@ -575,7 +578,7 @@ def index_only_call(ef: int) -> Callable[[np.ndarray], list[int]]:
     def call(vector: np.ndarray) -> list[int]:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-            cursor.execute(statement, [DEFAULT_MODEL, _vector_literal(vector.tolist()), K])
+            cursor.execute(statement, [DEFAULT_MODEL, vector_literal(vector.tolist()), K])
             return [row[0] - 1 for row in cursor.fetchall()]
 
     return call
@@ -733,7 +736,7 @@ def service_breakdown(queries: np.ndarray, warmup: np.ndarray) -> dict[str, Any]
     Python-side vector literal: the rest is the transaction (BEGIN, COMMIT) and the ORM."""
     from django.db import connection
 
-    from memory.search import _vector_literal
+    from memory.search import vector_literal
 
     spent: dict[str, list[float]] = {"set_ef_search": [], "knn_statement": []}
 
@@ -757,7 +760,7 @@ def service_breakdown(queries: np.ndarray, warmup: np.ndarray) -> dict[str, Any]
     literal = []
     for vector in queries:
         started = time.perf_counter()
-        _vector_literal(vector.tolist())
+        vector_literal(vector.tolist())
         literal.append(time.perf_counter() - started)
     return {
         "call": latency_ms(totals),
@@ -799,16 +802,22 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
         finally:
             spent[0] += time.perf_counter() - started
 
+    profiler = cProfile.Profile() if cfg.profile_block else None
     for i, text in enumerate(texts):
         domain, project = BLOCK_PAIRS[i % len(BLOCK_PAIRS)]
         spent[0] = 0.0
+        timed = i >= BLOCK_WARMUP
+        if profiler is not None and timed:
+            profiler.enable()
         started = time.perf_counter()
         with connection.execute_wrapper(clock):
             block = build_block(
                 actor=SYSTEM, story=f"PD-B{i}", domain=domain, project=project, query_text=text, backend=backend
             )
         elapsed = time.perf_counter() - started
-        if i < BLOCK_WARMUP:
+        if profiler is not None and timed:
+            profiler.disable()
+        if not timed:
             continue
         latencies.append(elapsed)
         in_sql.append(spent[0])
@@ -826,7 +835,20 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
         "embedding_only": latency_ms(embed),
         "sql_statements": latency_ms(in_sql),
         "section_statuses": statuses,
+        **({"profile": profile_lines(profiler, len(latencies))} if profiler is not None else {}),
     }
+
+
+def profile_lines(profiler: cProfile.Profile, calls: int, top: int = 30) -> list[str]:
+    """The functions that took the most time of their own, per block (ms), for the time that is
+    neither the embedding nor a SQL statement."""
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:top]  # type: ignore[attr-defined]
+    return [
+        f"{own * 1000 / calls:7.3f} ms own {total * 1000 / calls:7.3f} ms total {count / calls:6.1f} calls  "
+        f"{Path(file).name}:{line} {name}"
+        for (file, line, name), (_, count, own, total, _) in rows
+    ]
 
 
 # --- Reuse scores --------------------------------------------------------------------------------
@@ -1402,6 +1424,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new-injections", type=int, default=d.new_injections, help="before the incremental run")
     parser.add_argument("--new-gate-results", type=int, default=d.new_gate_results, help="gate-8 GOs added")
     parser.add_argument("--scoring-timeout", type=float, default=d.scoring_timeout_s, help="s per recompute (120)")
+    parser.add_argument(
+        "--profile-block", action="store_true", help="cProfile the timed blocks: where the time outside SQL goes"
+    )
     parser.add_argument("--only", default=",".join(d.only), help="measures: knn,block,scoring,eviction")
     args = parser.parse_args(argv)
     cfg = Config(
@@ -1415,6 +1440,7 @@ def main(argv: list[str] | None = None) -> int:
         variants=csv_pairs(args.index_variants),
         maintenance_work_mem=args.maintenance_work_mem,
         blocks=args.blocks,
+        profile_block=args.profile_block,
         injections=args.injections,
         new_injections=args.new_injections,
         new_gate_results=args.new_gate_results,

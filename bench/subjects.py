@@ -355,10 +355,10 @@ def exact_call(subject_id: int, vector: list[float]) -> list[int]:
     from django.db import connection, transaction
 
     from memory.models import SubjectMemory
-    from memory.search import _vector_literal
+    from memory.search import vector_literal
     from memory.vector_index import DEFAULT_MODEL
 
-    params = {"q": _vector_literal(vector), "subject": subject_id, "model": DEFAULT_MODEL, "k": K}
+    params = {"q": vector_literal(vector), "subject": subject_id, "model": DEFAULT_MODEL, "k": K}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")
         cursor.execute(EXACT_SQL, params)
@@ -392,7 +392,7 @@ def candidates_of(subject_id: int, vector: list[float]) -> int:
     inner = search._candidates_sql(DEFAULT_DIMENSION).replace("SELECT object_id,", "SELECT object_id, subject_id,")
     statement = f"WITH c AS ({inner}) SELECT count(*) FILTER (WHERE subject_id = %(subject)s) FROM c"
     params = {
-        "q": search._vector_literal(vector),
+        "q": search.vector_literal(vector),
         "kind": "subject",
         "model": DEFAULT_MODEL,
         "candidates": search.SUBJECT_CANDIDATES,
@@ -542,7 +542,7 @@ class Measure:
         and the exact baseline."""
         from django.db import connection, transaction
 
-        from memory.search import _vector_literal
+        from memory.search import vector_literal
         from memory.vector_index import DEFAULT_MODEL
 
         caught: list[tuple[str, Any]] = []
@@ -555,7 +555,7 @@ class Measure:
         subject_id, vector = self.subject_id(int(qs.subjects[0])), qs.vectors[0].tolist()
         with connection.execute_wrapper(catch):
             service_call(subject_id, vector)
-        exact_params = {"q": _vector_literal(vector), "subject": subject_id, "model": DEFAULT_MODEL, "k": K}
+        exact_params = {"q": vector_literal(vector), "subject": subject_id, "model": DEFAULT_MODEL, "k": K}
         explained = [(statement_kind(s), s, p, f"SET LOCAL hnsw.ef_search = {shipped_ef()}") for s, p in caught]
         explained.append(("exact_baseline", EXACT_SQL, exact_params, "SET LOCAL enable_indexscan = off"))
         out = {}

@@ -190,6 +190,23 @@ def clarification_versions(domain: str | None, project: str | None, *, all_versi
     return heads.order_by("-date", "-version", "story")
 
 
+# `latest_clarifications(domain, project, limit)` as one statement (heads and answers together), for the
+# injection block's single round trip (memory/block_query.py); tests/memory/test_injection.py checks that the
+# two give the same block.
+LATEST_SQL = """
+    SELECT h.story, h.version, h.name, h.date,
+           ARRAY(SELECT a.verbatim FROM memory_clarification a
+                  WHERE a.story = h.story AND a.version = h.version ORDER BY a.question_idx) AS answers
+      FROM memory_clarification h
+     WHERE h.question_idx = 1 AND h.domain = %(c_domain)s AND h.project = %(c_project)s
+       AND NOT EXISTS (SELECT 1 FROM memory_clarification n
+                        WHERE n.question_idx = 1 AND n.domain = %(c_domain)s AND n.project = %(c_project)s
+                          AND n.story = h.story AND n.version > h.version)
+     ORDER BY h.date DESC, h.version DESC, h.story
+     LIMIT %(c_limit)s
+"""
+
+
 def _with_answers(heads: list[Clarification]) -> list[dict[str, Any]]:
     if not heads:
         return []

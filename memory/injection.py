@@ -24,9 +24,9 @@ from django.utils import timezone
 
 from governance.kernel.access import agent_or_perm
 from governance.kernel.principals import Principal
-from memory import clarifications, scoring, search
+from memory import block_query, clarifications, scoring, search
 from memory.models import Learning, LearningInjection, VeilleNote
-from memory.reach import reach_of
+from memory.reach import Reach, reach_of
 
 logger = logging.getLogger(__name__)
 
@@ -62,91 +62,170 @@ def render(sections: list[Section]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def learning_line(item: dict[str, Any]) -> str:
+    return f"- ({item['story']}, gate {item['gate']}, {item['domain']}) {item['text']} {' '.join(item['tags'])}"
+
+
+def veille_line(item: dict[str, Any]) -> str:
+    tags = f" (tags: {', '.join(item['tags'])})" if item["tags"] else ""
+    return f"- **{item['title']}** ({item['date']}, impact {item['impact_pv']}): {item['summary']}{tags}"
+
+
+def clarification_line(item: dict[str, Any]) -> str:
+    return f"- {item['story']} (v{item['version']}, {item['date'][:10]}): {' / '.join(item['answers'])}"
+
+
+LINES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "learnings": learning_line,
+    "veille": veille_line,
+    "clarifications": clarification_line,
+}
+
+
+def section_of(name: str, items: list[dict[str, Any]]) -> Section:
+    """A section holding ``items`` (the block's data) and their Markdown lines; empty says so."""
+    lines = [inline(LINES[name](item)) for item in items]
+    return Section(name, status="ok" if items else "empty", items=items, lines=lines)
+
+
+def _failed(name: str, exc: BaseException | None) -> Section:
+    logger.warning("[inject] section %s failed: %s", name, exc)
+    return Section(name, status="unavailable")
+
+
 def _guarded(name: str, build: Callable[[], Section]) -> Section:
     try:
         with transaction.atomic():  # a failing query must not break the other sections
-            section = build()
+            return build()
     except Exception as exc:  # any failure of a source degrades its section only (INV-295-15)
-        logger.warning("[inject] section %s failed: %s", name, exc)
-        return Section(name, status="unavailable")
-    if not section.items and section.status == "ok":
-        section.status = "empty"
-    return section
+        return _failed(name, exc)
 
 
-def _learnings(
-    vector_of: Callable[[], tuple], story: str, domain: str, project: str, actor: Principal, *, record: bool
-) -> Section:
-    reach = reach_of(actor)  # the manifest's memory section, read once per process
+def _learnings(vector_of: Callable[[], tuple], reach: Reach, ledger: block_query.Ledger | None) -> Section:
     if not reach.long_term:
         return Section("learnings", status="disabled")
     vector, model, dimension = vector_of()
     hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
-    section = Section("learnings")
-    now = timezone.now()
-    for hit in hits:
-        item = learnings[hit.object_id]
-        section.items.append(
-            {
-                "id": item.pk,
-                "story": item.story,
-                "gate": item.gate,
-                "domain": item.domain,
-                "scope": item.scope,
-                "tags": item.tags,
-                "text": item.text,
-                "similarity": round(hit.similarity, 4),
-                "reuse_score": float(hit.reuse_score),
-            }
-        )
-        tags = " ".join(item.tags)
-        section.lines.append(inline(f"- ({item.story}, gate {item.gate}, {item.domain}) {item.text} {tags}"))
-    if not record:  # a preview (inject --dry-run): served to nobody, so reuse scores never see it
-        return section
-    if section.items:
+    items = [
+        {
+            "id": item.pk,
+            "story": item.story,
+            "gate": item.gate,
+            "domain": item.domain,
+            "scope": item.scope,
+            "tags": item.tags,
+            "text": item.text,
+            "similarity": round(hit.similarity, 4),
+            "reuse_score": float(hit.reuse_score),
+        }
+        for hit in hits
+        for item in [learnings[hit.object_id]]
+    ]
+    if ledger is not None and items:  # None: a preview (inject --dry-run), served to nobody
         scoring.hold_inputs()
-    served_to = actor.label
-    LearningInjection.objects.bulk_create(
-        LearningInjection(learning_id=i["id"], story=story, domain=domain, project=project, at=now, served_to=served_to)
-        for i in section.items
-    )
-    return section
+        LearningInjection.objects.bulk_create(
+            LearningInjection(
+                learning_id=i["id"],
+                story=ledger.story,
+                domain=ledger.domain,
+                project=ledger.project,
+                at=ledger.at,
+                served_to=ledger.served_to,
+            )
+            for i in items
+        )
+    return section_of("learnings", items)
 
 
 def _veille(vector_of: Callable[[], tuple]) -> Section:
     vector, model, dimension = vector_of()
     hits = search.nearest_veille(vector, model=model, dimension=dimension, k=LIMITS["veille"], impacts=STRONG_IMPACTS)
     found = VeilleNote.objects.in_bulk([h.object_id for h in hits])
-    section = Section("veille")
-    for hit in hits:
-        note = found[hit.object_id]
-        section.items.append(
-            {
-                "id": note.pk,
-                "title": note.title,
-                "date": note.date.isoformat(),
-                "impact_pv": note.impact_pv,
-                "verdict_veille": note.verdict_veille,
-                "summary": note.summary,
-                "tags": note.tags,
-                "similarity": round(hit.similarity, 4),
-            }
-        )
-        tags = f" (tags: {', '.join(note.tags)})" if note.tags else ""
-        section.lines.append(inline(f"- **{note.title}** ({note.date}, impact {note.impact_pv}): {note.summary}{tags}"))
-    return section
+    items = [
+        {
+            "id": note.pk,
+            "title": note.title,
+            "date": note.date.isoformat(),
+            "impact_pv": note.impact_pv,
+            "verdict_veille": note.verdict_veille,
+            "summary": note.summary,
+            "tags": note.tags,
+            "similarity": round(hit.similarity, 4),
+        }
+        for hit in hits
+        for note in [found[hit.object_id]]
+    ]
+    return section_of("veille", items)
 
 
 def _clarifications(domain: str, project: str) -> Section:
-    section = Section("clarifications")
-    for entry in clarifications.latest_clarifications(domain, project, limit=LIMITS["clarifications"]):
-        section.items.append(
-            {k: entry[k] for k in ("story", "version", "name", "answers")} | {"date": entry["date"].isoformat()}
-        )
-        answers = " / ".join(entry["answers"])
-        section.lines.append(inline(f"- {entry['story']} (v{entry['version']}, {entry['date']:%Y-%m-%d}): {answers}"))
-    return section
+    items = [
+        {k: entry[k] for k in ("story", "version", "name", "answers")} | {"date": entry["date"].isoformat()}
+        for entry in clarifications.latest_clarifications(domain, project, limit=LIMITS["clarifications"])
+    ]
+    return section_of("clarifications", items)
+
+
+def _embedding(backend: Any, query_text: str) -> tuple[list[float], str, int] | Exception:
+    """The query's vector, model and dimension, or why the backend could not give it."""
+    from memory.embeddings import get_backend
+
+    try:
+        chosen = backend or get_backend()
+        return chosen.embed([query_text])[0], chosen.model, chosen.dimension
+    except Exception as exc:  # both sections that need it say so; the block is still served
+        return exc
+
+
+def _one_statement(
+    embedded: tuple[list[float], str, int] | Exception,
+    reach: Reach,
+    domain: str,
+    project: str,
+    ledger: block_query.Ledger | None,
+) -> list[Section]:
+    """The three sections from memory/block_query.py's single round trip."""
+    failure = embedded if isinstance(embedded, Exception) else None
+    rows = block_query.fetch(
+        vector=None if isinstance(embedded, Exception) else embedded,
+        reach=reach if reach.long_term else None,
+        domain=domain,
+        project=project,
+        limits=LIMITS,
+        impacts=STRONG_IMPACTS,
+        ledger=ledger,
+    )
+    if rows.learnings is not None:
+        learnings = section_of("learnings", rows.learnings)
+    elif not reach.long_term:
+        learnings = Section("learnings", status="disabled")
+    else:
+        learnings = _failed("learnings", failure)
+    veille = section_of("veille", rows.veille) if rows.veille is not None else _failed("veille", failure)
+    return [learnings, veille, section_of("clarifications", rows.clarifications)]
+
+
+def _section_by_section(
+    embedded: tuple[list[float], str, int] | Exception,
+    reach: Reach,
+    domain: str,
+    project: str,
+    ledger: block_query.Ledger | None,
+) -> list[Section]:
+    """Each section in its own transaction: when the single statement failed, what failed is found
+    here, and only its own section says so."""
+
+    def vector_of() -> tuple:
+        if isinstance(embedded, Exception):
+            raise embedded
+        return embedded
+
+    return [
+        _guarded("learnings", lambda: _learnings(vector_of, reach, ledger)),
+        _guarded("veille", lambda: _veille(vector_of)),
+        _guarded("clarifications", lambda: _clarifications(domain, project)),
+    ]
 
 
 def build_block(
@@ -156,27 +235,18 @@ def build_block(
     records name who was served (they are what reuse scores count); ``record=False`` previews the
     block without recording any."""
     agent_or_perm(actor, "memory.add_learninginjection")
-    cache: dict[str, Any] = {}
-
-    def vector_of() -> tuple:
-        """Embed the query once for the two sections that need it (and fail both if it fails)."""
-        if "v" not in cache:
-            from memory.embeddings import get_backend
-
-            try:
-                chosen = backend or get_backend()
-                cache["v"] = (chosen.embed([query_text])[0], chosen.model, chosen.dimension)
-            except Exception as exc:  # remembered: the second section must not wait for it again
-                cache["v"] = exc
-        if isinstance(cache["v"], Exception):
-            raise cache["v"]
-        return cache["v"]
-
-    sections = [
-        _guarded("learnings", lambda: _learnings(vector_of, story, domain, project, actor, record=record)),
-        _guarded("veille", lambda: _veille(vector_of)),
-        _guarded("clarifications", lambda: _clarifications(domain, project)),
-    ]
+    reach = reach_of(actor)  # the manifest's memory section, read once per process
+    embedded = _embedding(backend, query_text)
+    ledger = (
+        block_query.Ledger(story=story, domain=domain, project=project, served_to=actor.label, at=timezone.now())
+        if record
+        else None
+    )
+    try:
+        sections = _one_statement(embedded, reach, domain, project, ledger)
+    except Exception as exc:  # a source failed inside the one statement: find which, section by section
+        logger.info("[inject] single statement failed, reading section by section: %s", exc)
+        sections = _section_by_section(embedded, reach, domain, project, ledger)
     return {
         "markdown": render(sections),
         "sections": [{"name": s.name, "status": s.status, "items": s.items} for s in sections],

@@ -141,26 +141,26 @@ _CORRECTIONS = """
 
 # The advisory lock keys: one scoring run at a time; score inputs (injections, gate results).
 _RUN_LOCK = "memory.compute_reuse_scores"
-_INPUTS_LOCK = "memory.score_inputs"
+INPUTS_LOCK = "memory.score_inputs"
 
 
 def hold_inputs() -> None:
     """Call in the transaction that writes injections or gate results, before writing: a scoring
     run then never reads its watermark while this write is in flight."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", [_INPUTS_LOCK])
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", [INPUTS_LOCK])
 
 
 def _watermarks() -> tuple[int, int]:
     """The highest injection and gate-result ids, read while no input write is in flight (the
     exclusive lock waits for them to commit, and is released at once)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [_INPUTS_LOCK])
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [INPUTS_LOCK])
         try:
             last_injection = LearningInjection.objects.aggregate(top=Max("id"))["top"] or 0
             last_gate = GateResult.objects.aggregate(top=Max("id"))["top"] or 0
         finally:
-            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_INPUTS_LOCK])
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [INPUTS_LOCK])
     return last_injection, last_gate
 
 

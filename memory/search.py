@@ -42,19 +42,26 @@ class LearningHit(Hit):
     date_created: date | None
 
 
-def _vector_literal(vector: list[float]) -> str:
+def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def _candidates_sql(dimension: int) -> str:
+def _candidates_sql(dimension: int, p: str = "") -> str:
+    """The partial HNSW index's nearest rows; ``p`` prefixes the parameter names, so that one statement
+    can hold the candidates of several kinds (the injection block, memory/block_query.py)."""
     d = int(dimension)
     return f"""
-        SELECT object_id, 1 - (embedding::vector({d}) <=> %(q)s::vector({d})) AS similarity
+        SELECT object_id, 1 - (embedding::vector({d}) <=> %({p}q)s::vector({d})) AS similarity
           FROM memory_embedding
-         WHERE kind = %(kind)s AND model = %(model)s AND active
-         ORDER BY embedding::vector({d}) <=> %(q)s::vector({d})
-         LIMIT %(candidates)s
+         WHERE kind = %({p}kind)s AND model = %({p}model)s AND active
+         ORDER BY embedding::vector({d}) <=> %({p}q)s::vector({d})
+         LIMIT %({p}candidates)s
     """
+
+
+def ef_search(candidates: int) -> str:
+    """The statement that lets the index return ``candidates`` rows (bounded both ways)."""
+    return f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}"
 
 
 def _candidate_count(k: int) -> int:
@@ -65,9 +72,89 @@ def _candidate_count(k: int) -> int:
 
 def _run(sql: str, params: dict, candidates: int) -> list[tuple]:
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}")
+        cursor.execute(ef_search(candidates))
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
+    """Live learnings among the candidates, within a reach and the optional domain and project, in the
+    seed's order; ``columns`` adds learning columns (``l.``) to the id, similarity, score and date."""
+    return f"""
+        WITH c AS ({_candidates_sql(dimension, p)})
+        SELECT l.id, c.similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created{columns}
+          FROM c
+          JOIN memory_learning l ON l.id = c.object_id AND l.scope <> 'archived'
+          LEFT JOIN memory_reusescore s
+                 ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
+         WHERE (%({p}domain)s::text IS NULL OR l.domain = %({p}domain)s)
+           AND (%({p}project)s::text IS NULL OR l.project = %({p}project)s)
+           AND (%({p}own)s::text IS NULL OR lower(l.domain) = %({p}own)s
+                OR (%({p}shared)s AND l.scope <> 'story'
+                    AND (%({p}shared_domains)s::text[] IS NULL
+                         OR lower(l.domain) = ANY(%({p}shared_domains)s::text[]))))
+         ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
+         LIMIT %({p}k)s
+    """
+
+
+def learnings_params(
+    q: str, *, model: str, k: int, domain: str | None, project: str | None, reach: Reach, p: str = ""
+) -> dict[str, Any]:
+    """The parameters of `learnings_sql` (``q``: the query vector as a pgvector literal)."""
+    values = {
+        "q": q,
+        "kind": "learning",
+        "model": model,
+        "candidates": _candidate_count(k),
+        "domain": domain,
+        "project": project,
+        "own": reach.own,
+        "shared": reach.shared,
+        "shared_domains": list(reach.shared_domains) if reach.shared_domains else None,
+        "k": k,
+    }
+    return {p + name: value for name, value in values.items()}
+
+
+def veille_sql(dimension: int, p: str = "", columns: str = "") -> str:
+    """Watch notes among the candidates, filtered by impact, verdict and tags, in the seed's order;
+    ``columns`` adds note columns (``v.``) to the id and similarity."""
+    return f"""
+        WITH c AS ({_candidates_sql(dimension, p)})
+        SELECT v.id, c.similarity{columns}
+          FROM c JOIN memory_veillenote v ON v.id = c.object_id
+         WHERE (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
+           AND (%({p}verdict)s::text IS NULL OR v.verdict_veille = %({p}verdict)s)
+           AND (%({p}tags)s::text[] IS NULL OR ARRAY(
+                SELECT lower(t) FROM jsonb_array_elements_text(v.tags) t) @> %({p}tags)s::text[])
+         ORDER BY c.similarity DESC, v.date DESC, v.id DESC
+         LIMIT %({p}k)s
+    """
+
+
+def veille_params(
+    q: str,
+    *,
+    model: str,
+    k: int,
+    impacts: tuple[str, ...] | None = None,
+    verdict: str | None = None,
+    tags: list[str] | None = None,
+    p: str = "",
+) -> dict[str, Any]:
+    """The parameters of `veille_sql` (``q``: the query vector as a pgvector literal)."""
+    values = {
+        "q": q,
+        "kind": "veille",
+        "model": model,
+        "candidates": _candidate_count(k),
+        "impacts": list(impacts) if impacts else None,
+        "verdict": verdict,
+        "tags": [tag.strip().lower() for tag in tags] if tags else None,
+        "k": k,
+    }
+    return {p + name: value for name, value in values.items()}
 
 
 def nearest_learnings(
@@ -83,35 +170,9 @@ def nearest_learnings(
     """Top-k live learnings within ``reach`` (memory/reach.py), sorted by cosine similarity, then
     reuse score (missing = 0.0), then newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03,
     TC-PLAN-05). The reach filters the candidates, as the domain does."""
-    candidates = _candidate_count(k)
-    sql = f"""
-        WITH c AS ({_candidates_sql(dimension)})
-        SELECT l.id, c.similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created
-          FROM c
-          JOIN memory_learning l ON l.id = c.object_id AND l.scope <> 'archived'
-          LEFT JOIN memory_reusescore s
-                 ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
-         WHERE (%(domain)s::text IS NULL OR l.domain = %(domain)s)
-           AND (%(project)s::text IS NULL OR l.project = %(project)s)
-           AND (%(own)s::text IS NULL OR lower(l.domain) = %(own)s
-                OR (%(shared)s AND l.scope <> 'story'
-                    AND (%(shared_domains)s::text[] IS NULL OR lower(l.domain) = ANY(%(shared_domains)s::text[]))))
-         ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
-         LIMIT %(k)s
-    """
-    params = {
-        "q": _vector_literal(vector),
-        "kind": "learning",
-        "model": model,
-        "candidates": candidates,
-        "domain": domain,
-        "project": project,
-        "own": reach.own,
-        "shared": reach.shared,
-        "shared_domains": list(reach.shared_domains) if reach.shared_domains else None,
-        "k": k,
-    }
-    return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in _run(sql, params, candidates)]
+    params = learnings_params(vector_literal(vector), model=model, k=k, domain=domain, project=project, reach=reach)
+    rows = _run(learnings_sql(dimension), params, params["candidates"])
+    return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in rows]
 
 
 def nearest_veille(
@@ -126,29 +187,8 @@ def nearest_veille(
 ) -> list[Hit]:
     """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)
     and by tags: a note carrying every tag asked for, in any case (authors write them freely)."""
-    candidates = _candidate_count(k)
-    sql = f"""
-        WITH c AS ({_candidates_sql(dimension)})
-        SELECT v.id, c.similarity
-          FROM c JOIN memory_veillenote v ON v.id = c.object_id
-         WHERE (%(impacts)s::text[] IS NULL OR v.impact_pv = ANY(%(impacts)s::text[]))
-           AND (%(verdict)s::text IS NULL OR v.verdict_veille = %(verdict)s)
-           AND (%(tags)s::text[] IS NULL OR ARRAY(
-                SELECT lower(t) FROM jsonb_array_elements_text(v.tags) t) @> %(tags)s::text[])
-         ORDER BY c.similarity DESC, v.date DESC, v.id DESC
-         LIMIT %(k)s
-    """
-    params = {
-        "q": _vector_literal(vector),
-        "kind": "veille",
-        "model": model,
-        "candidates": candidates,
-        "impacts": list(impacts) if impacts else None,
-        "verdict": verdict,
-        "tags": [tag.strip().lower() for tag in tags] if tags else None,
-        "k": k,
-    }
-    return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
+    params = veille_params(vector_literal(vector), model=model, k=k, impacts=impacts, verdict=verdict, tags=tags)
+    return [Hit(pk, sim) for pk, sim in _run(veille_sql(dimension), params, params["candidates"])]
 
 
 def nearest_clarifications(
@@ -171,7 +211,7 @@ def nearest_clarifications(
          LIMIT %(k)s
     """
     params = {
-        "q": _vector_literal(vector),
+        "q": vector_literal(vector),
         "kind": "clarification",
         "model": model,
         "candidates": candidates,
@@ -195,7 +235,7 @@ def nearest_subject_memories(
 ) -> list[Hit]:
     d = int(dimension)
     params = {
-        "q": _vector_literal(vector),
+        "q": vector_literal(vector),
         "kind": "subject",
         "model": model,
         "subject": subject_id,

@@ -265,3 +265,54 @@ def test_a_watch_notes_tags_are_on_its_block_line_and_narrow_a_search(viewer_api
     assert [hit["id"] for hit in tagged.json()] == [both.pk]
     assert wrong_kind.status_code == 422
     assert wrong_kind.json()["errors"][0]["loc"] == ["query", "tags"]
+
+
+def _fleet_memory() -> None:
+    """Enough of each source that every section has items, ties and a filter to apply."""
+    for n in range(7):
+        learning(f"retry the flaky deploy {n}", story=f"PD-{n}", score=str(n / 10) if n % 2 else None)
+    learning("retry the flaky deploy, archived", story="PD-50", scope="archived")
+    for n, impact in enumerate(["fort", "modere", "faible", "fort", "fort"]):
+        note(f"note {n}", f"retry the flaky deploy {n}", impact, tags=[f"t{n}"] if n % 2 else None)
+    for n in range(4):
+        for version in (1, 2):
+            clarifications.persist_clarifications(
+                story=f"PD-{200 + n}",
+                domain="tooling",
+                project="gov",
+                answers=[f"{n}.{version}.{q}" for q in "abcd"],
+                actor=SYSTEM,
+                now=timezone.now() + timedelta(minutes=n, seconds=version),
+            )
+
+
+@pytest.mark.django_db
+def test_the_one_statement_block_equals_the_block_read_section_by_section():
+    from memory import injection
+    from memory.reach import reach_of
+
+    _fleet_memory()
+    embedded = injection._embedding(HASHING, "retry the flaky deploy")
+    reach = reach_of(SYSTEM)
+
+    one = injection._one_statement(embedded, reach, "tooling", "gov", None)
+    by_section = injection._section_by_section(embedded, reach, "tooling", "gov", None)
+
+    assert [(s.name, s.status, s.items, s.lines) for s in one] == [
+        (s.name, s.status, s.items, s.lines) for s in by_section
+    ]
+    assert [len(s.items) for s in one] == [5, 3, 3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_block_is_one_statement_to_the_database_and_records_its_injections(django_assert_num_queries):
+    _fleet_memory()
+
+    with django_assert_num_queries(1):
+        result = block()
+
+    served = [item["id"] for item in section(result, "learnings")["items"]]
+    assert len(served) == 5
+    assert sorted(LearningInjection.objects.filter(story="PD-9").values_list("learning_id", flat=True)) == sorted(
+        served
+    )
