@@ -1,7 +1,8 @@
-"""Contract validation: our compiled validator vs jsonschema vs fastjsonschema on the same outputs.
+"""Contract validation: our generated validator vs jsonschema vs fastjsonschema on the same outputs.
 
 In process, one thread (so one core): every contract of the shipped catalog (seed 000, 70
-contracts) compiled by ``governance.contracts.rules.compile_contract``, and the same rules as JSON
+contracts) compiled by ``governance.contracts.codegen.compile_contract`` (the generated code the
+service runs, every violation in the report), and the same rules as JSON
 Schemas (``bench/contract_schemas.py``) for two baselines:
 
 * ``jsonschema``: ``Draft202012Validator``, every error collected (``list(iter_errors(output))``),
@@ -63,7 +64,7 @@ from bench.common import (
 )
 from bench.contract_corpus import Sample, corpus
 from bench.contract_schemas import CATALOG, DRAFT_07, DRAFT_2020_12, Contract, json_schema, load_catalog
-from governance.contracts.validator import compile_contract
+from governance.contracts.codegen import compile_contract
 
 DB_NAME = "governance_bench_contracts"
 ENGINES = ("ours", "jsonschema", "fastjsonschema")
@@ -73,9 +74,10 @@ WORKERS = 2
 SAMPLES_KEPT = 5
 _PR_SET_PDEATHSIG = 1
 
-# Targets from the issue; printed as met / missed, never a failure.
-VS_JSONSCHEMA = 10.0
-VS_FASTJSONSCHEMA = 0.5
+# Targets from the issues (18.3: generated code, at least fastjsonschema's pace and 15 times
+# jsonschema's while reporting every violation); printed as met / missed, never a failure.
+VS_JSONSCHEMA = 15.0
+VS_FASTJSONSCHEMA = 1.0
 OUTPUTS_PER_S = 100_000
 # Ratios and targets use the best round: the work is CPU-bound and deterministic, so a slower round
 # only measures a neighbour on the shared cores (timeit's advice); the median is reported beside it.

@@ -24,8 +24,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from governance.contracts import catalog as contract_catalog
+from governance.contracts import codegen
 from governance.contracts import rules as contract_rules
-from governance.contracts import validator as compiler
 from governance.contracts.models import (
     Contract,
     ContractCheck,
@@ -34,6 +34,7 @@ from governance.contracts.models import (
     ContractViolationStat,
     checked,
 )
+from governance.contracts.validator import Report, first_unserializable
 from governance.kernel import metrics, retention
 from governance.kernel.access import agent_or_perm, get_for
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
@@ -194,7 +195,7 @@ def version(name: str, number: int | None) -> Contract:
 
 # --- Validation ----------------------------------------------------------------------------------
 
-Validator = Callable[[Any, frozenset[str] | None], compiler.Report]
+Validator = Callable[[Any, frozenset[str] | None], Report]
 
 
 @lru_cache(maxsize=512)
@@ -207,7 +208,14 @@ def rules(contract_id: int) -> tuple[contract_rules.FieldRule, ...]:
 
 @lru_cache(maxsize=512)
 def validator(contract_id: int) -> Validator:
-    return compiler.compile_contract(rules(contract_id))
+    """The version's generated validator (``codegen``: Python written from its rules, compiled
+    once per process and set of rules)."""
+    return codegen.compile_contract(rules(contract_id))
+
+
+def validator_source(contract: Contract) -> str:
+    """The Python the service runs for this version, for operators to audit."""
+    return codegen.generate(rules(contract.pk))
 
 
 @dataclass(frozen=True)
@@ -317,7 +325,7 @@ def _watch_compliance(rows: Sequence[ContractCheck]) -> None:
 
 def _storable(output: Any) -> Any:
     """JSON can hold what the API received; a Python caller may pass NaN or objects: keep text."""
-    if compiler.first_unserializable(output, "") is None:
+    if first_unserializable(output, "") is None:
         return output
     return {"unserializable": repr(output)[:10_000]}
 

@@ -1,10 +1,19 @@
 """The validator that explains itself (seed 000): the compile half of the contract rules.
 
-``compile_contract`` turns a contract's ``FieldRule``s (``governance/contracts/rules.py``) into one
-function of the output, built once per contract version (closures over pre-split paths: no parsing,
-no regex, no dict of options at validation time). That function returns a ``Report``: every
-violation with its concrete JSON path (``signals[2].metric``), a code, a plain message and the
-runtime effect lost; warnings apart. Pure: no Django.
+``plan`` reads a contract's ``FieldRule``s (``governance/contracts/rules.py``) once into what a
+validation walks; a validator built from it returns a ``Report``: every violation with its concrete
+JSON path (``signals[2].metric``), a code, a plain message and the runtime effect lost; warnings
+apart. Two validators are built from a plan:
+
+* the one the service runs is generated Python (``governance/contracts/codegen.py``), fast but
+  long to read;
+* ``compile_contract`` here is the reference: the same walk as closures over the plan, short
+  enough to read as the spec. It is kept only for that: the equivalence tests
+  (tests/governance/test_contract_codegen.py) hold the generated code to its reports, finding for
+  finding and in the same order, so a change to what a report says is made here first.
+
+The violations both build on the failing path (``wrong_type``, ``wrong_item``, ...) live here
+once. Pure: no Django.
 """
 
 from __future__ import annotations
@@ -102,7 +111,7 @@ def join(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
 
 
-def _decoded(value: Any) -> Any:
+def decoded(value: Any) -> Any:
     """A string that holds JSON (the common model mistake: a list serialised inside a string)."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
@@ -114,7 +123,6 @@ def _decoded(value: Any) -> Any:
 
 # --- Compiling ------------------------------------------------------------------------------------
 
-Sink = Callable[[Violation], None]
 Check = Callable[[Any, str, "Context"], None]
 
 
@@ -135,13 +143,7 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
         ctx.report.violations.append(Violation(path, code, message, effect, hint))
 
     def wrong(value: Any, path: str, ctx: Context) -> None:
-        hint = ""
-        decoded = _decoded(value)
-        if decoded is not None and _matches_container(kind, decoded):
-            hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
-        elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
-            hint = "a numeric id written as a string is not converted by the runtime: send the number"
-        fail(ctx, path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", hint)
+        ctx.report.violations.append(wrong_type(kind, expected, value, path, effect))
 
     def bounds(value: float, path: str, ctx: Context) -> None:
         if (rule.minimum is not None and value < rule.minimum) or (rule.maximum is not None and value > rule.maximum):
@@ -253,16 +255,8 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
                 return
             for index, item in enumerate(value):
                 if type(item) not in allowed:
-                    hint = ""
-                    if dict in allowed and _decoded(item).__class__ is dict:
-                        hint = "an object serialised inside a string: send it as JSON, not as text"
-                    fail(
-                        ctx,
-                        f"{path}[{index}]",
-                        Code.WRONG_TYPE,
-                        f"expected {item_words[allowed]}, got {type_name(item)}",
-                        hint,
-                    )
+                    violation = wrong_item(item, f"{path}[{index}]", item_words[allowed], dict in allowed, effect)
+                    ctx.report.violations.append(violation)
 
         return check
     if kind is Kind.MAPPING:
@@ -288,12 +282,60 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     return anything
 
 
-def _matches_container(kind: Kind, decoded: Any) -> bool:
+_CONTAINER_KINDS = frozenset(
+    {Kind.MAPPING, Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS}
+)
+
+
+def _matches_container(kind: Kind, found: Any) -> bool:
     if kind is Kind.MAPPING:
-        return isinstance(decoded, dict)
+        return isinstance(found, dict)
     if kind in (Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS):
-        return isinstance(decoded, list)
+        return isinstance(found, list)
     return False
+
+
+# --- Violations both validators build (only on the failing path) ---------------------------------
+
+
+def wrong_type(kind: Kind, expected: str, value: Any, path: str, effect: str) -> Violation:
+    """A value of the wrong type, with a hint for the two mistakes models make most: a container
+    serialised inside a string, a numeric id written as a string."""
+    hint = ""
+    found = decoded(value) if kind in _CONTAINER_KINDS else None  # only a container's text is parsed
+    if found is not None and _matches_container(kind, found):
+        hint = f"the value is a JSON {type_name(found)} serialised inside a string: send it as JSON, not as text"
+    elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
+        hint = "a numeric id written as a string is not converted by the runtime: send the number"
+    return Violation(path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", effect, hint)
+
+
+def wrong_item(item: Any, path: str, words: str, objects: bool, effect: str) -> Violation:
+    """A list item of the wrong type (``words``: what the list holds); ``objects`` when the list
+    holds objects, so that an object sent as text gets its hint."""
+    hint = ""
+    if objects and decoded(item).__class__ is dict:
+        hint = "an object serialised inside a string: send it as JSON, not as text"
+    return Violation(path, Code.WRONG_TYPE, f"expected {words}, got {type_name(item)}", effect, hint)
+
+
+def wrong_container(value: Any, path: str, as_list: bool) -> Violation:
+    """An object or a list no row describes (`intent` of `intent.label`) of the wrong type."""
+    found = decoded(value)
+    expected = "list" if as_list else "object"
+    hint = ""
+    if isinstance(found, list if as_list else dict):
+        hint = f"the value is a JSON {type_name(found)} serialised inside a string: send it as JSON, not as text"
+    return Violation(path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", "", hint)
+
+
+def not_an_object(output: Any) -> Violation:
+    """The output itself is not an object."""
+    hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded(output), dict) else ""
+    return Violation("", Code.WRONG_TYPE, f"expected an object, got {type_name(output)}", "", hint)
+
+
+# --- Planning: what a contract checks, and where ---------------------------------------------------
 
 
 def split_path(path: str) -> tuple[str, ...]:
@@ -306,6 +348,109 @@ def split_path(path: str) -> tuple[str, ...]:
         parts.append(piece)
         parts.extend("*" * stars)
     return tuple(parts)
+
+
+@dataclass(frozen=True)
+class PlannedField:
+    """One checked field (or set of alternatives sharing a parent) of a contract."""
+
+    rule: FieldRule
+    parents: tuple[str, ...]  # segments down to the parent
+    names: tuple[str, ...]  # the last segment of each path (alternatives share the parent)
+    may_lack_parent: bool = False  # a container on the way has no row of its own (see _absent)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A contract's rules read once into what a validation walks, in the order violations are
+    reported: shared by the reference validator below and the generated code
+    (``governance/contracts/codegen.py``), so both read the rules the same way."""
+
+    fields: tuple[PlannedField, ...]
+    whole: tuple[FieldRule, ...]  # "_toute réponse_": rules about the output itself
+    others: tuple[FieldRule, ...]  # "autres champs": the type every undeclared top-level field must have
+    groups: tuple[tuple[FieldRule, ...], ...]  # alternatives across rows (priority / priority_delta)
+    owned: frozenset[tuple[str, ...]]  # the paths a row of their own checks
+    # Objects and lists on the way to a field that no row describes (`intent` of `intent.label`):
+    # (parent segments, name, must be a list).
+    containers: tuple[tuple[tuple[str, ...], str, bool], ...]
+    unknown_levels: tuple[tuple[tuple[str, ...], frozenset[str]], ...]  # objects whose other keys are warned about
+    top_level: frozenset[str]  # the declared top-level names ("autres champs" are the others)
+
+
+def _parents_differ(rule: FieldRule) -> bool:
+    parents = {split_path(p)[:-1] for p in rule.paths}
+    return len(parents) > 1
+
+
+def plan(rules: Sequence[FieldRule]) -> Plan:
+    """Rows whose paths have different parents are split into one planned field per path (they
+    are independent optional fields); alternatives always share a parent by construction
+    (parse_paths)."""
+    planned: list[PlannedField] = []
+    declared: dict[tuple[str, ...], set[str]] = {}
+    open_levels: set[tuple[str, ...]] = set()
+    whole: list[FieldRule] = []
+    groups: dict[str, list[FieldRule]] = {}
+    others: list[FieldRule] = []
+    owned: set[tuple[str, ...]] = set()
+    for rule in rules:
+        if rule.whole_output:
+            whole.append(rule)
+            continue
+        if rule.other_fields:
+            open_levels.add(())
+            others.append(rule)
+            continue
+        if rule.group:
+            groups.setdefault(rule.group, []).append(rule)
+        pieces: list[tuple[str, ...]] = (
+            [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
+        )
+        for paths in pieces:
+            segments = [split_path(p) for p in paths]
+            names = tuple(s[-1] for s in segments)
+            part = FieldRule(paths, rule.type, rule.requirement, rule.effect, rule.condition, rule.group)
+            planned.append(PlannedField(part, segments[0][:-1], names))
+            for s in segments:
+                owned.add(s)
+                for depth in range(len(s)):
+                    if s[depth] != "*":
+                        declared.setdefault(tuple(x for x in s[:depth]), set()).add(s[depth])
+            if rule.type.keys and rule.type.kind in (Kind.MAPPING, Kind.LIST_OF_MAPPINGS):
+                inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
+                declared.setdefault(inner, set()).update(rule.type.keys)
+    fields = tuple(
+        PlannedField(
+            f.rule,
+            f.parents,
+            f.names,
+            any(f.parents[: depth + 1] not in owned for depth in range(len(f.parents)) if f.parents[depth] != "*"),
+        )
+        for f in planned
+    )
+    containers = {
+        s[: depth + 1]: depth + 1 < len(s) and s[depth + 1] == "*"
+        for item in fields
+        for s in ((*item.parents, name) for name in item.names)
+        for depth in range(len(s) - 1)
+        if s[depth] != "*" and s[: depth + 1] not in owned
+    }
+    return Plan(
+        fields=fields,
+        whole=tuple(whole),
+        others=tuple(others),
+        groups=tuple(tuple(members) for members in groups.values()),
+        owned=frozenset(owned),
+        containers=tuple((path[:-1], path[-1], as_list) for path, as_list in containers.items()),
+        unknown_levels=tuple(
+            (level, frozenset(names)) for level, names in declared.items() if level not in open_levels
+        ),
+        top_level=frozenset(declared.get((), ())),
+    )
+
+
+# --- The reference validator -----------------------------------------------------------------------
 
 
 def _instances(root: Any, segments: Sequence[str], prefix: str = "") -> Iterable[tuple[Any, str]]:
@@ -325,7 +470,7 @@ def _instances(root: Any, segments: Sequence[str], prefix: str = "") -> Iterable
 
 
 def _absent(
-    root: Any, segments: Sequence[str], owned: set[tuple[str, ...]], prefix: str = "", depth: int = 0
+    root: Any, segments: Sequence[str], owned: frozenset[tuple[str, ...]], prefix: str = "", depth: int = 0
 ) -> Iterable[str]:
     """The concrete parents of a field that are missing because an object lacks a key no row of
     its own covers (``intent`` for ``intent.label``), written down to the field's parent with the
@@ -349,82 +494,16 @@ def _absent(
         yield path
 
 
-@dataclass(frozen=True)
-class _Compiled:
-    rule: FieldRule
-    parents: tuple[str, ...]  # segments down to the parent
-    names: tuple[str, ...]  # the last segment of each path (alternatives share the parent)
-    check: Check
-    may_lack_parent: bool = False  # a container on the way has no row of its own (see _absent)
-
-
-def _parents_differ(rule: FieldRule) -> bool:
-    parents = {split_path(p)[:-1] for p in rule.paths}
-    return len(parents) > 1
-
-
 def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str] | None], Report]:
-    """One function for the whole contract. Rows whose paths have different parents are split
-    into one compiled rule per path (they are independent optional fields); alternatives always
-    share a parent by construction (parse_paths)."""
-    compiled: list[_Compiled] = []
-    declared: dict[tuple[str, ...], set[str]] = {}
-    open_levels: set[tuple[str, ...]] = set()
-    whole: list[FieldRule] = []
-    groups: dict[str, list[FieldRule]] = {}
-    others: list[Check] = []  # "autres champs": the type every undeclared top-level field must have
-    owned: set[tuple[str, ...]] = set()  # the paths a row of their own checks
-    for rule in rules:
-        if rule.whole_output:
-            whole.append(rule)
-            continue
-        if rule.other_fields:
-            open_levels.add(())
-            others.append(_value_check(rule.type, rule.effect))
-            continue
-        if rule.group:
-            groups.setdefault(rule.group, []).append(rule)
-        pieces: list[tuple[str, ...]] = (
-            [(p,) for p in rule.paths] if _parents_differ(rule) and not rule.alternatives else [rule.paths]
-        )
-        for paths in pieces:
-            segments = [split_path(p) for p in paths]
-            parent = segments[0][:-1]
-            names = tuple(s[-1] for s in segments)
-            part = FieldRule(paths, rule.type, rule.requirement, rule.effect, rule.condition, rule.group)
-            compiled.append(_Compiled(part, parent, names, _value_check(rule.type, rule.effect)))
-            for s in segments:
-                owned.add(s)
-                for depth in range(len(s)):
-                    if s[depth] != "*":
-                        declared.setdefault(tuple(x for x in s[:depth]), set()).add(s[depth])
-            if rule.type.keys and rule.type.kind in (Kind.MAPPING, Kind.LIST_OF_MAPPINGS):
-                inner = segments[0] + (("*",) if rule.type.kind is Kind.LIST_OF_MAPPINGS else ())
-                declared.setdefault(inner, set()).update(rule.type.keys)
-    compiled = [
-        _Compiled(
-            c.rule,
-            c.parents,
-            c.names,
-            c.check,
-            any(c.parents[: depth + 1] not in owned for depth in range(len(c.parents)) if c.parents[depth] != "*"),
-        )
-        for c in compiled
-    ]
-    group_rules = list(groups.items())
-    whole_checks = [(_value_check(r.type, r.effect), r) for r in whole]
-    unknown_levels = [(level, frozenset(names)) for level, names in declared.items() if level not in open_levels]
-    top_level = frozenset(declared.get((), ()))
-    # Objects and lists on the way to a field that no row describes (`intent` of `intent.label`):
-    # nothing else would report them missing or of the wrong shape.
-    containers = {
-        s[: depth + 1]: depth + 1 < len(s) and s[depth + 1] == "*"
-        for item in compiled
-        for s in ((*item.parents, name) for name in item.names)
-        for depth in range(len(s) - 1)
-        if s[depth] != "*" and s[: depth + 1] not in owned
-    }
-    container_checks = [(path[:-1], path[-1], as_list) for path, as_list in containers.items()]
+    """The reference validator: the contract interpreted by closures over the plan. The service
+    runs the code ``governance/contracts/codegen.py`` generates from the same plan, which is
+    faster but harder to read; this one stays as the executable spec that the equivalence tests
+    (tests/governance/test_contract_codegen.py) hold the generated code to, report for report."""
+    contract = plan(rules)
+    compiled = [(item, _value_check(item.rule.type, item.rule.effect)) for item in contract.fields]
+    whole_checks = [_value_check(r.type, r.effect) for r in contract.whole]
+    others = [_value_check(r.type, r.effect) for r in contract.others]
+    owned, top_level = contract.owned, contract.top_level
 
     def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
         report = Report()
@@ -439,21 +518,18 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             return found
 
         if whole_checks:
-            for check, _ in whole_checks:
-                check(output, "", ctx)
+            for whole_check in whole_checks:
+                whole_check(output, "", ctx)
             if not compiled:
                 return report
         if type(output) is not dict:
-            decoded = _decoded(output)
-            hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded, dict) else ""
-            message = f"expected an object, got {type_name(output)}"
-            report.violations.append(Violation("", Code.WRONG_TYPE, message, "", hint))
+            report.violations.append(not_an_object(output))
             return report
-        for parents, name, as_list in container_checks:
+        for parents, name, as_list in contract.containers:
             for parent, prefix in instances(parents):
                 if type(parent) is dict and name in parent and type(parent[name]) is not (list if as_list else dict):
-                    _wrong_container(parent[name], join(prefix, name), as_list, report)
-        for item in compiled:
+                    report.violations.append(wrong_container(parent[name], join(prefix, name), as_list))
+        for item, check in compiled:
             rule = item.rule
             if item.may_lack_parent and not rule.group and rule.requirement in (Requirement.YES, Requirement.IMPLICIT):
                 for prefix in _absent(output, item.parents, owned):
@@ -470,19 +546,19 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                             null = Violation(path, Code.NULL_VALUE, "null given: treated as absent", rule.effect)
                             report.warnings.append(null)
                         else:
-                            item.check(value, path, ctx)
+                            check(value, path, ctx)
                         present = True
                 if present or rule.group or rule.requirement is Requirement.NO:
                     continue
                 _missing(rule, item.names, parent, prefix, report)
-        for _, members in group_rules:
+        for members in contract.groups:
             _check_group(members, output, report)
         if others:
             for key, value in output.items():
                 if key not in top_level:
-                    for check in others:
-                        check(value, key, ctx)
-        for level, names in unknown_levels:
+                    for other in others:
+                        other(value, key, ctx)
+        for level, names in contract.unknown_levels:
             for parent, prefix in instances(level):
                 if type(parent) is dict:
                     for key in parent:
@@ -492,16 +568,6 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
         return report
 
     return validate
-
-
-def _wrong_container(value: Any, path: str, as_list: bool, report: Report) -> None:
-    decoded = _decoded(value)
-    expected = "list" if as_list else "object"
-    hint = ""
-    if isinstance(decoded, list if as_list else dict):
-        hint = f"the value is a JSON {type_name(decoded)} serialised inside a string: send it as JSON, not as text"
-    message = f"expected {expected}, got {type_name(value)}"
-    report.violations.append(Violation(path, Code.WRONG_TYPE, message, "", hint))
 
 
 def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], prefix: str, report: Report) -> None:
@@ -529,7 +595,7 @@ def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], pr
         report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))
 
 
-def _check_group(members: list[FieldRule], output: dict[str, Any], report: Report) -> None:
+def _check_group(members: Sequence[FieldRule], output: dict[str, Any], report: Report) -> None:
     """Alternatives across rows (priority / priority_delta): one of them must be present."""
     names = [p for m in members for p in m.paths]
     segments = split_path(names[0])

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from governance.contracts.catalog import ContractDoc, parse
+from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import rule_from_row
-from governance.contracts.validator import Report, Violation, compile_contract
+from governance.contracts.validator import Report, Violation
 
 SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 NNBSP = "\u202f"  # the narrow no-break space the seed writes in most bounds

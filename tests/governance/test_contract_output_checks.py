@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import Code, rule_from_row
-from governance.contracts.validator import Report, Violation, compile_contract, first_unserializable
+from governance.contracts.validator import Report, Violation, first_unserializable
 from tests.governance.contract_validators import BY_NAME, found, only, validator, warned
 
 # --- Paths, alternatives, conditions: the seed's contracts --------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import (
     Code,
     Condition,
@@ -19,7 +20,7 @@ from governance.contracts.rules import (
     parse_type,
     rule_from_row,
 )
-from governance.contracts.validator import compile_contract, split_path
+from governance.contracts.validator import split_path
 from tests.governance.contract_validators import CONTRACTS, NNBSP
 
 # --- parse_type: one test per word form of the seed ------------------------------------------------

@@ -1,0 +1,637 @@
+"""Contract validators as generated Python (issue 18.3): one function of straight-line code per
+contract version, as fastjsonschema does for JSON Schema.
+
+``generate`` reads a contract's ``FieldRule``s through the same plan as the reference validator
+(``governance/contracts/validator.py``) and writes the source of ``validate(output, known_ids=None)``:
+the output's declared tree is walked once, every field's checks unrolled in place, paths and
+messages built only when something fails. ``compile_contract`` compiles that source once and
+caches the function per set of rules (so per contract version). The report is the reference
+validator's, violation for violation and in the same order: each finding is tagged with the rank
+its check has in the reference's order, and a report with more than one finding is sorted by rank
+(a stable sort keeps the order inside a rank, which the walk already follows).
+
+Safety: the source is built from the rules only, never from an output. Every name, path, enum
+value, message and effect taken from a rule enters the source through ``repr()`` (or as a number
+``repr()`` round-trips); the generator's own variable names are numbered, never derived from a
+field name. ``manage.py show_validator_source`` prints the source for audit. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any
+
+from governance.contracts.rules import Code, FieldRule, Kind, Requirement, TypeRule, format_number
+from governance.contracts.validator import (
+    Plan,
+    PlannedField,
+    Report,
+    Violation,
+    decoded,
+    first_unserializable,
+    not_an_object,
+    plan,
+    split_path,
+    type_name,
+    wrong_container,
+    wrong_item,
+    wrong_type,
+)
+
+Validator = Callable[..., Report]
+
+# --- What the generated code calls -----------------------------------------------------------------
+
+_INFINITIES = (math.inf, -math.inf)
+_rank = itemgetter(0)
+
+
+def _is_json(value: Any) -> bool:
+    """``first_unserializable(value, path) is None``, without building a path per item: the
+    generated code asks this first and builds the path only for a value that fails."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (str, int, bool, type(None))):
+        return True
+    if isinstance(value, list):
+        return all(_is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _is_json(item) for key, item in value.items())
+    return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _not_serializable(value: Any, path: Any, effect: str) -> Violation:
+    found = first_unserializable(value, path)
+    assert found is not None  # asked only after _is_json said no
+    return Violation(found[0], Code.NOT_SERIALIZABLE, found[1], effect)
+
+
+def _report(violations: list[tuple[int, Violation]], warnings: list[tuple[int, Violation]]) -> Report:
+    """The ranked findings in the reference's order (a stable sort: a rank keeps its walk order)."""
+    if len(violations) > 1:
+        violations.sort(key=_rank)
+    if len(warnings) > 1:
+        warnings.sort(key=_rank)
+    return Report([v for _, v in violations] if violations else [], [w for _, w in warnings] if warnings else [])
+
+
+# The names the generated module sees: these and the builtins, nothing else.
+_NAMESPACE: dict[str, Any] = {
+    "Code": Code,
+    "Kind": Kind,
+    "Violation": Violation,
+    "Report": Report,
+    "isfinite": math.isfinite,
+    "type_name": type_name,
+    "decoded": decoded,
+    "wrong_type": wrong_type,
+    "wrong_item": wrong_item,
+    "wrong_container": wrong_container,
+    "not_an_object": not_an_object,
+    "is_json": _is_json,
+    "is_number": _is_number,
+    "not_serializable": _not_serializable,
+    "ranked_report": _report,
+    "INFINITIES": _INFINITIES,
+}
+
+# --- Paths and messages as expressions ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A string the generated code builds when it reports: literal pieces (written with repr())
+    and expressions of the walk's variables. ``empty`` is known statically: the reference's
+    ``join`` leaves out the dot after an empty prefix."""
+
+    parts: tuple[tuple[bool, str], ...] = ()  # (is literal, text or expression)
+    alone: str = ""  # an expression that is the whole value, unconverted (a key at the top level)
+
+    @property
+    def empty(self) -> bool:
+        return not self.alone and all(literal and not text for literal, text in self.parts)
+
+    def __add__(self, other: _Text | str) -> _Text:
+        tail = _Text(((True, other),)) if isinstance(other, str) else other
+        return _Text(self._pieces() + tail._pieces())
+
+    def _pieces(self) -> tuple[tuple[bool, str], ...]:
+        return ((False, f"format({self.alone})"),) if self.alone else self.parts
+
+    def child(self, name: str) -> _Text:
+        """``join(prefix, name)``."""
+        return _Text(((True, name),)) if self.empty else self + ("." + name)
+
+    def key(self, variable: str) -> _Text:
+        """``join(prefix, key)`` for a key only known when validating."""
+        if self.empty:
+            return _Text(alone=variable)
+        return self + "." + _Text(((False, f"format({variable})"),))
+
+    def index(self, variable: str) -> _Text:
+        """``f"{prefix}[{index}]"``."""
+        return self + "[" + _Text(((False, f"str({variable})"),)) + "]"
+
+    def code(self) -> str:
+        if self.alone:
+            return self.alone
+        merged: list[tuple[bool, str]] = []
+        for literal, text in self.parts:
+            if literal and merged and merged[-1][0]:
+                merged[-1] = (True, merged[-1][1] + text)
+            else:
+                merged.append((literal, text))
+        if not merged:
+            return "''"
+        return " + ".join(repr(text) if literal else text for literal, text in merged)
+
+
+def _one_of(prefix: _Text, names: Sequence[str]) -> _Text:
+    """The message of missing alternatives: "one of a or b is required", with their paths."""
+    message = _Text(((True, "one of "),))
+    for number, name in enumerate(names):
+        message = message + (" or " if number else "") + prefix.child(name)
+    return message + " is required"
+
+
+def _frozenset(values: Iterable[str]) -> str:
+    """A set of names as Python source, sorted so that the source is the same in every process."""
+    return f"frozenset({tuple(sorted(set(values)))!r})"
+
+
+def _number(value: float) -> str:
+    """A bound as Python source: repr() round-trips a finite float; the rest spelled out."""
+    if math.isfinite(value):
+        return repr(float(value))
+    return "float('nan')" if value != value else ("float('inf')" if value > 0 else "-float('inf')")
+
+
+# --- The walk's shape ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Node:
+    """One path of the output the walk visits, and what it checks there."""
+
+    children: dict[str, _Node] = field(default_factory=dict)
+    star: _Node | None = None
+    single: dict[str, list[tuple[int, PlannedField]]] = field(default_factory=dict)  # by name
+    multi: list[tuple[int, PlannedField]] = field(default_factory=list)  # alternatives, several names
+    containers: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)
+    absent: dict[str, list[tuple[int, PlannedField, tuple[str, ...]]]] = field(default_factory=dict)
+    groups: list[tuple[int, tuple[FieldRule, ...], tuple[str, ...], str]] = field(default_factory=list)
+    unknown: list[tuple[int, frozenset[str]]] = field(default_factory=list)
+
+    def at(self, path: Sequence[str]) -> _Node:
+        node = self
+        for segment in path:
+            if segment == "*":
+                node.star = node.star or _Node()
+                node = node.star
+            else:
+                node = node.children.setdefault(segment, _Node())
+        return node
+
+    def names(self) -> list[str]:
+        """The keys the walk looks up here, in a fixed order."""
+        return list(dict.fromkeys([*self.single, *self.containers, *self.absent, *self.children]))
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+        self.counter = 0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    @contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self(header)
+        self.depth += 1
+        mark = len(self.lines)
+        yield
+        if len(self.lines) == mark:
+            self("pass")
+        self.depth -= 1
+
+    def var(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+
+class _Generator:
+    def __init__(self, contract: Plan) -> None:
+        self.plan = contract
+        self.w = _Writer()
+        self.constants: list[str] = []
+        self.effects: dict[str, str] = {}
+        self.root = _Node()
+        self.ranks = 0
+        self._place()
+
+    # -- placing every check at its node, with its rank in the reference's order --
+
+    def _next(self) -> int:
+        self.ranks += 1
+        return self.ranks
+
+    def _place(self) -> None:
+        contract = self.plan
+        self.whole_rank = 0
+        self.not_object_rank = self._next()
+        for parents, name, as_list in contract.containers:
+            self.root.at(parents).containers.setdefault(name, []).append((self._next(), as_list))
+        for item in contract.fields:
+            rule = item.rule
+            absent_rank, present_rank = self._next(), self._next()
+            needed = rule.requirement in (Requirement.YES, Requirement.IMPLICIT)
+            if item.may_lack_parent and not rule.group and needed:
+                for depth, head in enumerate(item.parents):
+                    if head != "*" and item.parents[: depth + 1] not in contract.owned:
+                        entries = self.root.at(item.parents[:depth]).absent.setdefault(head, [])
+                        entries.append((absent_rank, item, item.parents[depth + 1 :]))
+            node = self.root.at(item.parents)
+            if len(item.names) == 1:
+                node.single.setdefault(item.names[0], []).append((present_rank, item))
+            else:
+                node.multi.append((present_rank, item))
+        for members in contract.groups:
+            segments = split_path(members[0].paths[0])
+            names = tuple(split_path(p)[-1] for m in members for p in m.paths)
+            self.root.at(segments[:-1]).groups.append((self._next(), members, names, segments[-1]))
+        self.others_rank = self._next()
+        for level, declared in contract.unknown_levels:
+            self.root.at(level).unknown.append((self._next(), declared))
+
+    # -- small writers --
+
+    def _constant(self, prefix: str, value: str) -> str:
+        name = f"{prefix}_{len(self.constants)}"
+        self.constants.append(f"{name} = {value}")
+        return name
+
+    def _effect(self, text: str) -> str:
+        if text not in self.effects:
+            self.effects[text] = self._constant("EFFECT", repr(text))
+        return self.effects[text]
+
+    def _fail(
+        self, rank: int, path: _Text, code: Code, message: _Text | str, effect: str, *, warning: bool = False
+    ) -> None:
+        text = message.code() if isinstance(message, _Text) else repr(message)
+        sink = "W" if warning else "V"
+        self.w(f"{sink}.append(({rank}, Violation({path.code()}, Code.{code.name}, {text}, {self._effect(effect)})))")
+
+    # -- one value against its type rule (the reference's _value_check) --
+
+    def _check(
+        self, rule: TypeRule, effect: str, value: str, path: _Text, rank: int, items: _Node | None = None
+    ) -> None:
+        """``items``: the node of the list's objects, when their fields are walked in the loop
+        that checks the items' type (a list of objects with rows of its own: ``signals[*].metric``)."""
+        w, kind = self.w, rule.kind
+        wrong = (
+            f"V.append(({rank}, wrong_type(Kind.{kind.name}, {rule.describe()!r}, {value}, {path.code()}, "
+            f"{self._effect(effect)})))"
+        )
+        known = f"known_ids is not None and str({value}) not in known_ids"
+        unknown_id = _Text(((False, f"repr({value})"),)) + " is not one of the ids the input offered"
+        if kind is Kind.STRING:
+            with w.block(f"if type({value}) is not str:"):
+                w(wrong)
+            if rule.non_empty:
+                with w.block(f"elif not {value}.strip():"):
+                    self._fail(rank, path, Code.EMPTY_STRING, "the string is empty", effect)
+            if rule.enum or rule.existing:
+                with w.block("else:"):
+                    if rule.enum:
+                        listed = self._constant("ENUM", _frozenset(rule.enum))
+                        message = _Text(((False, f"repr({value})"),)) + f" is not one of {', '.join(rule.enum)}"
+                        with w.block(f"if {value} not in {listed}:"):
+                            if rule.enum_open:
+                                self._fail(rank, path, Code.NOT_IN_ENUM, message + " (open list)", effect, warning=True)
+                            else:
+                                self._fail(rank, path, Code.NOT_IN_ENUM, message, effect)
+                    if rule.existing:
+                        with w.block(f"if {known}:"):
+                            self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
+        elif kind is Kind.NUMBER:
+            with w.block(f"if type({value}) is not float and type({value}) is not int and not is_number({value}):"):
+                w(wrong)
+            with w.block(f"elif type({value}) is not int and ({value} != {value} or {value} in INFINITIES):"):
+                self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
+            self._bounds(rule, effect, value, path, rank, "elif")
+        elif kind is Kind.INTEGER:
+            with w.block(f"if type({value}) is float and not isfinite({value}):"):
+                self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
+            with w.block(f"elif type({value}) is not int and not (type({value}) is float and {value}.is_integer()):"):
+                w(wrong)
+            self._bounds(rule, effect, value, path, rank, "elif")
+        elif kind is Kind.NUMERIC_ID:
+            with w.block(f"if type({value}) is not int:"):
+                w(wrong)
+            if rule.existing:
+                with w.block(f"elif {known}:"):
+                    self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
+        elif kind is Kind.ID:
+            with w.block(f"if type({value}) is str and not {value}.strip():"):
+                self._fail(rank, path, Code.EMPTY_STRING, "the id is empty", effect)
+            with w.block(f"elif type({value}) is not str and type({value}) is not int:"):
+                w(wrong)
+            with w.block(f"elif {known}:"):
+                self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
+        elif kind is Kind.BOOLEAN:
+            with w.block(f"if type({value}) is not bool:"):
+                w(wrong)
+        elif kind is Kind.NUMBER_OR_STRING:
+            with w.block(
+                f"if type({value}) is not str and type({value}) is not float and type({value}) is not int "
+                f"and not is_number({value}):"
+            ):
+                w(wrong)
+            with w.block(f"elif type({value}) is float and not isfinite({value}):"):
+                self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
+        elif kind is Kind.PATH:
+            with w.block(f"if type({value}) is str:"), w.block(f"if not {value}.strip():"):
+                self._fail(rank, path, Code.EMPTY_STRING, "the path is empty", effect)
+            with w.block(
+                f"elif type({value}) is not list or not all(type(x) is str or type(x) is int for x in {value}):"
+            ):
+                w(wrong)
+        elif kind in _ITEMS:
+            with w.block(f"if type({value}) is not list:"):
+                w(wrong)
+            allowed = _ITEMS[kind]
+            if allowed:
+                words, objects = _ITEM_WORDS[kind], "dict" in allowed
+                with w.block("else:"):
+                    index, item = w.var("i"), w.var("d" if items else "x")
+                    at = path.index(index)
+                    with w.block(f"for {index}, {item} in enumerate({value}):"):
+                        if items is not None:  # the objects' own fields, walked in the same loop
+                            with w.block(f"if type({item}) is dict:"):
+                                self._object(items, item, at)
+                            others = [t for t in allowed if t != "dict"]
+                            header = f"elif {' and '.join(f'type({item}) is not {t}' for t in others)}:"
+                        else:
+                            header = f"if {' and '.join(f'type({item}) is not {t}' for t in allowed)}:"
+                        with w.block(header if items is None or others else "else:"):
+                            w(
+                                f"V.append(({rank}, wrong_item({item}, {at.code()}, {words!r}, "
+                                f"{objects}, {self._effect(effect)})))"
+                            )
+        elif kind is Kind.MAPPING:
+            with w.block(f"if type({value}) is not dict:"):
+                w(wrong)
+            if rule.serializable:
+                with w.block(f"elif not is_json({value}):"):
+                    w(f"V.append(({rank}, not_serializable({value}, {path.code()}, {self._effect(effect)})))")
+        elif kind is Kind.SERIALIZABLE:
+            with w.block(f"if not is_json({value}):"):
+                w(f"V.append(({rank}, not_serializable({value}, {path.code()}, {self._effect(effect)})))")
+        # Kind.ANY: nothing to check.
+
+    @staticmethod
+    def _formatted(value: str, tail: str) -> _Text:
+        return _Text(((False, f"format({value})"),)) + tail
+
+    def _bounds(self, rule: TypeRule, effect: str, value: str, path: _Text, rank: int, keyword: str) -> None:
+        tests = []
+        if rule.minimum is not None:
+            tests.append(f"{value} < {_number(rule.minimum)}")
+        if rule.maximum is not None:
+            tests.append(f"{value} > {_number(rule.maximum)}")
+        if not tests:
+            return
+        low = "-inf" if rule.minimum is None else format_number(rule.minimum)
+        high = "inf" if rule.maximum is None else format_number(rule.maximum)
+        with self.w.block(f"{keyword} {' or '.join(tests)}:"):
+            self._fail(rank, path, Code.OUT_OF_RANGE, self._formatted(value, f" is outside [{low}, {high}]"), effect)
+
+    # -- a present field, a missing one --
+
+    def _present(self, item: PlannedField, rank: int, value: str, path: _Text, items: _Node | None = None) -> None:
+        rule = item.rule
+        if rule.requirement is Requirement.NO:
+            with self.w.block(f"if {value} is None:"):
+                self._fail(rank, path, Code.NULL_VALUE, "null given: treated as absent", rule.effect, warning=True)
+            if rule.type.kind is not Kind.ANY:
+                with self.w.block("else:"):
+                    self._check(rule.type, rule.effect, value, path, rank, items)
+        else:
+            self._check(rule.type, rule.effect, value, path, rank, items)
+
+    @staticmethod
+    def _objects_of(singles: list[tuple[int, PlannedField]], child: _Node | None) -> _Node | None:
+        """The node of a list's objects whose fields can be walked in the loop that checks the
+        items' type: one row, a list that may hold objects, nothing under it but its items."""
+        if len(singles) != 1 or child is None or child.star is None or child.star.star is not None:
+            return None
+        if child.names() or child.multi or child.groups or child.unknown:
+            return None
+        return child.star if "dict" in _ITEMS.get(singles[0][1].rule.type.kind, ()) else None
+
+    def _missing(self, item: PlannedField, rank: int, prefix: _Text, parent: str | None) -> None:
+        """The reference's ``_missing``; ``parent`` is None where the parent itself is absent."""
+        rule, names = item.rule, item.names
+        path = prefix.child(names[0])
+        if rule.requirement is Requirement.YES:
+            if len(names) > 1:
+                self._fail(rank, path, Code.ALTERNATIVE_MISSING, _one_of(prefix, names), rule.effect)
+            else:
+                self._fail(rank, path, Code.MISSING_REQUIRED, "required field is missing", rule.effect)
+        elif rule.requirement is Requirement.CONDITIONAL and rule.condition is not None and parent is not None:
+            trigger = self.w.var("t")
+            self.w(f"{trigger} = {parent}.get({rule.condition.field!r})")
+            with self.w.block(f"if {trigger} in {tuple(rule.condition.values)!r}:"):
+                message = (
+                    _Text(((True, "required when "),))
+                    + prefix.child(rule.condition.field)
+                    + " is "
+                    + _Text(((False, f"repr({trigger})"),))
+                )
+                self._fail(rank, path, Code.CONDITIONAL_MISSING, message, rule.effect)
+        elif rule.requirement is Requirement.IMPLICIT:
+            self._fail(
+                rank, path, Code.MISSING_REQUIRED, "implicitly required field is missing", rule.effect, warning=True
+            )
+
+    @staticmethod
+    def _reports_missing(item: PlannedField) -> bool:
+        rule = item.rule
+        if rule.group or rule.requirement is Requirement.NO:
+            return False
+        return rule.requirement is not Requirement.CONDITIONAL or rule.condition is not None
+
+    # -- the walk --
+
+    def _node(self, node: _Node, value: str, path: _Text, *, is_dict: bool = False) -> None:
+        w = self.w
+        keyed = bool(node.names() or node.multi or node.groups or node.unknown)
+        if keyed:
+            if is_dict:
+                self._object(node, value, path)
+            else:
+                with w.block(f"if type({value}) is dict:"):
+                    self._object(node, value, path)
+        if node.star is not None and not is_dict:
+            with w.block(f"{'elif' if keyed else 'if'} type({value}) is list:"):
+                index, item = w.var("i"), w.var("d")
+                with w.block(f"for {index}, {item} in enumerate({value}):"):
+                    self._node(node.star, item, path.index(index))
+
+    def _object(self, node: _Node, parent: str, prefix: _Text) -> None:
+        w = self.w
+        for name in node.names():
+            path = prefix.child(name)
+            singles = node.single.get(name, [])
+            child = node.children.get(name)
+            present = bool(singles or node.containers.get(name) or child is not None)
+            missing = [(rank, item) for rank, item in singles if self._reports_missing(item)]
+            absent = node.absent.get(name, [])
+            if present:
+                with w.block(f"if {name!r} in {parent}:"):
+                    value = w.var("v")
+                    w(f"{value} = {parent}[{name!r}]")
+                    objects = self._objects_of(singles, child)
+                    for rank, item in singles:
+                        self._present(item, rank, value, path, objects)
+                    for rank, as_list in node.containers.get(name, []):
+                        with w.block(f"if type({value}) is not {'list' if as_list else 'dict'}:"):
+                            w(f"V.append(({rank}, wrong_container({value}, {path.code()}, {as_list})))")
+                    if child is not None and objects is None:
+                        self._node(child, value, path)
+                if missing or absent:
+                    with w.block("else:"):
+                        self._absent_here(missing, absent, prefix, path, parent)
+            elif missing or absent:
+                with w.block(f"if {name!r} not in {parent}:"):
+                    self._absent_here(missing, absent, prefix, path, parent)
+        for rank, item in node.multi:
+            seen = w.var("p") if self._reports_missing(item) else ""
+            if seen:
+                w(f"{seen} = False")
+            for name in item.names:
+                with w.block(f"if {name!r} in {parent}:"):
+                    value = w.var("v")
+                    w(f"{value} = {parent}[{name!r}]")
+                    self._present(item, rank, value, prefix.child(name))
+                    if seen:
+                        w(f"{seen} = True")
+            if seen:
+                with w.block(f"if not {seen}:"):
+                    self._missing(item, rank, prefix, parent)
+        for rank, members, names, first in node.groups:
+            test = " and ".join(f"{name!r} not in {parent}" for name in names)
+            with w.block(f"if {test}:"):
+                message = _one_of(prefix, names)
+                self._fail(rank, prefix.child(first), Code.ALTERNATIVE_MISSING, message, members[0].effect)
+        for rank, declared in node.unknown:
+            listed = self._constant("KNOWN_KEYS", _frozenset(declared))
+            key = w.var("k")
+            with (
+                w.block(f"if not {listed}.issuperset({parent}):"),
+                w.block(f"for {key} in {parent}:"),
+                w.block(f"if {key} not in {listed}:"),
+            ):
+                w(f"W.append(({rank}, Violation({prefix.key(key).code()}, Code.UNKNOWN_FIELD, 'not in the contract')))")
+
+    def _absent_here(
+        self,
+        missing: list[tuple[int, PlannedField]],
+        absent: list[tuple[int, PlannedField, tuple[str, ...]]],
+        prefix: _Text,
+        path: _Text,
+        parent: str,
+    ) -> None:
+        for rank, item in missing:
+            self._missing(item, rank, prefix, parent)
+        for rank, item, rest in absent:
+            below = path
+            for segment in rest:
+                below = below + "[*]" if segment == "*" else below.child(segment)
+            self._missing(item, rank, below, None)
+
+    def source(self) -> str:
+        w, contract = self.w, self.plan
+        w.depth = 1
+        w("V = []  # violations and warnings, each with its rank in the reference's order")
+        w("W = []")
+        for rule in contract.whole:
+            self._check(rule.type, rule.effect, "output", _Text(), self.whole_rank)
+        if contract.whole and not contract.fields:
+            w("return ranked_report(V, W)")
+        else:
+            with w.block("if type(output) is not dict:"):
+                w(f"V.append(({self.not_object_rank}, not_an_object(output)))")
+                w("return ranked_report(V, W)")
+            self._node(self.root, "output", _Text(), is_dict=True)
+            if contract.others:
+                top = self._constant("DECLARED", _frozenset(contract.top_level))
+                key, value = w.var("k"), w.var("v")
+                with (
+                    w.block(f"if not {top}.issuperset(output):"),
+                    w.block(f"for {key}, {value} in output.items():"),
+                    w.block(f"if {key} not in {top}:"),
+                ):
+                    for rule in contract.others:
+                        self._check(rule.type, rule.effect, value, _Text(alone=key), self.others_rank)
+            with w.block("if V or W:"):
+                w("return ranked_report(V, W)")
+            w("return Report([], [])")
+        body = w.lines
+        head = [
+            "# Generated by governance/contracts/codegen.py from the contract's rules (never from an output).",
+            "# Findings are (rank, Violation): ranked_report sorts them into the reference validator's order.",
+            *self.constants,
+            "",
+            "",
+            "def validate(output, known_ids=None):",
+        ]
+        return "\n".join(head + body) + "\n"
+
+
+_ITEMS: dict[Kind, tuple[str, ...]] = {
+    Kind.LIST: (),
+    Kind.LIST_OF_STRINGS: ("str",),
+    Kind.LIST_OF_MAPPINGS: ("dict",),
+    Kind.LIST_OF_MAPPINGS_OR_STRINGS: ("dict", "str"),
+}
+_ITEM_WORDS = {
+    Kind.LIST_OF_STRINGS: "a string",
+    Kind.LIST_OF_MAPPINGS: "an object",
+    Kind.LIST_OF_MAPPINGS_OR_STRINGS: "an object or a string",
+}
+
+
+# --- Entry points ---------------------------------------------------------------------------------------
+
+
+def generate(rules: Sequence[FieldRule]) -> str:
+    """The source of the contract's ``validate(output, known_ids=None)``."""
+    return _Generator(plan(rules)).source()
+
+
+def compile_contract(rules: Sequence[FieldRule]) -> Validator:
+    """The contract's generated validator, compiled once per set of rules (a contract version's
+    rules never change, and two versions with the same rules share one function)."""
+    return _compiled(tuple(rules))
+
+
+@lru_cache(maxsize=1024)
+def _compiled(rules: tuple[FieldRule, ...]) -> Validator:
+    namespace = dict(_NAMESPACE)
+    exec(compile(generate(rules), "<contract validator>", "exec"), namespace)
+    validate: Validator = namespace["validate"]
+    return validate
