@@ -96,6 +96,7 @@ MEMORY_TABLES = (
     "memory_promotionproposal",
     "memory_reusescore",
     "memory_scoringrun",
+    "memory_searchcalibration",
     "memory_gateresult",
     "memory_learning",
     "memory_veillenote",
@@ -105,7 +106,7 @@ MEMORY_TABLES = (
 # Targets from the issue; printed as met / missed, never a failure.
 KNN_TARGETS = {100_000: (0.98, 3.0), 1_000_000: (0.95, 5.0)}  # size: (recall@5, service p95 ms)
 FAISS_SPEEDUP = 10.0  # at 1M
-BLOCK_P95_MS = 30.0  # at 100k
+BLOCK_P95_MS = {100_000: 30.0, 1_000_000: 40.0}  # size: the block's p95 (ms), the embedding included
 FULL_MAX_S = 3.0
 INCREMENTAL_MAX_S = 0.3
 INCREMENTAL_SPEEDUP = 10.0
@@ -587,13 +588,15 @@ def index_only_call(ef: int) -> Callable[[np.ndarray], list[int]]:
 @contextmanager
 def ef_search(ef: int) -> Iterator[None]:
     """The service layer with its over-fetch raised so that candidates = ef_search = ``ef`` at
-    k = 5 (what ``MEMORY_SEARCH_CANDIDATES=ef`` in the environment does), in this process."""
+    k = 5 (what ``MEMORY_SEARCH_CANDIDATES=ef`` in the environment does), in this process. The
+    bench's database holds no search calibration (empty_memory_tables), which would win."""
     from django.test import override_settings
 
     from memory import search
+    from memory.vector_index import DEFAULT_MODEL
 
     with override_settings(MEMORY_SEARCH_CANDIDATES=ef):
-        assert search._candidate_count(K) == max(K * search.OVERFETCH, ef)
+        assert search.candidate_count("learning", DEFAULT_MODEL, K) == max(K * search.OVERFETCH, ef)
         yield
 
 
@@ -612,8 +615,9 @@ def search_constants() -> dict[str, int]:
 
 def shipped_ef() -> int:
     from memory import search
+    from memory.vector_index import DEFAULT_MODEL
 
-    candidates = search._candidate_count(K)
+    candidates = search.candidate_count("learning", DEFAULT_MODEL, K)
     return min(max(candidates, 40), search.MAX_EF_SEARCH)
 
 
@@ -1237,8 +1241,9 @@ def targets(result: dict[str, Any]) -> dict[str, bool]:
                 ratios["faiss_p50_vs_service_p50"] >= FAISS_SPEEDUP
                 and ratios["faiss_p95_vs_service_p95"] >= FAISS_SPEEDUP
             )
-        if "block" in size and rows == 100_000:
-            out[f"injection block p95 < {BLOCK_P95_MS:g} ms at {rows}"] = size["block"]["p95_ms"] < BLOCK_P95_MS
+        if "block" in size and rows in BLOCK_P95_MS:
+            p95, limit = size["block"]["p95_ms"], BLOCK_P95_MS[rows]
+            out[f"injection block p95 < {limit:g} ms at {rows} ({p95:.1f} ms)"] = p95 < limit
     scoring = result.get("scoring")
     if scoring:
         injections = scoring["injections"]

@@ -486,3 +486,5 @@ EMBEDDING_TORCH_THREADS = env.integer("EMBEDDING_TORCH_THREADS", 1)
 # Candidates asked of the HNSW index per search (= hnsw.ef_search): 80 gives recall@5 0.99 at 100k
 # learnings; at 1M it takes 160-320 (bench/README.md, memory results).
 MEMORY_SEARCH_CANDIDATES = env.integer("MEMORY_SEARCH_CANDIDATES", 80)
+# What `manage.py tune_search` (weekly) calibrates each (kind, model)'s ef_search to reach (memory/calibration.py).
+MEMORY_SEARCH_RECALL_TARGET = env.fraction("MEMORY_SEARCH_RECALL_TARGET", 0.95)

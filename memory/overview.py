@@ -14,6 +14,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import TruncDate
@@ -27,6 +28,7 @@ from memory.models import (
     PromotionProposal,
     ReuseScore,
     ScoringRun,
+    SearchCalibration,
     VeilleNote,
 )
 from memory.scoring import WEIGHT_DOMAINS, WEIGHT_GATE8_GO, WEIGHT_INJECTIONS
@@ -188,6 +190,8 @@ def health(*, today: date | None = None) -> dict[str, Any]:
         ],
         "pending_proposals": PromotionProposal.objects.filter(status=PromotionProposal.Status.PROPOSED).count(),
         "scoring_runs": recent_scoring_runs(),
+        "calibrations": SearchCalibration.objects.order_by("kind", "model"),
+        "recall_target": settings.MEMORY_SEARCH_RECALL_TARGET,
         "top_reused": top_reused(),
         "notes": note_counts(),
         "note_tags": note_tags(),

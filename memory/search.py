@@ -46,6 +46,16 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+def candidates(p: str = "") -> str:
+    """SQL for how many candidates to ask the index for: the ef_search `tune_search` last measured for
+    this kind and model (memory.models.SearchCalibration), else MEMORY_SEARCH_CANDIDATES, and never fewer
+    than OVERFETCH per result. Read in the search's own statement: no cache to go stale, no extra round
+    trip, and a new measure applies to the next search on every host."""
+    return f"""GREATEST(%({p}overfetch)s, COALESCE(
+        (SELECT ef_search FROM memory_searchcalibration WHERE kind = %({p}kind)s AND model = %({p}model)s),
+        %({p}candidates)s))"""
+
+
 def _candidates_sql(dimension: int, p: str = "") -> str:
     """The partial HNSW index's nearest rows; ``p`` prefixes the parameter names, so that one statement
     can hold the candidates of several kinds (the injection block, memory/block_query.py)."""
@@ -55,24 +65,32 @@ def _candidates_sql(dimension: int, p: str = "") -> str:
           FROM memory_embedding
          WHERE kind = %({p}kind)s AND model = %({p}model)s AND active
          ORDER BY embedding::vector({d}) <=> %({p}q)s::vector({d})
-         LIMIT %({p}candidates)s
+         LIMIT {candidates(p)}
     """
 
 
-def ef_search(candidates: int) -> str:
-    """The statement that lets the index return ``candidates`` rows (bounded both ways)."""
-    return f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}"
+def ef_search(*prefixes: str) -> str:
+    """The statement that lets the index return as many rows as the searches with these parameter
+    prefixes ask for (bounded both ways), for the rest of the transaction."""
+    wanted = ", ".join(candidates(p) for p in prefixes or ("",))
+    return f"SELECT set_config('hnsw.ef_search', LEAST(GREATEST({wanted}, 40), {MAX_EF_SEARCH})::text, true)"
 
 
-def _candidate_count(k: int) -> int:
-    """The settings' floor (MEMORY_SEARCH_CANDIDATES, 80: recall@5 0.99 at 100k clustered 384-d
-    vectors against 0.96 at pgvector's default 40) or OVERFETCH per result for larger k."""
-    return max(k * OVERFETCH, settings.MEMORY_SEARCH_CANDIDATES)
+def candidate_params(k: int, p: str = "") -> dict[str, int]:
+    """The over-fetch for k results and the default candidate count, for `candidates`."""
+    return {f"{p}overfetch": k * OVERFETCH, f"{p}candidates": settings.MEMORY_SEARCH_CANDIDATES}
 
 
-def _run(sql: str, params: dict, candidates: int) -> list[tuple]:
+def candidate_count(kind: str, model: str, k: int = 5) -> int:
+    """How many candidates a search of k results asks for right now (what `candidates` evaluates to)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {candidates()}", {"kind": kind, "model": model, **candidate_params(k)})
+        return int(cursor.fetchone()[0])
+
+
+def _run(sql: str, params: dict) -> list[tuple]:
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(ef_search(candidates))
+        cursor.execute(ef_search(), params)
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -106,7 +124,7 @@ def learnings_params(
         "q": q,
         "kind": "learning",
         "model": model,
-        "candidates": _candidate_count(k),
+        **candidate_params(k),
         "domain": domain,
         "project": project,
         "own": reach.own,
@@ -148,7 +166,7 @@ def veille_params(
         "q": q,
         "kind": "veille",
         "model": model,
-        "candidates": _candidate_count(k),
+        **candidate_params(k),
         "impacts": list(impacts) if impacts else None,
         "verdict": verdict,
         "tags": [tag.strip().lower() for tag in tags] if tags else None,
@@ -171,7 +189,7 @@ def nearest_learnings(
     reuse score (missing = 0.0), then newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03,
     TC-PLAN-05). The reach filters the candidates, as the domain does."""
     params = learnings_params(vector_literal(vector), model=model, k=k, domain=domain, project=project, reach=reach)
-    rows = _run(learnings_sql(dimension), params, params["candidates"])
+    rows = _run(learnings_sql(dimension), params)
     return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in rows]
 
 
@@ -188,7 +206,7 @@ def nearest_veille(
     """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)
     and by tags: a note carrying every tag asked for, in any case (authors write them freely)."""
     params = veille_params(vector_literal(vector), model=model, k=k, impacts=impacts, verdict=verdict, tags=tags)
-    return [Hit(pk, sim) for pk, sim in _run(veille_sql(dimension), params, params["candidates"])]
+    return [Hit(pk, sim) for pk, sim in _run(veille_sql(dimension), params)]
 
 
 def nearest_clarifications(
@@ -200,7 +218,6 @@ def nearest_clarifications(
     domain: str | None = None,
     project: str | None = None,
 ) -> list[Hit]:
-    candidates = _candidate_count(k)
     sql = f"""
         WITH c AS ({_candidates_sql(dimension)})
         SELECT a.id, c.similarity
@@ -214,12 +231,12 @@ def nearest_clarifications(
         "q": vector_literal(vector),
         "kind": "clarification",
         "model": model,
-        "candidates": candidates,
+        **candidate_params(k),
         "domain": domain,
         "project": project,
         "k": k,
     }
-    return [Hit(pk, sim) for pk, sim in _run(sql, params, candidates)]
+    return [Hit(pk, sim) for pk, sim in _run(sql, params)]
 
 
 # Per-subject memories share one HNSW index across subjects. A subject with up to EXACT_UP_TO rows
@@ -240,6 +257,7 @@ def nearest_subject_memories(
         "model": model,
         "subject": subject_id,
         "k": k,
+        "overfetch": SUBJECT_CANDIDATES,
         "candidates": SUBJECT_CANDIDATES,
         "bound": EXACT_UP_TO + 1,
     }
@@ -255,7 +273,7 @@ def nearest_subject_memories(
             SELECT object_id, similarity FROM c WHERE subject_id = %(subject)s
              ORDER BY similarity DESC, object_id LIMIT %(k)s
         """
-        found = _run(sql, params, SUBJECT_CANDIDATES)
+        found = _run(sql, params)
         if len(found) >= k:
             return [Hit(pk, sim) for pk, sim in found]
     exact = f"""

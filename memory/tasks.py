@@ -6,7 +6,8 @@ from dataclasses import asdict
 
 from celery import shared_task
 
-from memory import indexing, lifecycle, scoring
+from governance.kernel.principals import SYSTEM
+from memory import calibration, indexing, lifecycle, scoring
 from memory.embeddings import DimensionMismatch, EmbeddingError
 
 
@@ -20,6 +21,15 @@ def full_scoring() -> dict:
     """Weekly: every key recomputed, and what the incremental runs had wrong counted on the
     ScoringRun row and logged as a warning (memory.scoring)."""
     return asdict(scoring.compute_reuse_scores(full=True))
+
+
+@shared_task(name="memory.tune_search", ignore_result=True)
+def tune_search() -> list[dict]:
+    """Weekly: the data moves, and with it the ef_search that reaches the recall target."""
+    return [
+        {"kind": row.kind, "model": row.model, "ef_search": row.ef_search, "recall": row.recall}
+        for row in calibration.tune(actor=SYSTEM)
+    ]
 
 
 @shared_task(name="memory.promote", ignore_result=True)

@@ -59,6 +59,20 @@ def integer(name: str, default: int) -> int:
         raise ConfigError(f"{name}={raw!r} is not an integer") from exc
 
 
+def fraction(name: str, default: float) -> float:
+    """A share in (0, 1]: a recall target of 0 or 95 is a typo, and must stop the start."""
+    raw = string(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not a number") from exc
+    if not 0 < value <= 1:
+        raise ConfigError(f"{name}={raw!r} must be above 0 and at most 1")
+    return value
+
+
 def listing(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in string(name, default).split(",") if item.strip()]
 

@@ -54,6 +54,7 @@ ROUTES: dict[str, str] = {
     "memory.full_scoring": MAINTENANCE,
     "memory.promote": MAINTENANCE,
     "memory.evict": MAINTENANCE,
+    "memory.tune_search": MAINTENANCE,
     "agents.recheck_kpi_alerts": MAINTENANCE,
     "governance.retention": MAINTENANCE,
 }

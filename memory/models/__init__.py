@@ -1,6 +1,6 @@
 """The memory app's models, one module per domain: learnings, notes, embeddings, subjects."""
 
-from memory.models.embeddings import Embedding
+from memory.models.embeddings import Embedding, SearchCalibration
 from memory.models.learnings import (
     ErasedLearning,
     GateResult,
@@ -48,6 +48,7 @@ __all__ = [
     "Relationship",
     "ReuseScore",
     "ScoringRun",
+    "SearchCalibration",
     "Sentiment",
     "Subject",
     "SubjectCounter",

@@ -36,3 +36,31 @@ class Embedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.object_id} ({self.model})"
+
+
+class SearchCalibration(models.Model):
+    """What `manage.py tune_search` (and its weekly task) last measured for one (kind, model): the lowest
+    `hnsw.ef_search` whose recall@k, against an exact scan of a sample of the stored vectors, reached the
+    target. Searches of that kind and model read it in their own statement (memory/search.py), so a new
+    measure applies to the next search on every host. One row per (kind, model), updated in place; each
+    run is also an audit event."""
+
+    kind = models.CharField(max_length=20)
+    model = models.CharField(max_length=100)
+    ef_search = models.PositiveIntegerField(help_text="What searches of this kind and model now use")
+    recall = models.FloatField(help_text="recall@k measured at that ef_search")
+    target = models.FloatField(help_text="MEMORY_SEARCH_RECALL_TARGET when measured")
+    reached = models.BooleanField(help_text="False: even the largest ef_search tried fell short of the target")
+    k = models.PositiveSmallIntegerField()
+    sample_size = models.PositiveIntegerField()
+    vectors = models.PositiveBigIntegerField(help_text="Active vectors of this kind and model when measured")
+    curve = models.JSONField(default=list, help_text="Every ef_search tried, with its recall")
+    measured_at = models.DateTimeField()
+    measured_by = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "model"], name="one_calibration_per_kind_and_model")]
+        verbose_name = "search calibration"
+
+    def __str__(self) -> str:
+        return f"{self.kind} / {self.model}: ef_search {self.ef_search} (recall {self.recall:.3f})"

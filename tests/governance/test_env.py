@@ -63,3 +63,17 @@ def test_dotenv_fills_gaps_but_the_environment_wins(monkeypatch, tmp_path):
     assert env.string("DOTENV_ONLY") == "from file"
     assert env.string("DOTENV_BOTH") == "environment"
     monkeypatch.delenv("DOTENV_ONLY")
+
+
+@pytest.mark.parametrize("raw", ["0", "95", "-0.5", "high"])
+def test_a_fraction_outside_zero_to_one_stops_the_start_with_its_name(monkeypatch, raw):
+    monkeypatch.setenv("SOME_TARGET", raw)
+    with pytest.raises(env.ConfigError, match="SOME_TARGET"):
+        env.fraction("SOME_TARGET", 0.95)
+
+
+def test_a_fraction_reads_a_share(monkeypatch):
+    monkeypatch.setenv("SOME_TARGET", "0.9")
+    assert env.fraction("SOME_TARGET", 0.95) == 0.9
+    monkeypatch.delenv("SOME_TARGET")
+    assert env.fraction("SOME_TARGET", 0.95) == 0.95

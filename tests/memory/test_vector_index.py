@@ -34,7 +34,13 @@ def test_the_knn_query_uses_the_partial_hnsw_index_of_its_kind_and_model():
         for n in range(200)
     )
     sql = _candidates_sql(DEFAULT_DIMENSION)
-    params = {"q": vector_literal(unit(rng)), "kind": "learning", "model": DEFAULT_MODEL, "candidates": 40}
+    params = {
+        "q": vector_literal(unit(rng)),
+        "kind": "learning",
+        "model": DEFAULT_MODEL,
+        "overfetch": 40,
+        "candidates": 40,
+    }
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("EXPLAIN " + sql, params)

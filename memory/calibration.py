@@ -1,0 +1,154 @@
+"""Self-calibrating search: how much of the HNSW graph a search must walk to find what an exact scan finds.
+
+The recall an `ef_search` gives depends on the data: 80 candidates found 0.99 of the true top 5 at 100k
+learnings and 0.80 at a million (bench/README.md, memory). So it is measured, not guessed: a sample of
+the stored vectors is searched exactly (a sequential scan) and through the index at growing `ef_search`,
+and the lowest one whose mean recall@k reaches MEMORY_SEARCH_RECALL_TARGET is recorded per (kind,
+model). Searches read it in their own statement (memory/search.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from governance.kernel.exceptions import Forbidden
+from governance.kernel.principals import Principal
+from governance.kernel.services import record
+from memory.models import SearchCalibration
+from memory.search import MAX_EF_SEARCH
+
+logger = logging.getLogger(__name__)
+
+# What is tried, lowest first; the search never goes above MAX_EF_SEARCH.
+EF_STEPS = (40, 60, 80, 120, 160, 240, 320, 480, 640, MAX_EF_SEARCH)
+KINDS = ("learning", "veille", "clarification")  # what the shared index serves (subjects have their own path)
+SAMPLE = 200
+K = 5
+
+
+def recall_at_k(found: Sequence[Sequence[int]], exact: Sequence[Sequence[int]], k: int) -> float:
+    """Pure: the mean share of each query's exact top k that the index also returned."""
+    if not exact:
+        return 1.0
+    shares = [len(set(f[:k]) & set(e[:k])) / max(1, min(k, len(e))) for f, e in zip(found, exact, strict=True)]
+    return sum(shares) / len(shares)
+
+
+def lowest_reaching(curve: Sequence[tuple[int, float]], target: float) -> tuple[int, float, bool]:
+    """Pure: the first (ef_search, recall) of the curve at or above ``target``, else the best tried."""
+    for ef, recall in curve:
+        if recall >= target:
+            return ef, recall, True
+    ef, recall = max(curve, key=lambda point: (point[1], -point[0]))
+    return ef, recall, False
+
+
+@dataclass(frozen=True)
+class Space:
+    """One (kind, model) of the embeddings table, with its dimension and size."""
+
+    kind: str
+    model: str
+    dimension: int
+    vectors: int
+
+
+def spaces(kinds: Sequence[str] = KINDS) -> list[Space]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT kind, model, min(dimension), count(*) FROM memory_embedding
+                WHERE active AND kind = ANY(%s) GROUP BY kind, model ORDER BY kind, model""",
+            [list(kinds)],
+        )
+        return [Space(*row) for row in cursor.fetchall()]
+
+
+def _neighbours(space: Space, queries: list[str], k: int, ef: int | None) -> list[list[int]]:
+    """Each query's top k: through the index at ``ef``, or exactly (``ef`` None: `+ 0` keeps the
+    planner off the index, so PostgreSQL sorts every row)."""
+    d = int(space.dimension)
+    distance = f"embedding::vector({d}) <=> %(q)s::vector({d})"
+    order = distance if ef is not None else f"({distance}) + 0"
+    sql = f"""SELECT object_id FROM memory_embedding
+               WHERE kind = %(kind)s AND model = %(model)s AND active
+               ORDER BY {order} LIMIT %(k)s"""
+    found = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        if ef is not None:
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+        for q in queries:
+            cursor.execute(sql, {"q": q, "kind": space.kind, "model": space.model, "k": k})
+            found.append([row[0] for row in cursor.fetchall()])
+    return found
+
+
+def measure(space: Space, *, sample: int = SAMPLE, k: int = K, target: float) -> list[tuple[int, float]]:
+    """The recall curve of ``space``: stored vectors as queries, ef_search rising until the target is met."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT embedding::text FROM memory_embedding
+                WHERE kind = %s AND model = %s AND active ORDER BY random() LIMIT %s""",
+            [space.kind, space.model, sample],
+        )
+        queries = [row[0] for row in cursor.fetchall()]
+    exact = _neighbours(space, queries, k, None)
+    curve = []
+    for ef in EF_STEPS:
+        curve.append((ef, recall_at_k(_neighbours(space, queries, k, ef), exact, k)))
+        if curve[-1][1] >= target:
+            break
+    return curve
+
+
+def tune(
+    *, actor: Principal, kinds: Sequence[str] = KINDS, sample: int = SAMPLE, target: float | None = None
+) -> list[SearchCalibration]:
+    """Measure every (kind, model) with vectors and record what searches use from now on."""
+    if actor.is_agent or (actor.is_operator and not actor.has_perm("memory.change_searchcalibration")):
+        raise Forbidden("Tuning the search needs the memory.change_searchcalibration permission.")
+    goal = settings.MEMORY_SEARCH_RECALL_TARGET if target is None else target
+    if not 0 < goal <= 1:
+        raise ValueError("the recall target must be in (0, 1]")
+    results = []
+    for space in spaces(kinds):
+        curve = measure(space, sample=sample, target=goal)
+        ef, recall, reached = lowest_reaching(curve, goal)
+        if not reached:
+            logger.warning(
+                "[tune_search] %s/%s: recall@%s %.3f at ef_search %s, short of %.2f",
+                *(space.kind, space.model, K, recall, ef, goal),
+            )
+        with transaction.atomic():
+            calibration, _ = SearchCalibration.objects.update_or_create(
+                kind=space.kind,
+                model=space.model,
+                defaults={
+                    "ef_search": ef,
+                    "recall": recall,
+                    "target": goal,
+                    "reached": reached,
+                    "k": K,
+                    "sample_size": min(sample, space.vectors),
+                    "vectors": space.vectors,
+                    "curve": [{"ef_search": e, "recall": round(r, 4)} for e, r in curve],
+                    "measured_at": timezone.now(),
+                    "measured_by": actor.label,
+                },
+            )
+            record(
+                actor=actor,
+                action="search.calibrated",
+                target=calibration,
+                ef_search=ef,
+                recall=round(recall, 4),
+                target_recall=goal,
+                reached=reached,
+            )
+        results.append(calibration)
+    return results

@@ -1,0 +1,128 @@
+"""Self-calibrating search (memory/calibration.py): `tune_search` measures recall against an exact scan,
+records the lowest ef_search that reaches the target per (kind, model), and searches use it at once."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+
+from governance.kernel.exceptions import Forbidden
+from governance.kernel.models import AuditEvent
+from governance.kernel.principals import SYSTEM, Principal
+from memory import calibration, search
+from memory.models import Embedding, SearchCalibration
+from memory.vector_index import DEFAULT_DIMENSION, create_index_sql
+
+# A model of its own, with its own HNSW index made (and rolled back) in each test: rows of the shipped
+# model's index would stay in it as dead entries after the rollback and crowd other tests' searches.
+MODEL = "calibration-test"
+
+
+def unit(rng: random.Random) -> list[float]:
+    vector = [rng.gauss(0, 1) for _ in range(DEFAULT_DIMENSION)]
+    norm = sum(x * x for x in vector) ** 0.5
+    return [x / norm for x in vector]
+
+
+@pytest.fixture
+def vectors(db) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(create_index_sql("learning", MODEL, DEFAULT_DIMENSION))
+    rng = random.Random(7)
+    Embedding.objects.bulk_create(
+        Embedding(
+            kind="learning",
+            object_id=n,
+            model=MODEL,
+            dimension=DEFAULT_DIMENSION,
+            embedding=unit(rng),
+            text_sha256="x",
+            active=n % 10 != 0,  # archived rows are outside the index and the measure
+        )
+        for n in range(600)
+    )
+    return 540
+
+
+def test_recall_counts_the_exact_top_k_the_index_found():
+    assert calibration.recall_at_k([[1, 2, 3], [4, 5, 9]], [[1, 2, 3], [4, 5, 6]], 3) == pytest.approx(5 / 6)
+    assert calibration.recall_at_k([], [], 5) == 1.0
+
+
+def test_the_lowest_ef_search_reaching_the_target_wins_else_the_best_tried():
+    curve = [(40, 0.81), (80, 0.93), (120, 0.96), (160, 0.99)]
+    assert calibration.lowest_reaching(curve, 0.95) == (120, 0.96, True)
+    assert calibration.lowest_reaching(curve[:2], 0.95) == (80, 0.93, False)
+
+
+def test_tuning_records_what_it_measured_and_who_ran_it(vectors):
+    [row] = calibration.tune(actor=SYSTEM, sample=50, target=0.95)
+
+    assert (row.kind, row.model, row.k) == ("learning", MODEL, 5)
+    assert (row.vectors, row.sample_size) == (vectors, 50)
+    assert row.ef_search in calibration.EF_STEPS
+    assert row.reached == (row.recall >= 0.95)
+    tried = [point["recall"] for point in row.curve]
+    assert row.curve[-1]["ef_search"] == row.ef_search or not row.reached
+    assert all(recall < 0.95 for recall in tried[:-1])  # it stopped at the first one that reached it
+    event = AuditEvent.objects.get(action="search.calibrated")
+    assert (event.actor, event.target_id, event.data["ef_search"]) == ("system", str(row.pk), row.ef_search)
+
+
+def test_a_search_asks_the_index_for_the_calibrated_ef_search(vectors):
+    assert search.candidate_count("learning", MODEL) == 80  # MEMORY_SEARCH_CANDIDATES until measured
+    calibration.tune(actor=SYSTEM, sample=20, target=0.5)
+    SearchCalibration.objects.filter(kind="learning").update(ef_search=320)  # as a larger memory would need
+
+    params = {"kind": "learning", "model": MODEL, **search.candidate_params(5)}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(search.ef_search(), params)
+        cursor.execute("SHOW hnsw.ef_search")
+        (ef,) = cursor.fetchone()
+
+    assert ef == "320"
+    assert search.candidate_count("learning", MODEL) == 320
+    assert search.candidate_count("veille", MODEL) == 80  # each (kind, model) its own
+    assert search.candidate_count("learning", MODEL, k=100) == 800  # never under the over-fetch
+
+
+def test_an_agent_or_an_operator_without_the_permission_cannot_tune(vectors, vlevel, viewer):
+    with pytest.raises(Forbidden):
+        calibration.tune(actor=Principal(agent=vlevel))
+    with pytest.raises(Forbidden):
+        calibration.tune(actor=Principal(user=viewer))
+    assert not SearchCalibration.objects.exists()
+
+    viewer.user_permissions.add(Permission.objects.get(codename="change_searchcalibration"))
+    operator = type(viewer).objects.get(pk=viewer.pk)  # permissions are cached on the instance
+    [row] = calibration.tune(actor=Principal(user=operator), sample=10, target=0.5)
+    assert row.measured_by == f"user:{operator.get_username()}"
+
+
+def test_the_command_prints_each_measure_and_refuses_a_bad_target(vectors, capsys):
+    call_command("tune_search", "--sample", "20", "--target", "0.5")
+    out = capsys.readouterr().out
+    assert f"[tune_search] learning/{MODEL}: ef_search " in out
+    assert f"over 20 of {vectors} vectors (target 0.5 reached)" in out
+    with pytest.raises(CommandError, match="recall target"):
+        call_command("tune_search", "--target", "1.5")
+    with pytest.raises(CommandError, match="--sample"):
+        call_command("tune_search", "--sample", "0")
+
+
+def test_the_memory_health_page_shows_the_measured_recall_and_when(vectors, client, viewer):
+    client.force_login(viewer)
+    assert "Recall not measured yet" in client.get("/memory/").content.decode()
+
+    [row] = calibration.tune(actor=SYSTEM, sample=20, target=0.5)
+    html = client.get("/memory/").content.decode()
+
+    assert "Search recall" in html
+    assert f"<td>{MODEL}</td>" in html
+    assert f'<td class="num">{row.ef_search}</td>' in html
+    assert f"{row.recall:.3f}" in html
+    assert f"{row.measured_at:%Y-%m-%d %H:%M} by system" in html
