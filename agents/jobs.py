@@ -8,6 +8,7 @@ outputs, or breaks the contract an output names, fails the job with the paths of
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,7 +29,7 @@ from agents.models import Agent, IdempotencyKey, Job
 from agents.models.job import PRIORITY_RANK
 from agents.registry import manifest_document, manifest_types
 from governance.contracts import services as contracts
-from governance.kernel import metrics
+from governance.kernel import metrics, rows
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -275,17 +276,27 @@ def _replay(agent: Agent, key: str, envelope: JobEnvelopeIn, now) -> Job | None:
     return job
 
 
-def _live_claim(agent: Agent, key: str, now) -> Job | None:
-    claim = (
-        IdempotencyKey.objects.filter(agent=agent, key=key, expires_at__gt=now)
-        .select_related("job")
-        .only("job")
-        .first()
+@functools.cache
+def _live_claim_sql() -> str:
+    """The job a live claim holds, in one statement written once (governance/kernel/rows.py):
+    every submission and every replay reads it first."""
+    quote = connection.ops.quote_name
+    job_link, agent_link = (quote(rows.foreign_key(IdempotencyKey, name)[1]) for name in ("job", "agent"))
+    return (
+        f"SELECT {rows.select_list(Job, 'j')} FROM {quote(IdempotencyKey._meta.db_table)} c"
+        f" JOIN {quote(Job._meta.db_table)} j ON j.{quote(Job._meta.pk.column)} = c.{job_link}"
+        f" WHERE c.{agent_link} = %s AND c.key = %s AND c.expires_at > %s"
     )
-    if claim is None:
+
+
+def _live_claim(agent: Agent, key: str, now) -> Job | None:
+    row = rows.fetch_one(_live_claim_sql(), [agent.pk, key, now])  # (agent, key) is unique: one row at most
+    if row is None:
         return None
-    claim.job.agent = agent
-    return claim.job
+    job = rows.instance(Job, row)
+    if job is not None:
+        job.agent = agent
+    return job
 
 
 def _claim(agent: Agent, key: str, job_id: UUID, now) -> bool:

@@ -1,11 +1,16 @@
 """Job submission (``POST /api/v1/jobs``) through the real HTTP stack vs a bare Django view.
 
 One gunicorn (the same command ``make run`` uses, ``bench.settings`` so ``/bench/bare`` exists)
-serves three phases in turn, each driven by ``clients`` keep-alive threads for ``duration``
+serves its phases in turn, each driven by ``clients`` keep-alive threads for ``duration``
 seconds after a short unrecorded warm-up:
 
 * ``bare``: ``GET /bench/bare``, the floor set by gunicorn + Django middleware;
+* ``raw_create``: ``POST /bench/raw/jobs``, the same envelopes written as the rows a create
+  writes (claim, job, audit row) with raw SQL in one transaction, no auth (``bench/views.py``):
+  the floor of a create that writes what ours writes;
 * ``create``: a new JobEnvelope every request (201 expected);
+* ``raw_replay``: ``POST /bench/raw/jobs/replay``, a few envelopes' jobs read back through their
+  claim with raw SQL and answered as JSON, the floor of a replay;
 * ``replay``: a few envelopes sent again and again (200 + ``Idempotent-Replayed: true``);
 * ``block``: ``POST /api/v1/memory/injection-block`` for a job's story, domain and query, the
   step-0 block alone (query embedding with the configured model included);
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import http.client
 import itertools
 import json
@@ -69,6 +75,7 @@ MODEL_WARMUP_SECONDS = 20.0
 # Targets from the issue; printed as met / missed, never a failure.
 CREATE_P95_MS = 50.0
 CREATE_VS_BARE = 0.5
+VS_RAW = 0.5  # create and replay against their raw-SQL floor (issue 18.4)
 
 _PR_SET_PDEATHSIG = 1
 
@@ -111,7 +118,12 @@ def job_request(key: str, url: str) -> Request:
     return Request("POST", "/api/v1/jobs", json.dumps(envelope(url)).encode(), headers)
 
 
-def unique_jobs(key: str, run_id: str) -> Callable[[], Request]:
+def raw_request(path: str, url: str) -> Request:
+    """The same body as ``job_request``, to a raw-SQL baseline view (no key)."""
+    return Request("POST", path, json.dumps(envelope(url)).encode(), {"Content-Type": "application/json"})
+
+
+def unique_jobs(make: Callable[[str], Request], run_id: str) -> Callable[[], Request]:
     """A new idempotency key per request; the run id keeps a second run from replaying the first."""
     counter = itertools.count()
     lock = threading.Lock()
@@ -119,7 +131,7 @@ def unique_jobs(key: str, run_id: str) -> Callable[[], Request]:
     def next_request() -> Request:
         with lock:
             n = next(counter)
-        return job_request(key, f"https://example.com/{run_id}/{n}")
+        return make(f"https://example.com/{run_id}/{n}")
 
     return next_request
 
@@ -326,9 +338,9 @@ def stop_embedded_db_if_ours() -> None:
 # --- The benchmark ------------------------------------------------------------------------------
 
 
-def seed_replays(port: int, key: str, run_id: str) -> list[Request]:
+def seed_replays(make: Callable[[str], Request], run_id: str, port: int) -> list[Request]:
     """Create the replayed jobs once, outside the clock; any answer but 201 stops the run."""
-    requests = [job_request(key, f"https://example.com/{run_id}/replay/{n}") for n in range(REPLAY_BODIES)]
+    requests = [make(f"https://example.com/{run_id}/replay/{n}") for n in range(REPLAY_BODIES)]
     for request in requests:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         try:
@@ -347,10 +359,18 @@ def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dic
     results: dict[str, dict] = {}
     print(f"bare:   GET /bench/bare for {duration:g} s ...", flush=True)
     results["bare"] = phase(port, cycling([Request("GET", "/bench/bare")]), expect_status(200), clients, duration)
+    raw_create = functools.partial(raw_request, "/bench/raw/jobs")
+    print(f"raw_create: POST /bench/raw/jobs (the rows of a create, raw SQL) for {duration:g} s ...", flush=True)
+    results["raw_create"] = phase(port, unique_jobs(raw_create, f"{run_id}-raw"), expect_status(201), clients, duration)
     print(f"create: POST /api/v1/jobs (new envelope each time) for {duration:g} s ...", flush=True)
-    results["create"] = phase(port, unique_jobs(key, run_id), expect_status(201), clients, duration)
+    api_create = functools.partial(job_request, key)
+    results["create"] = phase(port, unique_jobs(api_create, run_id), expect_status(201), clients, duration)
+    print(f"raw_replay: POST /bench/raw/jobs/replay ({REPLAY_BODIES} jobs) for {duration:g} s ...", flush=True)
+    raw_seeded = seed_replays(raw_create, f"{run_id}-raw", port)
+    raw_replays = [Request("POST", "/bench/raw/jobs/replay", r.body, r.headers) for r in raw_seeded]
+    results["raw_replay"] = phase(port, cycling(raw_replays), expect_replay, clients, duration)
     print(f"replay: POST /api/v1/jobs ({REPLAY_BODIES} envelopes sent again) for {duration:g} s ...", flush=True)
-    replays = seed_replays(port, key, run_id)
+    replays = seed_replays(api_create, run_id, port)
     results["replay"] = phase(port, cycling(replays), expect_replay, clients, duration)
     print(f"block:  POST /api/v1/memory/injection-block for {duration:g} s ...", flush=True)
     # Each worker loads the embedding model on its first block (seconds, not milliseconds): that
@@ -370,6 +390,8 @@ def ratios(phases: dict[str, dict]) -> dict[str, float]:
     return {
         "create_rps_vs_bare": div(create["rps"], bare["rps"]),
         "replay_rps_vs_bare": div(replay["rps"], bare["rps"]),
+        "create_rps_vs_raw_create": div(create["rps"], phases["raw_create"]["rps"]),
+        "replay_rps_vs_raw_replay": div(replay["rps"], phases["raw_replay"]["rps"]),
         "replay_p95_vs_create_p95": div(replay["p95_ms"], create["p95_ms"]),
         "lease_rps_vs_block": div(phases["lease"]["rps"], phases["block"]["rps"]),
         "lease_p95_minus_block_p95_ms": phases["lease"]["p95_ms"] - phases["block"]["p95_ms"],
@@ -378,23 +400,28 @@ def ratios(phases: dict[str, dict]) -> dict[str, float]:
 
 def targets(phases: dict[str, dict], ratio: dict[str, float]) -> dict[str, bool]:
     create, replay = phases["create"], phases["replay"]
+    raw_create, raw_replay = phases["raw_create"]["rps"], phases["raw_replay"]["rps"]
     return {
         f"create p95 < {CREATE_P95_MS:g} ms": create["p95_ms"] < CREATE_P95_MS,
         f"create throughput >= {CREATE_VS_BARE:.0%} of bare": ratio["create_rps_vs_bare"] >= CREATE_VS_BARE,
+        f"create >= {VS_RAW:.0%} of raw-SQL baseline ({create['rps']:.0f} vs {raw_create:.0f} req/s, "
+        f"{ratio['create_rps_vs_raw_create']:.0%})": ratio["create_rps_vs_raw_create"] >= VS_RAW,
+        f"replay >= {VS_RAW:.0%} of raw-SQL baseline ({replay['rps']:.0f} vs {raw_replay:.0f} req/s, "
+        f"{ratio['replay_rps_vs_raw_replay']:.0%})": ratio["replay_rps_vs_raw_replay"] >= VS_RAW,
         "replay at least as fast as create (req/s and p95)": replay["rps"] >= create["rps"]
         and replay["p95_ms"] <= create["p95_ms"],
     }
 
 
 def report(result: dict[str, Any]) -> str:
-    lines = [f"{'phase':<8}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"]
+    lines = [f"{'phase':<12}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"]
     for name, p in result["phases"].items():
         lines.append(
-            f"{name:<8}{p['requests']:>10}{p['errors']:>8}{p['rps']:>9.1f}"
+            f"{name:<12}{p['requests']:>10}{p['errors']:>8}{p['rps']:>9.1f}"
             f"{p['p50_ms']:>9.2f}{p['p95_ms']:>9.2f}{p['p99_ms']:>9.2f}"
         )
     lines.append("")
-    lines += [f"{name:<26}{value:.3f}" for name, value in result["ratios"].items()]
+    lines += [f"{name:<30}{value:.3f}" for name, value in result["ratios"].items()]
     box = result["machine"]
     lines.append(f"load average before/after: {box['loadavg_before'][0]} / {box['loadavg_after'][0]}")
     for name, p in result["phases"].items():
@@ -405,7 +432,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def run(duration: float = 30, clients: int = 8) -> dict:
-    """Prepare the database, serve it with gunicorn, measure the three phases, write the JSON."""
+    """Prepare the database, serve it with gunicorn, measure the phases, write the JSON."""
     load_before = os.getloadavg()
     key, database = prepare_jobs_database()
     port = free_port()

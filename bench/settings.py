@@ -1,9 +1,10 @@
-"""Settings for benchmarks: the project's settings plus a bare view as the baseline.
+"""Settings for benchmarks: the project's settings plus the baseline views.
 
-A separate module (rather than a URL added to the project) keeps the unauthenticated
-``/bench/bare`` endpoint out of every real deployment.
+A separate module (rather than URLs added to the project) keeps the unauthenticated
+``/bench/bare`` and ``/bench/raw/jobs`` endpoints out of every real deployment.
 """
 
 from governance.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.urls"
+"""The project's URLs plus the baselines (``bench/urls.py``), so they cross the same middleware stack."""

@@ -8,6 +8,7 @@ one session are applied one after the other, never interleaved.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import deque
@@ -18,14 +19,14 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, Model
 from django.utils import timezone
 from pydantic import ValidationError
 
-from agents.models import ManifestTool
+from agents.models import Agent, ManifestTool
 from agents.registry import manifest_document
-from governance.kernel import dispatch, metrics
+from governance.kernel import dispatch, metrics, rows
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews import services as reviews
@@ -34,10 +35,17 @@ from sessions import enrichments, executor, machine, parsing, validation
 from sessions import limits as session_limits
 from sessions.commands import DataCommand, system_message
 from sessions.machine import EffectKind, Event, EventInput, Phase, SessionType, SystemMessageType
-from sessions.models import ActionResult, AISession, SessionMessage
+from sessions.models import ActionResult, AISession, Automation, ProviderProfile, SessionMessage
 from sessions.schemas import EVENT_PAYLOADS
 
 logger = logging.getLogger(__name__)
+
+# The number of the session's last message (0 before the first), as raw SQL: every event that
+# adds a message reads it, and the ORM's aggregate cost more to compile than to run.
+_LAST_SEQ_SQL = (
+    f"SELECT coalesce(max(seq), 0) FROM {connection.ops.quote_name(SessionMessage._meta.db_table)}"
+    " WHERE session_id = %s"
+)
 
 MAX_CHAIN = 50  # events the server may raise itself in one go; more means a loop
 REVIEW_KINDS = {"validation": "session_validation", "communication": "session_communication"}
@@ -177,7 +185,7 @@ class _Run:
 
     def _add(self, sender: str, **fields: Any) -> SessionMessage:
         if self._seq is None:  # the session row is locked: nobody else appends meanwhile
-            self._seq = self.session.messages.aggregate(last=Max("seq"))["last"] or 0
+            self._seq = (rows.fetch_one(_LAST_SEQ_SQL, [self.session.pk]) or (0,))[0]
         self._seq += 1
         message = SessionMessage.objects.create(
             session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields
@@ -575,11 +583,7 @@ def apply_event(
     payload = payload or {}
     try:
         with transaction.atomic():
-            session = (
-                AISession.objects.select_for_update(of=("self",))
-                .select_related("agent", "automation__profile")
-                .get(pk=session_id)
-            )
+            session = _locked_session(session_id)
             _check_actor(session, actor, kind)
             _check_payload(kind, payload)
             run = _Run(session=session, actor=actor, now=now or timezone.now())
@@ -598,6 +602,40 @@ def apply_event(
             event=kind.value,
         ) from exc
     return Outcome(session=session, next=next_action(session))
+
+
+@functools.cache
+def _locked_session_sql() -> str:
+    """The session row locked for the chain, with its agent and its automation's provider profile
+    (the machine reads them), in one statement written once (governance/kernel/rows.py): the ORM
+    took longer compiling this join than the database takes running it, on every event."""
+    quote = connection.ops.quote_name
+
+    def table(model: type[Model], alias: str) -> str:
+        return f"{quote(model._meta.db_table)} {alias}"
+
+    return (
+        f"SELECT {rows.select_list(AISession, 's')}, {rows.select_list(Agent, 'a')},"
+        f" {rows.select_list(Automation, 'au')}, {rows.select_list(ProviderProfile, 'p')}"
+        f" FROM {table(AISession, 's')} JOIN {table(Agent, 'a')} ON a.id = s.agent_id"
+        f" LEFT JOIN {table(Automation, 'au')} ON au.id = s.automation_id"
+        f" LEFT JOIN {table(ProviderProfile, 'p')} ON p.id = au.profile_id"
+        " WHERE s.session_id = %s FOR UPDATE OF s"
+    )
+
+
+def _locked_session(session_id: UUID | str) -> AISession:
+    """``select_for_update(of=("self",)).select_related("agent", "automation__profile").get(pk=...)``:
+    the same row, lock, instances and errors (DoesNotExist, ValidationError for a malformed id)."""
+    row = rows.fetch_one(_locked_session_sql(), [AISession._meta.pk.to_python(session_id)])
+    if row is None:
+        raise AISession.DoesNotExist("AISession matching query does not exist.")
+    session, agent, automation, profile = rows.instances(row, AISession, Agent, Automation, ProviderProfile)
+    session.agent = agent
+    if automation is not None:
+        automation.profile = profile
+    session.automation = automation
+    return session
 
 
 def _check_payload(kind: Event, payload: Any) -> None:

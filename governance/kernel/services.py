@@ -6,16 +6,17 @@ writes its AuditEvent in the same transaction as the change.
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from governance.kernel import keys
+from governance.kernel import keys, rows
 from governance.kernel.models import ApiKey, AuditEvent
 from governance.kernel.principals import Principal
 
@@ -99,20 +100,39 @@ def revoke_api_key(api_key: ApiKey, *, actor: Principal) -> ApiKey:
     return locked
 
 
+# Which owner each kind of key is bound to (the check constraint on ApiKey).
+KEY_OWNERS: dict[str, str] = {ApiKey.Kind.AGENT: "agent", ApiKey.Kind.OPERATOR: "user"}
+
+
+@functools.cache
+def _active_key_sql(kind: str) -> str:
+    """The active key of ``kind`` by prefix, joined with its owner, in one statement written once
+    (governance/kernel/rows.py: every API request reads it)."""
+    owner, column = rows.foreign_key(ApiKey, KEY_OWNERS[kind])
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT {rows.select_list(ApiKey, 'k')}, {rows.select_list(owner, 'o')}"
+        f" FROM {quote(ApiKey._meta.db_table)} k"
+        f" JOIN {quote(owner._meta.db_table)} o ON o.{quote(owner._meta.pk.column)} = k.{quote(column)}"
+        " WHERE k.prefix = %s AND k.kind = %s AND k.revoked_at IS NULL"
+    )
+
+
 def authenticate_key(plain: str) -> ApiKey | None:
-    """The active key matching ``plain``, or None. Touches ``last_used_at`` at most once per
-    API_KEY_LAST_USED_RESOLUTION seconds so that reads stay reads."""
+    """The active key matching ``plain``, with its owner loaded, or None. One indexed read, and no
+    cache across requests: a revoked key or a deactivated user is refused by the next request.
+    Touches ``last_used_at`` at most once per API_KEY_LAST_USED_RESOLUTION seconds so that reads
+    stay reads."""
     parsed = keys.parse(plain)
     if parsed is None:
         return None
-    owner = "agent" if parsed.kind == ApiKey.Kind.AGENT else "user"  # the key says which join it needs
-    api_key = (
-        ApiKey.objects.select_related(owner)
-        .filter(prefix=parsed.prefix, kind=parsed.kind, revoked_at__isnull=True)
-        .first()
-    )
-    if api_key is None or not keys.matches(plain, api_key.key_hash):
+    row = rows.fetch_one(_active_key_sql(parsed.kind), [parsed.prefix, parsed.kind])
+    api_key = rows.instance(ApiKey, row) if row is not None else None
+    if row is None or api_key is None or not keys.matches(plain, api_key.key_hash):
         return None
+    owner_field = KEY_OWNERS[parsed.kind]
+    owner, _ = rows.foreign_key(ApiKey, owner_field)
+    setattr(api_key, owner_field, rows.instance(owner, row, rows.width(ApiKey)))
     if api_key.user is not None and not api_key.user.is_active:
         return None
     now = timezone.now()

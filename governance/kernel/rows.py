@@ -1,0 +1,77 @@
+"""Model instances from SQL written once, for the few reads every API request makes.
+
+The ORM compiles a queryset to SQL on every call: for a lookup joining two models that is about
+half a millisecond of CPU, more than the indexed read itself costs the database (issue 18.4 found
+API-key authentication at a quarter of a job submission). The hot lookups therefore keep their
+SQL in a constant, written from the models' own column lists when the module is imported, so a
+field added to a model is read without touching them, and turn each row into instances exactly
+as the ORM would: ``Model.from_db`` after the fields' ``from_db_value`` (JSON columns arrive as
+text on PostgreSQL, see ``django.db.backends.postgresql.psycopg_any``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from django.db import connection, models
+
+M = TypeVar("M", bound=models.Model)
+
+
+def select_list(model: type[models.Model], alias: str) -> str:
+    """Every concrete column of ``model`` under the table alias ``alias``, in field order."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+@functools.cache
+def _layout(model: type[models.Model]) -> tuple[list[str], int, list[tuple[int, Callable[..., Any]]]]:
+    """(attribute names, index of the primary key, the converters of the fields that convert what
+    the database returns) of ``model``'s concrete fields, worked out once per model."""
+    fields = list(model._meta.concrete_fields)
+    converting = [(n, field.from_db_value) for n, field in enumerate(fields) if hasattr(field, "from_db_value")]
+    return [field.attname for field in fields], fields.index(model._meta.pk), converting
+
+
+def instance(model: type[M], row: Sequence[Any], start: int = 0) -> M | None:
+    """The ``model`` instance whose columns (``select_list`` order) start at ``row[start]``; None
+    when its primary key is NULL (the far side of a LEFT JOIN that found nothing)."""
+    names, pk, converting = _layout(model)
+    values = list(row[start : start + len(names)])
+    if values[pk] is None:
+        return None
+    for n, convert in converting:
+        if values[n] is not None:
+            values[n] = convert(values[n], None, connection)
+    return model.from_db(connection.alias, names, values)
+
+
+def foreign_key(model: type[models.Model], name: str) -> tuple[type[models.Model], str]:
+    """(the model the foreign key ``name`` of ``model`` points to, its column)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.ForeignKey):
+        raise TypeError(f"{model.__name__}.{name} is not a foreign key")
+    return cast("type[models.Model]", field.related_model), field.column
+
+
+def instances(row: Sequence[Any], *chain: type[models.Model]) -> list[Any]:
+    """The instances of the models of ``chain`` whose columns follow each other in ``row`` (one
+    ``select_list`` each, in that order); None for a model a LEFT JOIN did not find."""
+    found, start = [], 0
+    for model in chain:
+        found.append(instance(model, row, start))
+        start += width(model)
+    return found
+
+
+def width(model: type[models.Model]) -> int:
+    """How many columns ``select_list(model, ...)`` reads: where the next model's start."""
+    return len(model._meta.concrete_fields)
+
+
+def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The first row of ``sql``, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
