@@ -24,15 +24,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 from governance.contracts.rules import Code, FieldRule, Kind, Requirement, TypeRule, format_number
 from governance.contracts.validator import (
+    PARSED_AS,
     Plan,
     PlannedField,
     Report,
     Violation,
-    decoded,
     first_unserializable,
     not_an_object,
     plan,
@@ -40,7 +41,7 @@ from governance.contracts.validator import (
     type_name,
     wrong_container,
     wrong_item,
-    wrong_type,
+    wrong_value,
 )
 
 Validator = Callable[..., Report]
@@ -48,15 +49,37 @@ Validator = Callable[..., Report]
 # --- What the generated code calls -----------------------------------------------------------------
 
 _INFINITIES = (math.inf, -math.inf)
-_rank = itemgetter(0)
+_rank, _finding = itemgetter(0), itemgetter(1)
 
 
 def _is_json(value: Any) -> bool:
     """``first_unserializable(value, path) is None``, without building a path per item: the
-    generated code asks this first and builds the path only for a value that fails."""
+    generated code asks this first and builds the path only for a value that fails. Parsed JSON
+    is tested by exact type, inline for scalars; anything else as first_unserializable does."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, str):
+                return False
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue
+            if not _is_json(item):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue
+            if not _is_json(item):
+                return False
+        return True
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
     if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, (str, int, bool, type(None))):
+    if isinstance(value, (str, int, bool)):
         return True
     if isinstance(value, list):
         return all(_is_json(item) for item in value)
@@ -77,23 +100,25 @@ def _not_serializable(value: Any, path: Any, effect: str) -> Violation:
 
 def _report(violations: list[tuple[int, Violation]], warnings: list[tuple[int, Violation]]) -> Report:
     """The ranked findings in the reference's order (a stable sort: a rank keeps its walk order)."""
-    if len(violations) > 1:
-        violations.sort(key=_rank)
-    if len(warnings) > 1:
-        warnings.sort(key=_rank)
-    return Report([v for _, v in violations] if violations else [], [w for _, w in warnings] if warnings else [])
+    return Report(_in_order(violations) if violations else [], _in_order(warnings) if warnings else [])
+
+
+def _in_order(ranked: list[tuple[int, Violation]]) -> list[Violation]:
+    if len(ranked) == 1:
+        return [ranked[0][1]]
+    ranked.sort(key=_rank)
+    return list(map(_finding, ranked))
 
 
 # The names the generated module sees: these and the builtins, nothing else.
 _NAMESPACE: dict[str, Any] = {
-    "Code": Code,
-    "Kind": Kind,
+    # Code.X as a plain attribute: reading an enum member from its class is a slow lookup in 3.11.
+    "Code": SimpleNamespace(**{member.name: member for member in Code}),
     "Violation": Violation,
     "Report": Report,
     "isfinite": math.isfinite,
     "type_name": type_name,
-    "decoded": decoded,
-    "wrong_type": wrong_type,
+    "wrong_value": wrong_value,
     "wrong_item": wrong_item,
     "wrong_container": wrong_container,
     "not_an_object": not_an_object,
@@ -135,11 +160,11 @@ class _Text:
         """``join(prefix, key)`` for a key only known when validating."""
         if self.empty:
             return _Text(alone=variable)
-        return self + "." + _Text(((False, f"format({variable})"),))
+        return self + "." + _expr(f"format({variable})")
 
     def index(self, variable: str) -> _Text:
         """``f"{prefix}[{index}]"``."""
-        return self + "[" + _Text(((False, f"str({variable})"),)) + "]"
+        return self + "[" + _expr(f"str({variable})") + "]"
 
     def code(self) -> str:
         if self.alone:
@@ -155,9 +180,18 @@ class _Text:
         return " + ".join(repr(text) if literal else text for literal, text in merged)
 
 
+def _literal(text: str) -> _Text:
+    return _Text(((True, text),))
+
+
+def _expr(code: str) -> _Text:
+    """A piece the generated code computes (the generator's own expressions, never a rule's words)."""
+    return _Text(((False, code),))
+
+
 def _one_of(prefix: _Text, names: Sequence[str]) -> _Text:
     """The message of missing alternatives: "one of a or b is required", with their paths."""
-    message = _Text(((True, "one of "),))
+    message = _literal("one of ")
     for number, name in enumerate(names):
         message = message + (" or " if number else "") + prefix.child(name)
     return message + " is required"
@@ -301,12 +335,18 @@ class _Generator:
         """``items``: the node of the list's objects, when their fields are walked in the loop
         that checks the items' type (a list of objects with rows of its own: ``signals[*].metric``)."""
         w, kind = self.w, rule.kind
-        wrong = (
-            f"V.append(({rank}, wrong_type(Kind.{kind.name}, {rule.describe()!r}, {value}, {path.code()}, "
-            f"{self._effect(effect)})))"
-        )
+        if kind in _HINTED:  # the hint may parse the value: wrong_value says which
+            parsed_as = PARSED_AS[kind].__name__ if kind in PARSED_AS else None
+            wrong = (
+                f"V.append(({rank}, wrong_value({rule.describe()!r}, {value}, {path.code()}, {self._effect(effect)}, "
+                f"{parsed_as}, {kind is Kind.NUMERIC_ID})))"
+            )
+        else:  # wrong_type without a hint, written out
+            message = _literal(f"expected {rule.describe()}, got ") + _expr(f"type_name({value})")
+            violation = f"Violation({path.code()}, Code.WRONG_TYPE, {message.code()}, {self._effect(effect)})"
+            wrong = f"V.append(({rank}, {violation}))"
         known = f"known_ids is not None and str({value}) not in known_ids"
-        unknown_id = _Text(((False, f"repr({value})"),)) + " is not one of the ids the input offered"
+        unknown_id = _expr(f"repr({value})") + " is not one of the ids the input offered"
         if kind is Kind.STRING:
             with w.block(f"if type({value}) is not str:"):
                 w(wrong)
@@ -317,7 +357,7 @@ class _Generator:
                 with w.block("else:"):
                     if rule.enum:
                         listed = self._constant("ENUM", _frozenset(rule.enum))
-                        message = _Text(((False, f"repr({value})"),)) + f" is not one of {', '.join(rule.enum)}"
+                        message = _expr(f"repr({value})") + f" is not one of {', '.join(rule.enum)}"
                         with w.block(f"if {value} not in {listed}:"):
                             if rule.enum_open:
                                 self._fail(rank, path, Code.NOT_IN_ENUM, message + " (open list)", effect, warning=True)
@@ -404,7 +444,7 @@ class _Generator:
 
     @staticmethod
     def _formatted(value: str, tail: str) -> _Text:
-        return _Text(((False, f"format({value})"),)) + tail
+        return _expr(f"format({value})") + tail
 
     def _bounds(self, rule: TypeRule, effect: str, value: str, path: _Text, rank: int, keyword: str) -> None:
         tests = []
@@ -456,10 +496,7 @@ class _Generator:
             self.w(f"{trigger} = {parent}.get({rule.condition.field!r})")
             with self.w.block(f"if {trigger} in {tuple(rule.condition.values)!r}:"):
                 message = (
-                    _Text(((True, "required when "),))
-                    + prefix.child(rule.condition.field)
-                    + " is "
-                    + _Text(((False, f"repr({trigger})"),))
+                    _literal("required when ") + prefix.child(rule.condition.field) + " is " + _expr(f"repr({trigger})")
                 )
                 self._fail(rank, path, Code.CONDITIONAL_MISSING, message, rule.effect)
         elif rule.requirement is Requirement.IMPLICIT:
@@ -589,7 +626,7 @@ class _Generator:
                         self._check(rule.type, rule.effect, value, _Text(alone=key), self.others_rank)
             with w.block("if V or W:"):
                 w("return ranked_report(V, W)")
-            w("return Report([], [])")
+            w("return Report(V, W)  # both empty")
         body = w.lines
         head = [
             "# Generated by governance/contracts/codegen.py from the contract's rules (never from an output).",
@@ -602,6 +639,8 @@ class _Generator:
         return "\n".join(head + body) + "\n"
 
 
+# The kinds whose wrong values get a hint (a container sent as text, an id as a string).
+_HINTED = frozenset({*PARSED_AS, Kind.NUMERIC_ID})
 _ITEMS: dict[Kind, tuple[str, ...]] = {
     Kind.LIST: (),
     Kind.LIST_OF_STRINGS: ("str",),

@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from json.scanner import make_scanner
 from typing import Any
 
 from governance.contracts.rules import Code, FieldRule, Kind, Requirement, TypeRule, format_number
@@ -47,7 +48,7 @@ class Violation:
         return out
 
 
-@dataclass
+@dataclass(slots=True)  # one per validated output: slots make it a third cheaper to build
 class Report:
     violations: list[Violation] = field(default_factory=list)
     warnings: list[Violation] = field(default_factory=list)
@@ -62,8 +63,16 @@ class Report:
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
+_TYPE_WORDS = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "list"}
+_TYPE_WORDS[dict] = "object"
+
+
 def type_name(value: Any) -> str:
-    """A JSON value's type in the words violations use."""
+    """A JSON value's type in the words violations use (a parsed value's type is looked up; a
+    subclass is placed by isinstance)."""
+    exact = _TYPE_WORDS.get(type(value))
+    if exact is not None:
+        return exact
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -111,13 +120,20 @@ def join(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
 
 
+# What json.loads runs on a string, without its three layers of Python calls (a wrong value is
+# parsed for its hint, on the violating path).
+_scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed types the C scanner oddly
+
+
 def decoded(value: Any) -> Any:
-    """A string that holds JSON (the common model mistake: a list serialised inside a string)."""
+    """A string that holds JSON (the common model mistake: a list serialised inside a string), as
+    json.loads reads it: one value, then JSON whitespace only."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
-        except ValueError:
+            found, end = _scan(value, 0)
+        except (ValueError, StopIteration):
             return None
+        return None if value[end:].strip(" \t\n\r") else found
     return None
 
 
@@ -282,32 +298,37 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     return anything
 
 
-_CONTAINER_KINDS = frozenset(
-    {Kind.MAPPING, Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS}
-)
-
-
-def _matches_container(kind: Kind, found: Any) -> bool:
-    if kind is Kind.MAPPING:
-        return isinstance(found, dict)
-    if kind in (Kind.LIST, Kind.LIST_OF_STRINGS, Kind.LIST_OF_MAPPINGS, Kind.LIST_OF_MAPPINGS_OR_STRINGS):
-        return isinstance(found, list)
-    return False
+# What a container kind's text must parse to for the "serialised inside a string" hint.
+PARSED_AS: dict[Kind, type] = {
+    Kind.MAPPING: dict,
+    Kind.LIST: list,
+    Kind.LIST_OF_STRINGS: list,
+    Kind.LIST_OF_MAPPINGS: list,
+    Kind.LIST_OF_MAPPINGS_OR_STRINGS: list,
+}
+_WRONG_TYPE = Code.WRONG_TYPE  # an enum member read from its class costs a lookup per violation
 
 
 # --- Violations both validators build (only on the failing path) ---------------------------------
 
 
 def wrong_type(kind: Kind, expected: str, value: Any, path: str, effect: str) -> Violation:
+    """A value of the wrong type for its rule's kind."""
+    return wrong_value(expected, value, path, effect, PARSED_AS.get(kind), kind is Kind.NUMERIC_ID)
+
+
+def wrong_value(
+    expected: str, value: Any, path: str, effect: str, parsed_as: type | None, numeric_id: bool
+) -> Violation:
     """A value of the wrong type, with a hint for the two mistakes models make most: a container
-    serialised inside a string, a numeric id written as a string."""
+    serialised inside a string (``parsed_as``: the container the rule wants), a numeric id written
+    as a string."""
     hint = ""
-    found = decoded(value) if kind in _CONTAINER_KINDS else None  # only a container's text is parsed
-    if found is not None and _matches_container(kind, found):
+    if parsed_as is not None and isinstance(found := decoded(value), parsed_as):  # only a container's text is parsed
         hint = f"the value is a JSON {type_name(found)} serialised inside a string: send it as JSON, not as text"
-    elif kind is Kind.NUMERIC_ID and isinstance(value, str) and value.strip().isdigit():
+    elif numeric_id and isinstance(value, str) and value.strip().isdigit():
         hint = "a numeric id written as a string is not converted by the runtime: send the number"
-    return Violation(path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", effect, hint)
+    return Violation(path, _WRONG_TYPE, f"expected {expected}, got {type_name(value)}", effect, hint)
 
 
 def wrong_item(item: Any, path: str, words: str, objects: bool, effect: str) -> Violation:
@@ -316,7 +337,7 @@ def wrong_item(item: Any, path: str, words: str, objects: bool, effect: str) -> 
     hint = ""
     if objects and decoded(item).__class__ is dict:
         hint = "an object serialised inside a string: send it as JSON, not as text"
-    return Violation(path, Code.WRONG_TYPE, f"expected {words}, got {type_name(item)}", effect, hint)
+    return Violation(path, _WRONG_TYPE, f"expected {words}, got {type_name(item)}", effect, hint)
 
 
 def wrong_container(value: Any, path: str, as_list: bool) -> Violation:
@@ -326,13 +347,13 @@ def wrong_container(value: Any, path: str, as_list: bool) -> Violation:
     hint = ""
     if isinstance(found, list if as_list else dict):
         hint = f"the value is a JSON {type_name(found)} serialised inside a string: send it as JSON, not as text"
-    return Violation(path, Code.WRONG_TYPE, f"expected {expected}, got {type_name(value)}", "", hint)
+    return Violation(path, _WRONG_TYPE, f"expected {expected}, got {type_name(value)}", "", hint)
 
 
 def not_an_object(output: Any) -> Violation:
     """The output itself is not an object."""
     hint = "the whole output is JSON inside a string: send the object" if isinstance(decoded(output), dict) else ""
-    return Violation("", Code.WRONG_TYPE, f"expected an object, got {type_name(output)}", "", hint)
+    return Violation("", _WRONG_TYPE, f"expected an object, got {type_name(output)}", "", hint)
 
 
 # --- Planning: what a contract checks, and where ---------------------------------------------------
