@@ -96,7 +96,7 @@ def fetch(
                 }
         params |= search.veille_params(q, model=model, k=limits["veille"], impacts=impacts, p="v_")
         statements.append(search.veille_sql(dimension, p="v_", columns=VEILLE_COLUMNS))
-        statements.insert(0, search.ef_search(*(["l_"] if reach is not None else []), "v_"))
+        statements.insert(0, search.ef_search(params.get("l_candidates", 0), params["v_candidates"]))
     statements.append(clarifications.LATEST_SQL)
     params |= {"c_domain": domain, "c_project": project, "c_limit": limits["clarifications"]}
 

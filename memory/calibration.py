@@ -4,7 +4,7 @@ The recall an `ef_search` gives depends on the data: 80 candidates found 0.99 of
 learnings and 0.80 at a million (bench/README.md, memory). So it is measured, not guessed: a sample of
 the stored vectors is searched exactly (a sequential scan) and through the index at growing `ef_search`,
 and the lowest one whose mean recall@k reaches MEMORY_SEARCH_RECALL_TARGET is recorded per (kind,
-model). Searches read it in their own statement (memory/search.py).
+model). Each process reads it again at most a minute later (memory/search.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from memory.models import SearchCalibration
-from memory.search import MAX_EF_SEARCH
+from memory.search import MAX_EF_SEARCH, forget_calibrations
 
 logger = logging.getLogger(__name__)
 
@@ -150,5 +150,6 @@ def tune(
                 target_recall=goal,
                 reached=reached,
             )
+            transaction.on_commit(forget_calibrations)  # this process's next search uses it; others within a minute
         results.append(calibration)
     return results

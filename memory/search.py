@@ -10,6 +10,7 @@ partial index (memory/vector_index.py), or PostgreSQL would not use it.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -46,14 +47,40 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def candidates(p: str = "") -> str:
-    """SQL for how many candidates to ask the index for: the ef_search `tune_search` last measured for
-    this kind and model (memory.models.SearchCalibration), else MEMORY_SEARCH_CANDIDATES, and never fewer
-    than OVERFETCH per result. Read in the search's own statement: no cache to go stale, no extra round
-    trip, and a new measure applies to the next search on every host."""
-    return f"""GREATEST(%({p}overfetch)s, COALESCE(
-        (SELECT ef_search FROM memory_searchcalibration WHERE kind = %({p}kind)s AND model = %({p}model)s),
-        %({p}candidates)s))"""
+# What `tune_search` measured (memory.models.SearchCalibration), read by each process at most once a
+# minute: a weekly measure needs no fresher copy, and the search's own statement keeps a constant LIMIT,
+# which the planner needs to join the candidates by primary key (with an unknown one it expects a tenth
+# of the table and hashes all of it).
+CALIBRATION_TTL_SECONDS = 60.0
+_calibrated: dict[tuple[str, str], int] = {}
+_read_at: float | None = None
+
+
+def calibrated_ef(kind: str, model: str) -> int | None:
+    global _read_at
+    if _read_at is None or time.monotonic() - _read_at > CALIBRATION_TTL_SECONDS:
+        from memory.models import SearchCalibration
+
+        rows = SearchCalibration.objects.values_list("kind", "model", "ef_search")
+        fresh = {(kind_, model_): ef for kind_, model_, ef in rows}
+        _calibrated.clear()
+        _calibrated.update(fresh)
+        _read_at = time.monotonic()
+    return _calibrated.get((kind, model))
+
+
+def forget_calibrations() -> None:
+    """Read them again at the next search (after a new measure in this process)."""
+    global _read_at
+    _read_at = None
+
+
+def candidate_count(kind: str, model: str, k: int = 5) -> int:
+    """How many candidates a search of k results asks the index for: the ef_search `tune_search`
+    measured for this kind and model, else MEMORY_SEARCH_CANDIDATES, never fewer than OVERFETCH per
+    result."""
+    measured = calibrated_ef(kind, model)
+    return max(k * OVERFETCH, measured if measured is not None else settings.MEMORY_SEARCH_CANDIDATES)
 
 
 def _candidates_sql(dimension: int, p: str = "") -> str:
@@ -65,32 +92,19 @@ def _candidates_sql(dimension: int, p: str = "") -> str:
           FROM memory_embedding
          WHERE kind = %({p}kind)s AND model = %({p}model)s AND active
          ORDER BY embedding::vector({d}) <=> %({p}q)s::vector({d})
-         LIMIT {candidates(p)}
+         LIMIT %({p}candidates)s
     """
 
 
-def ef_search(*prefixes: str) -> str:
-    """The statement that lets the index return as many rows as the searches with these parameter
-    prefixes ask for (bounded both ways), for the rest of the transaction."""
-    wanted = ", ".join(candidates(p) for p in prefixes or ("",))
-    return f"SELECT set_config('hnsw.ef_search', LEAST(GREATEST({wanted}, 40), {MAX_EF_SEARCH})::text, true)"
-
-
-def candidate_params(k: int, p: str = "") -> dict[str, int]:
-    """The over-fetch for k results and the default candidate count, for `candidates`."""
-    return {f"{p}overfetch": k * OVERFETCH, f"{p}candidates": settings.MEMORY_SEARCH_CANDIDATES}
-
-
-def candidate_count(kind: str, model: str, k: int = 5) -> int:
-    """How many candidates a search of k results asks for right now (what `candidates` evaluates to)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {candidates()}", {"kind": kind, "model": model, **candidate_params(k)})
-        return int(cursor.fetchone()[0])
+def ef_search(*candidates: int) -> str:
+    """The statement that lets the index return the most candidates any of these searches asks for
+    (bounded both ways), for the rest of the transaction."""
+    return f"SET LOCAL hnsw.ef_search = {min(max(*candidates, 40), MAX_EF_SEARCH)}"
 
 
 def _run(sql: str, params: dict) -> list[tuple]:
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(ef_search(), params)
+        cursor.execute(ef_search(params["candidates"]))
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -124,7 +138,7 @@ def learnings_params(
         "q": q,
         "kind": "learning",
         "model": model,
-        **candidate_params(k),
+        "candidates": candidate_count("learning", model, k),
         "domain": domain,
         "project": project,
         "own": reach.own,
@@ -166,7 +180,7 @@ def veille_params(
         "q": q,
         "kind": "veille",
         "model": model,
-        **candidate_params(k),
+        "candidates": candidate_count("veille", model, k),
         "impacts": list(impacts) if impacts else None,
         "verdict": verdict,
         "tags": [tag.strip().lower() for tag in tags] if tags else None,
@@ -231,7 +245,7 @@ def nearest_clarifications(
         "q": vector_literal(vector),
         "kind": "clarification",
         "model": model,
-        **candidate_params(k),
+        "candidates": candidate_count("learning", model, k),
         "domain": domain,
         "project": project,
         "k": k,
@@ -257,7 +271,6 @@ def nearest_subject_memories(
         "model": model,
         "subject": subject_id,
         "k": k,
-        "overfetch": SUBJECT_CANDIDATES,
         "candidates": SUBJECT_CANDIDATES,
         "bound": EXACT_UP_TO + 1,
     }

@@ -41,8 +41,8 @@ class Embedding(models.Model):
 class SearchCalibration(models.Model):
     """What `manage.py tune_search` (and its weekly task) last measured for one (kind, model): the lowest
     `hnsw.ef_search` whose recall@k, against an exact scan of a sample of the stored vectors, reached the
-    target. Searches of that kind and model read it in their own statement (memory/search.py), so a new
-    measure applies to the next search on every host. One row per (kind, model), updated in place; each
+    target. Searches of that kind and model use it from then on (each process reads the table again at
+    most a minute later: memory/search.py). One row per (kind, model), updated in place; each
     run is also an audit event."""
 
     kind = models.CharField(max_length=20)

@@ -8,7 +8,8 @@ import random
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
-from django.db import connection, transaction
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import AuditEvent
@@ -30,6 +31,7 @@ def unit(rng: random.Random) -> list[float]:
 
 @pytest.fixture
 def vectors(db) -> int:
+    search.forget_calibrations()  # another test's calibration, rolled back, may still be read
     with connection.cursor() as cursor:
         cursor.execute(create_index_sql("learning", MODEL, DEFAULT_DIMENSION))
     rng = random.Random(7)
@@ -77,17 +79,26 @@ def test_a_search_asks_the_index_for_the_calibrated_ef_search(vectors):
     assert search.candidate_count("learning", MODEL) == 80  # MEMORY_SEARCH_CANDIDATES until measured
     calibration.tune(actor=SYSTEM, sample=20, target=0.5)
     SearchCalibration.objects.filter(kind="learning").update(ef_search=320)  # as a larger memory would need
+    search.forget_calibrations()  # what a minute does for every other process
 
-    params = {"kind": "learning", "model": MODEL, **search.candidate_params(5)}
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(search.ef_search(), params)
-        cursor.execute("SHOW hnsw.ef_search")
-        (ef,) = cursor.fetchone()
-
-    assert ef == "320"
     assert search.candidate_count("learning", MODEL) == 320
     assert search.candidate_count("veille", MODEL) == 80  # each (kind, model) its own
     assert search.candidate_count("learning", MODEL, k=100) == 800  # never under the over-fetch
+    captured = CaptureQueriesContext(connection)
+    with captured:
+        search.nearest_learnings([0.1] * DEFAULT_DIMENSION, model=MODEL, dimension=DEFAULT_DIMENSION)
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert "SET LOCAL hnsw.ef_search = 320" in statements
+    assert any("LIMIT 320" in sql for sql in statements)
+
+
+def test_a_new_measure_applies_to_the_next_search_of_the_process_that_made_it(
+    vectors, django_capture_on_commit_callbacks
+):
+    assert search.candidate_count("learning", MODEL) == 80
+    with django_capture_on_commit_callbacks(execute=True):
+        [row] = calibration.tune(actor=SYSTEM, sample=20, target=0.5)
+    assert search.candidate_count("learning", MODEL) == max(40, row.ef_search)
 
 
 def test_an_agent_or_an_operator_without_the_permission_cannot_tune(vectors, vlevel, viewer):
