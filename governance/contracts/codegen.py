@@ -513,34 +513,64 @@ class _Generator:
 
     # -- the walk --
 
-    def _node(self, node: _Node, value: str, path: _Text, *, is_dict: bool = False) -> None:
+    def _node(self, node: _Node, value: str, path: _Text, *, known: str = "", after_check: bool = False) -> None:
+        """The checks at one path of the output, bound to ``value``; ``known``: "dict" or "list"
+        when the value's type is already tested. ``after_check``: the line before tested the type
+        for a container's own check, so the walk goes on in its ``else`` when the node is all
+        object or all list."""
         w = self.w
         keyed = bool(node.names() or node.multi or node.groups or node.unknown)
-        if keyed:
-            if is_dict:
+        if after_check and keyed != (node.star is not None):
+            with w.block("else:"):
+                self._node(node, value, path, known="dict" if keyed else "list")
+            return
+        if keyed and known == "dict":
+            self._object(node, value, path)
+        elif keyed and not known:
+            with w.block(f"if type({value}) is dict:"):
                 self._object(node, value, path)
-            else:
-                with w.block(f"if type({value}) is dict:"):
-                    self._object(node, value, path)
-        if node.star is not None and not is_dict:
-            with w.block(f"{'elif' if keyed else 'if'} type({value}) is list:"):
-                index, item = w.var("i"), w.var("d")
-                with w.block(f"for {index}, {item} in enumerate({value}):"):
-                    self._node(node.star, item, path.index(index))
+        if node.star is None or known == "dict":
+            return
+        index, item = w.var("i"), w.var("d")
+        if known == "list":
+            with w.block(f"for {index}, {item} in enumerate({value}):"):
+                self._node(node.star, item, path.index(index))
+            return
+        with (
+            w.block(f"{'elif' if keyed else 'if'} type({value}) is list:"),
+            w.block(f"for {index}, {item} in enumerate({value}):"),
+        ):
+            self._node(node.star, item, path.index(index))
 
     def _object(self, node: _Node, parent: str, prefix: _Text) -> None:
         w = self.w
+        # Where every declared key is looked up anyway, counting the ones found tells whether the
+        # object has others (cheaper than comparing its keys with the declared set).
+        declared = node.unknown[0][1] if len(node.unknown) == 1 else None
+        looked_up = {*node.names(), *(name for _, item in node.multi for name in item.names)}
+        to_count = set(declared) if declared is not None and declared <= looked_up else set()
+        counter = w.var("n") if to_count else ""
+        if counter:
+            w(f"{counter} = 0")
+
+        def count(name: str) -> None:
+            if name in to_count:
+                w(f"{counter} += 1")
+                to_count.discard(name)
+
         for name in node.names():
             path = prefix.child(name)
             singles = node.single.get(name, [])
             child = node.children.get(name)
-            present = bool(singles or node.containers.get(name) or child is not None)
+            present = bool(singles or node.containers.get(name) or child is not None or name in to_count)
             missing = [(rank, item) for rank, item in singles if self._reports_missing(item)]
             absent = node.absent.get(name, [])
             if present:
                 with w.block(f"if {name!r} in {parent}:"):
-                    value = w.var("v")
-                    w(f"{value} = {parent}[{name!r}]")
+                    count(name)
+                    if singles or node.containers.get(name) or child is not None:
+                        value = w.var("v")
+                        w(f"{value} = {parent}[{name!r}]")
                     objects = self._objects_of(singles, child)
                     for rank, item in singles:
                         self._present(item, rank, value, path, objects)
@@ -548,7 +578,8 @@ class _Generator:
                         with w.block(f"if type({value}) is not {'list' if as_list else 'dict'}:"):
                             w(f"V.append(({rank}, wrong_container({value}, {path.code()}, {as_list})))")
                     if child is not None and objects is None:
-                        self._node(child, value, path)
+                        # After a container's own check, the walk below it knows its type.
+                        self._node(child, value, path, after_check=bool(node.containers.get(name)))
                 if missing or absent:
                     with w.block("else:"):
                         self._absent_here(missing, absent, prefix, path, parent)
@@ -561,6 +592,7 @@ class _Generator:
                 w(f"{seen} = False")
             for name in item.names:
                 with w.block(f"if {name!r} in {parent}:"):
+                    count(name)
                     value = w.var("v")
                     w(f"{value} = {parent}[{name!r}]")
                     self._present(item, rank, value, prefix.child(name))
@@ -574,11 +606,12 @@ class _Generator:
             with w.block(f"if {test}:"):
                 message = _one_of(prefix, names)
                 self._fail(rank, prefix.child(first), Code.ALTERNATIVE_MISSING, message, members[0].effect)
-        for rank, declared in node.unknown:
-            listed = self._constant("KNOWN_KEYS", _frozenset(declared))
+        for rank, keys in node.unknown:
+            listed = self._constant("KNOWN_KEYS", _frozenset(keys))
             key = w.var("k")
+            others = f"len({parent}) > {counter}" if counter else f"not {listed}.issuperset({parent})"
             with (
-                w.block(f"if not {listed}.issuperset({parent}):"),
+                w.block(f"if {others}:"),
                 w.block(f"for {key} in {parent}:"),
                 w.block(f"if {key} not in {listed}:"),
             ):
@@ -613,7 +646,7 @@ class _Generator:
             with w.block("if type(output) is not dict:"):
                 w(f"V.append(({self.not_object_rank}, not_an_object(output)))")
                 w("return ranked_report(V, W)")
-            self._node(self.root, "output", _Text(), is_dict=True)
+            self._node(self.root, "output", _Text(), known="dict")
             if contract.others:
                 top = self._constant("DECLARED", _frozenset(contract.top_level))
                 key, value = w.var("k"), w.var("v")

@@ -173,7 +173,21 @@ HOSTILE = [
 
 
 # The builtins generated code may call: types, and text for messages.
-BUILTINS = {"type", "str", "int", "float", "dict", "list", "bool", "frozenset", "format", "repr", "enumerate", "all"}
+BUILTINS = {
+    "type",
+    "str",
+    "int",
+    "float",
+    "dict",
+    "list",
+    "bool",
+    "frozenset",
+    "format",
+    "repr",
+    "enumerate",
+    "all",
+    "len",
+}
 
 
 def _hostile_rules(marker: Path) -> list[FieldRule]:
