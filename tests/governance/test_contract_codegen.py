@@ -252,7 +252,7 @@ def test_names_that_look_like_code_stay_data_in_the_generated_source(tmp_path):
     used_builtins = {name for name in names if name in vars(builtins)}
     assert used_builtins <= BUILTINS
     walk_variables = names - own - used_builtins
-    assert all(name[0] in "vdixkpt" and name[1:].isdigit() for name in walk_variables), walk_variables
+    assert all(name[0] in "vdixkptn" and name[1:].isdigit() for name in walk_variables), walk_variables
     code_members = {member.name for member in reference.Code} | {member.name for member in Kind}
     assert attributes <= {"append", "get", "strip", "is_integer", "issuperset", "items"} | code_members
     strings = {node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)}
