@@ -13,15 +13,19 @@ it again, since it only looks for rows still without that model's vector.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from governance.kernel import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
 from memory.vector_index import create_index_sql, index_name
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memory.embeddings import EmbeddingBackend
@@ -147,8 +151,38 @@ def reembed(
         done, after = done + len(ids), ids[-1]
         if progress is not None:
             progress(done, total)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(kind, backend.model)])
-        if cursor.fetchone() is None:  # a new model: searches of its vectors want their own index
-            cursor.execute(create_index_sql(kind, backend.model, backend.dimension))
+    build_index(kind, backend.model, backend.dimension)  # a new model: searches of its vectors want their own
     return done
+
+
+def build_index(kind: str, model: str, dimension: int) -> bool:
+    """Build the partial HNSW index of (kind, model) unless a valid one exists; True when built.
+
+    On the running plane the table is live: the build is CONCURRENTLY, so embedding writes go on (a
+    plain build would hold them for its whole length, minutes at a million rows), and an index a failed
+    concurrent build left invalid is dropped and built again. It gets MEMORY_INDEX_BUILD_MEMORY of
+    maintenance_work_mem: pgvector builds the graph in memory and slows several times once it spills
+    (bench/README.md, memory). Inside a transaction (where CONCURRENTLY is refused) it builds plainly.
+    """
+    name = index_name(kind, model)
+    concurrently = not connection.in_atomic_block
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
+            [name],
+        )
+        found = cursor.fetchone()
+        if found is not None and found[0]:
+            return False
+        if found is not None:
+            logger.warning("[index] %s is invalid (an interrupted build): building it again", name)
+            cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
+        # For the session when each statement is its own transaction, else for the transaction (undone with it).
+        memory = [settings.MEMORY_INDEX_BUILD_MEMORY, not concurrently]
+        cursor.execute("SELECT set_config('maintenance_work_mem', %s, %s)", memory)
+        try:
+            cursor.execute(create_index_sql(kind, model, dimension, concurrently=concurrently))
+        finally:
+            if concurrently:
+                cursor.execute("RESET maintenance_work_mem")
+    return True

@@ -24,13 +24,16 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def create_index_sql(kind: str, model: str, dimension: int) -> str:
+def create_index_sql(kind: str, model: str, dimension: int, *, concurrently: bool = False) -> str:
+    """``concurrently``: writers go on during the build (outside a transaction only); a migration builds
+    on tables nobody writes yet, the running plane on live ones (memory/indexing.py)."""
     if kind not in KINDS:
         raise ValueError(f"unknown embedding kind {kind!r}")
     if not 1 <= int(dimension) <= 2000:
         raise ValueError("HNSW indexes take 1 to 2000 dimensions")
     return (
-        f"CREATE INDEX IF NOT EXISTS {index_name(kind, model)} ON memory_embedding "
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {index_name(kind, model)} "
+        "ON memory_embedding "
         f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
         f"WHERE kind = {_literal(kind)} AND model = {_literal(model)} AND active"

@@ -4,6 +4,7 @@ serve KNN from the index; archived rows are outside it."""
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 from django.db import connection
@@ -51,3 +52,76 @@ def test_the_knn_query_uses_the_partial_hnsw_index_of_its_kind_and_model():
     assert index_name("learning", MODEL) in plan
     assert len(rows) == 40
     assert rows[0][1] >= rows[-1][1]  # best similarity first
+
+
+def _insert(cursor, model: str, object_id: int, rng: random.Random) -> None:
+    cursor.execute(
+        """INSERT INTO memory_embedding (kind, object_id, model, dimension, embedding, text_sha256, active, created_at)
+           VALUES ('learning', %s, %s, %s, %s::vector, 'x', true, now())""",
+        [object_id, model, DEFAULT_DIMENSION, vector_literal(unit(rng))],
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_models_index_is_built_on_the_live_table_without_holding_its_writers():
+    """A plain CREATE INDEX queues behind an open writer and every later writer queues behind it; the
+    concurrent build lets them through, and waits for the open writer only to finish its own work."""
+    import threading
+
+    import psycopg
+
+    from memory import indexing
+
+    model = "live-build"
+    rng = random.Random(3)
+    with connection.cursor() as cursor:
+        for n in range(50):
+            _insert(cursor, model, n, rng)
+    params = connection.get_connection_params()
+    in_flight = psycopg.connect(**params)  # an embedding batch that has written and not committed yet
+    with in_flight.cursor() as cursor:
+        _insert(cursor, model, 1000, rng)
+
+    built: list[bool] = []
+
+    def build() -> None:
+        try:
+            built.append(indexing.build_index("learning", model, DEFAULT_DIMENSION))
+        finally:
+            connection.close()
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        with psycopg.connect(**params, autocommit=True) as watcher:
+            waiting = None
+            for _ in range(100):
+                waiting = watcher.execute(
+                    "SELECT wait_event_type FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX%%live_build%%'"
+                ).fetchone()
+                if waiting and waiting[0] == "Lock":
+                    break
+                time.sleep(0.05)
+            assert waiting == ("Lock",)  # the build has started, and waits for the batch in flight
+            with psycopg.connect(**params, autocommit=True) as writer:
+                writer.execute("SET lock_timeout = '2s'")
+                _insert(writer.cursor(), model, 2000, rng)  # a plain build would make this wait, then fail
+    finally:
+        in_flight.commit()
+        in_flight.close()
+        builder.join(timeout=60)
+
+    assert built == [True]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
+            [index_name("learning", model)],
+        )
+        assert cursor.fetchone() == (True,)
+        cursor.execute("SELECT count(*) FROM memory_embedding WHERE model = %s", [model])
+        assert cursor.fetchone() == (52,)
+        cursor.execute(f"DROP INDEX {index_name('learning', model)}")  # a transactional test leaves no schema behind
+    assert indexing.build_index("learning", model, DEFAULT_DIMENSION) is True
+    assert indexing.build_index("learning", model, DEFAULT_DIMENSION) is False  # valid: left alone
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {index_name('learning', model)}")
