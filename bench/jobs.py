@@ -338,8 +338,13 @@ def stop_embedded_db_if_ours() -> None:
 # --- The benchmark ------------------------------------------------------------------------------
 
 
-def seed_replays(make: Callable[[str], Request], run_id: str, port: int) -> list[Request]:
+def seed_replays(port: int, key: str, run_id: str) -> list[Request]:
     """Create the replayed jobs once, outside the clock; any answer but 201 stops the run."""
+    return seed(port, functools.partial(job_request, key), run_id)
+
+
+def seed(port: int, make: Callable[[str], Request], run_id: str) -> list[Request]:
+    """``REPLAY_BODIES`` requests of ``make`` sent once each (201 expected), to be sent again."""
     requests = [make(f"https://example.com/{run_id}/replay/{n}") for n in range(REPLAY_BODIES)]
     for request in requests:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -366,11 +371,11 @@ def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dic
     api_create = functools.partial(job_request, key)
     results["create"] = phase(port, unique_jobs(api_create, run_id), expect_status(201), clients, duration)
     print(f"raw_replay: POST /bench/raw/jobs/replay ({REPLAY_BODIES} jobs) for {duration:g} s ...", flush=True)
-    raw_seeded = seed_replays(raw_create, f"{run_id}-raw", port)
+    raw_seeded = seed(port, raw_create, f"{run_id}-raw")
     raw_replays = [Request("POST", "/bench/raw/jobs/replay", r.body, r.headers) for r in raw_seeded]
     results["raw_replay"] = phase(port, cycling(raw_replays), expect_replay, clients, duration)
     print(f"replay: POST /api/v1/jobs ({REPLAY_BODIES} envelopes sent again) for {duration:g} s ...", flush=True)
-    replays = seed_replays(api_create, run_id, port)
+    replays = seed_replays(port, key, run_id)
     results["replay"] = phase(port, cycling(replays), expect_replay, clients, duration)
     print(f"block:  POST /api/v1/memory/injection-block for {duration:g} s ...", flush=True)
     # Each worker loads the embedding model on its first block (seconds, not milliseconds): that

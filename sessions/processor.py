@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.conf import settings
@@ -171,7 +171,7 @@ class _Run:
                 EFFECT_HANDLERS[item.kind](self, before, current, item.data)
         else:
             raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
-        self.session.save(update_fields=SAVED_FIELDS)
+        rows.update(self.session, SAVED_FIELDS)  # save(update_fields=...), without compiling it every event
         deadline = self.session.phase_deadline_at
         if deadline is not None and deadline != armed:
             # The deadline's own timer; the scheduler tick finds overdue sessions if it is lost.
@@ -187,9 +187,8 @@ class _Run:
         if self._seq is None:  # the session row is locked: nobody else appends meanwhile
             self._seq = (rows.fetch_one(_LAST_SEQ_SQL, [self.session.pk]) or (0,))[0]
         self._seq += 1
-        message = SessionMessage.objects.create(
-            session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields
-        )
+        message = SessionMessage(session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields)
+        rows.insert(message)  # SessionMessage.objects.create(...), without compiling the INSERT every event
         if sender == "AI" and message.ai_message_json is not None:
             self._ai = message
         return message
@@ -280,13 +279,13 @@ class _Run:
             parsed = parsing.parse(message.ai_message_json)
         except parsing.FormatError as exc:
             message.ai_message = parsing.fallback(message.ai_message_json)
-            message.save(update_fields=["ai_message"])
+            rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
             self._raise(Event.PARSE_ERROR_OCCURRED, summary=f"Format error: {exc}. Answer with the AIMessage JSON.")
             return
         for n, command in enumerate(parsed.get("actionCommands") or [], start=1):
             command["id"] = action_id(message, n)
         message.ai_message = parsed
-        message.save(update_fields=["ai_message"])
+        rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
         decision = self._resolve_validation(parsed)
         self._raise(
             Event.AI_RESPONSE_PARSED,

@@ -15,7 +15,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from django.db import connection, models
+from django.db import DatabaseError, connection, models
+from django.db.models.fields import NOT_PROVIDED
 
 M = TypeVar("M", bound=models.Model)
 
@@ -68,6 +69,60 @@ def instances(row: Sequence[Any], *chain: type[models.Model]) -> list[Any]:
 def width(model: type[models.Model]) -> int:
     """How many columns ``select_list(model, ...)`` reads: where the next model's start."""
     return len(model._meta.concrete_fields)
+
+
+@functools.cache
+def _update_sql(model: type[models.Model], names: tuple[str, ...]) -> tuple[str, list[models.Field]]:
+    """The UPDATE of ``names`` of one ``model`` row by primary key, and those fields."""
+    fields = [cast("models.Field", model._meta.get_field(name)) for name in names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)
+    return f"UPDATE {table} SET {assignments} WHERE {pk} = %s", fields
+
+
+def update(obj: models.Model, names: Sequence[str]) -> None:
+    """``obj.save(update_fields=names)`` with its UPDATE written once per model and field list:
+    each field's ``pre_save`` (``auto_now`` stamps) and ``get_db_prep_save`` as ``save`` applies
+    them, and the same DatabaseError when no row was updated. No model signals are sent (the
+    project connects none)."""
+    sql, fields = _update_sql(type(obj), tuple(names))
+    params = [field.get_db_prep_save(field.pre_save(obj, False), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, obj.pk])
+        if cursor.rowcount == 0:
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+
+
+@functools.cache
+def _insert_sql(model: type[models.Model]) -> tuple[str, list[models.Field], bool]:
+    """The INSERT of one ``model`` row, the fields it writes and whether the database numbers the
+    row (a serial key, left out and read back). Only for models that leave no other value to the
+    database (no database default)."""
+    pk = model._meta.pk
+    serial = isinstance(pk, models.AutoField | models.BigAutoField)
+    fields = [field for field in model._meta.concrete_fields if not (serial and field is pk)]
+    if any(field.db_default is not NOT_PROVIDED for field in fields):
+        raise TypeError(f"{model.__name__} leaves values to the database; save it through the ORM")
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    returning = f" RETURNING {quote(pk.column)}" if serial else ""
+    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders}){returning}", fields, serial
+
+
+def insert(obj: models.Model) -> None:
+    """``obj.save(force_insert=True)`` with its INSERT written once per model: each field's
+    ``pre_save`` (``auto_now_add`` stamps, defaults) and ``get_db_prep_save`` as ``save`` applies
+    them, a serial key read back, the instance marked as stored. No model signals are sent (the
+    project connects none)."""
+    sql, fields, serial = _insert_sql(type(obj))
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if serial:
+            obj.pk = cursor.fetchone()[0]
+    obj._state.adding, obj._state.db = False, connection.alias
 
 
 def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
