@@ -69,22 +69,23 @@ def spaces(kinds: Sequence[str] = KINDS) -> list[Space]:
         return [Space(*row) for row in cursor.fetchall()]
 
 
-def _neighbours(space: Space, queries: list[str], k: int, ef: int | None) -> list[list[int]]:
-    """Each query's top k: through the index at ``ef``, or exactly (``ef`` None: `+ 0` keeps the
-    planner off the index, so PostgreSQL sorts every row)."""
+def _neighbours(space: Space, queries: list[tuple[int, str]], k: int, ef: int | None) -> list[list[int]]:
+    """Each query's top k other than itself: through the index at ``ef``, or exactly (``ef`` None: `+ 0`
+    keeps the planner off the index, so PostgreSQL sorts every row). A stored vector finds itself first
+    whatever the graph, so counting it would flatter the recall by one hit in k."""
     d = int(space.dimension)
     distance = f"embedding::vector({d}) <=> %(q)s::vector({d})"
     order = distance if ef is not None else f"({distance}) + 0"
     sql = f"""SELECT object_id FROM memory_embedding
                WHERE kind = %(kind)s AND model = %(model)s AND active
-               ORDER BY {order} LIMIT %(k)s"""
+               ORDER BY {order} LIMIT %(limit)s"""
     found = []
     with transaction.atomic(), connection.cursor() as cursor:
         if ef is not None:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-        for q in queries:
-            cursor.execute(sql, {"q": q, "kind": space.kind, "model": space.model, "k": k})
-            found.append([row[0] for row in cursor.fetchall()])
+        for own_id, q in queries:
+            cursor.execute(sql, {"q": q, "kind": space.kind, "model": space.model, "limit": k + 1})
+            found.append([row[0] for row in cursor.fetchall() if row[0] != own_id][:k])
     return found
 
 
@@ -92,11 +93,11 @@ def measure(space: Space, *, sample: int = SAMPLE, k: int = K, target: float) ->
     """The recall curve of ``space``: stored vectors as queries, ef_search rising until the target is met."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT embedding::text FROM memory_embedding
+            """SELECT object_id, embedding::text FROM memory_embedding
                 WHERE kind = %s AND model = %s AND active ORDER BY random() LIMIT %s""",
             [space.kind, space.model, sample],
         )
-        queries = [row[0] for row in cursor.fetchall()]
+        queries = [(own_id, q) for own_id, q in cursor.fetchall()]
     exact = _neighbours(space, queries, k, None)
     curve = []
     for ef in EF_STEPS:
