@@ -17,16 +17,12 @@ from governance.kernel.principals import SYSTEM, Principal
 from memory import calibration, search
 from memory.models import Embedding, SearchCalibration
 from memory.vector_index import DEFAULT_DIMENSION, create_index_sql
+from tests.factories.memory import EmbeddingFactory
+from tests.memory.test_vector_index import unit
 
 # A model of its own, with its own HNSW index made (and rolled back) in each test: rows of the shipped
 # model's index would stay in it as dead entries after the rollback and crowd other tests' searches.
 MODEL = "calibration-test"
-
-
-def unit(rng: random.Random) -> list[float]:
-    vector = [rng.gauss(0, 1) for _ in range(DEFAULT_DIMENSION)]
-    norm = sum(x * x for x in vector) ** 0.5
-    return [x / norm for x in vector]
 
 
 @pytest.fixture
@@ -35,17 +31,8 @@ def vectors(db) -> int:
     with connection.cursor() as cursor:
         cursor.execute(create_index_sql("learning", MODEL, DEFAULT_DIMENSION))
     rng = random.Random(7)
-    Embedding.objects.bulk_create(
-        Embedding(
-            kind="learning",
-            object_id=n,
-            model=MODEL,
-            dimension=DEFAULT_DIMENSION,
-            embedding=unit(rng),
-            text_sha256="x",
-            active=n % 10 != 0,  # archived rows are outside the index and the measure
-        )
-        for n in range(600)
+    Embedding.objects.bulk_create(  # archived rows are outside the index and the measure
+        EmbeddingFactory.build(object_id=n, model=MODEL, embedding=unit(rng), active=n % 10 != 0) for n in range(600)
     )
     return 540
 

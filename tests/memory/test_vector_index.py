@@ -12,6 +12,7 @@ from django.db import connection
 from memory.models import Embedding
 from memory.search import _candidates_sql, vector_literal
 from memory.vector_index import DEFAULT_DIMENSION, create_index_sql, index_name
+from tests.factories.memory import EmbeddingFactory
 
 # Its own model and index (made by the same SQL as the migrations', rolled back with the test): rows put in
 # the shipped model's index would stay there as dead entries and crowd other tests' searches.
@@ -30,15 +31,7 @@ def test_the_knn_query_uses_the_partial_hnsw_index_of_its_kind_and_model():
     with connection.cursor() as cursor:
         cursor.execute(create_index_sql("learning", MODEL, DEFAULT_DIMENSION))
     Embedding.objects.bulk_create(
-        Embedding(
-            kind="learning",
-            object_id=n,
-            model=MODEL,
-            dimension=DEFAULT_DIMENSION,
-            embedding=unit(rng),
-            text_sha256="x",
-        )
-        for n in range(200)
+        EmbeddingFactory.build(object_id=n, model=MODEL, embedding=unit(rng)) for n in range(200)
     )
     sql = _candidates_sql(DEFAULT_DIMENSION)
     params = {"q": vector_literal(unit(rng)), "kind": "learning", "model": MODEL, "candidates": 40}
