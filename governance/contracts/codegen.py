@@ -35,6 +35,7 @@ from governance.contracts.validator import (
     Report,
     Violation,
     first_unserializable,
+    is_number,
     not_an_object,
     plan,
     split_path,
@@ -88,10 +89,6 @@ def _is_json(value: Any) -> bool:
     return False
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _not_serializable(value: Any, path: Any, effect: str) -> Violation:
     found = first_unserializable(value, path)
     assert found is not None  # asked only after _is_json said no
@@ -111,7 +108,7 @@ def _in_order(ranked: list[tuple[int, Violation]]) -> list[Violation]:
 
 
 # The names the generated module sees: these and the builtins, nothing else.
-_NAMESPACE: dict[str, Any] = {
+NAMESPACE: dict[str, Any] = {
     # Code.X as a plain attribute: reading an enum member from its class is a slow lookup in 3.11.
     "Code": SimpleNamespace(**{member.name: member for member in Code}),
     "Violation": Violation,
@@ -123,7 +120,7 @@ _NAMESPACE: dict[str, Any] = {
     "wrong_container": wrong_container,
     "not_an_object": not_an_object,
     "is_json": _is_json,
-    "is_number": _is_number,
+    "is_number": is_number,
     "not_serializable": _not_serializable,
     "ranked_report": _report,
     "INFINITIES": _INFINITIES,
@@ -703,7 +700,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Validator:
 
 @lru_cache(maxsize=1024)
 def _compiled(rules: tuple[FieldRule, ...]) -> Validator:
-    namespace = dict(_NAMESPACE)
+    namespace = dict(NAMESPACE)
     exec(compile(generate(rules), "<contract validator>", "exec"), namespace)
     validate: Validator = namespace["validate"]
     return validate

@@ -90,7 +90,8 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, not a boolean."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -192,7 +193,7 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     if kind is Kind.NUMBER:
 
         def check(value: Any, path: str, ctx: Context) -> None:
-            if not _is_number(value):
+            if not is_number(value):
                 return wrong(value, path, ctx)
             if value != value or value in (math.inf, -math.inf):
                 return fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")
@@ -238,7 +239,7 @@ def _value_check(rule: TypeRule, effect: str) -> Check:
     if kind is Kind.NUMBER_OR_STRING:
 
         def check(value: Any, path: str, ctx: Context) -> None:
-            if not (type(value) is str or _is_number(value)):
+            if not (type(value) is str or is_number(value)):
                 wrong(value, path, ctx)
             elif type(value) is float and not math.isfinite(value):
                 fail(ctx, path, Code.NOT_SERIALIZABLE, f"{value} is not a JSON number")

@@ -248,7 +248,7 @@ def test_names_that_look_like_code_stay_data_in_the_generated_source(tmp_path):
     source = codegen.generate(rules)
     names, attributes = _names_in(source)
     assigned = {line.split(" = ")[0] for line in source.splitlines() if " = " in line and not line.startswith(" ")}
-    own = {"output", "known_ids", "V", "W", "validate"} | set(codegen._NAMESPACE) | assigned
+    own = {"output", "known_ids", "V", "W", "validate"} | set(codegen.NAMESPACE) | assigned
     used_builtins = {name for name in names if name in vars(builtins)}
     assert used_builtins <= BUILTINS
     walk_variables = names - own - used_builtins
