@@ -12,7 +12,7 @@ import pytest
 
 from agents.models import Job
 from governance.kernel.models import AuditEvent
-from sessions.models import SessionMessage
+from sessions.models import AISession, SessionMessage
 
 URL = "https://example.com/query-count"
 
@@ -71,3 +71,19 @@ def test_a_chat_event_locks_the_session_and_writes_its_message_and_state(warm_ap
     assert response.status_code == 200
     assert response.json()["state"]["phase"] == "CALLING_AI"
     assert SessionMessage.objects.filter(session_id=chat, sender="USER").count() == 1
+
+
+@pytest.mark.django_db
+def test_an_event_written_without_the_orm_still_stamps_the_session_and_numbers_its_messages(warm_api):
+    chat = warm_api.post("/sessions", {"type": "CHAT", "name": "stamps"}).json()["sessionId"]
+    started = AISession.objects.get(pk=chat).last_activity
+
+    warm_api.post(f"/sessions/{chat}/events", {"type": "UserMessageSent", "payload": {"text": "one"}})
+    answer = {"type": "AIResponseReceived", "payload": {"content": '{"preText": "ok"}'}}
+    warm_api.post(f"/sessions/{chat}/events", answer)
+
+    session = AISession.objects.get(pk=chat)
+    assert session.last_activity > started  # auto_now, as save() applied it
+    messages = list(SessionMessage.objects.filter(session_id=chat).order_by("seq"))
+    assert [(m.seq, m.sender) for m in messages] == [(1, "USER"), (2, "AI")]
+    assert messages[1].ai_message == {"preText": "ok"}
