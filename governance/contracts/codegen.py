@@ -320,17 +320,31 @@ class _Generator:
     def _fail(
         self, rank: int, path: _Text, code: Code, message: _Text | str, effect: str, *, warning: bool = False
     ) -> None:
+        self.w(self._failure(rank, path, code, message, effect, warning=warning))
+
+    def _failure(
+        self, rank: int, path: _Text, code: Code, message: _Text | str, effect: str, *, warning: bool = False
+    ) -> str:
         text = message.code() if isinstance(message, _Text) else repr(message)
         sink = "W" if warning else "V"
-        self.w(f"{sink}.append(({rank}, Violation({path.code()}, Code.{code.name}, {text}, {self._effect(effect)})))")
+        return f"{sink}.append(({rank}, Violation({path.code()}, Code.{code.name}, {text}, {self._effect(effect)})))"
 
     # -- one value against its type rule (the reference's _value_check) --
 
     def _check(
-        self, rule: TypeRule, effect: str, value: str, path: _Text, rank: int, items: _Node | None = None
+        self,
+        rule: TypeRule,
+        effect: str,
+        value: str,
+        path: _Text,
+        rank: int,
+        items: _Node | None = None,
+        null: str = "",
     ) -> None:
         """``items``: the node of the list's objects, when their fields are walked in the loop
-        that checks the items' type (a list of objects with rows of its own: ``signals[*].metric``)."""
+        that checks the items' type (a list of objects with rows of its own: ``signals[*].metric``).
+        ``null``: the warning of an optional field given null, for the kinds whose first test is
+        of the type (``_GATED``): null fails it, so the common case pays no test of its own."""
         w, kind = self.w, rule.kind
         if kind in _HINTED:  # the hint may parse the value: wrong_value says which
             parsed_as = PARSED_AS[kind].__name__ if kind in PARSED_AS else None
@@ -342,11 +356,21 @@ class _Generator:
             message = _literal(f"expected {rule.describe()}, got ") + _expr(f"type_name({value})")
             violation = f"Violation({path.code()}, Code.WRONG_TYPE, {message.code()}, {self._effect(effect)})"
             wrong = f"V.append(({rank}, {violation}))"
+
+        def gate() -> None:
+            if null:
+                with w.block(f"if {value} is None:"):
+                    w(null)
+                with w.block("else:"):
+                    w(wrong)
+            else:
+                w(wrong)
+
         known = f"known_ids is not None and str({value}) not in known_ids"
         unknown_id = _expr(f"repr({value})") + " is not one of the ids the input offered"
         if kind is Kind.STRING:
             with w.block(f"if type({value}) is not str:"):
-                w(wrong)
+                gate()
             if rule.non_empty:
                 with w.block(f"elif not {value}.strip():"):
                     self._fail(rank, path, Code.EMPTY_STRING, "the string is empty", effect)
@@ -365,38 +389,40 @@ class _Generator:
                             self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
         elif kind is Kind.NUMBER:
             with w.block(f"if type({value}) is not float and type({value}) is not int and not is_number({value}):"):
-                w(wrong)
+                gate()
             with w.block(f"elif type({value}) is not int and ({value} != {value} or {value} in INFINITIES):"):
                 self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
             self._bounds(rule, effect, value, path, rank, "elif")
         elif kind is Kind.INTEGER:
-            with w.block(f"if type({value}) is float and not isfinite({value}):"):
+            with w.block(f"if type({value}) is not int and type({value}) is not float:"):
+                gate()
+            with w.block(f"elif type({value}) is float and not isfinite({value}):"):
                 self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
-            with w.block(f"elif type({value}) is not int and not (type({value}) is float and {value}.is_integer()):"):
+            with w.block(f"elif type({value}) is float and not {value}.is_integer():"):
                 w(wrong)
             self._bounds(rule, effect, value, path, rank, "elif")
         elif kind is Kind.NUMERIC_ID:
             with w.block(f"if type({value}) is not int:"):
-                w(wrong)
+                gate()
             if rule.existing:
                 with w.block(f"elif {known}:"):
                     self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
         elif kind is Kind.ID:
-            with w.block(f"if type({value}) is str and not {value}.strip():"):
+            with w.block(f"if type({value}) is not str and type({value}) is not int:"):
+                gate()
+            with w.block(f"elif type({value}) is str and not {value}.strip():"):
                 self._fail(rank, path, Code.EMPTY_STRING, "the id is empty", effect)
-            with w.block(f"elif type({value}) is not str and type({value}) is not int:"):
-                w(wrong)
             with w.block(f"elif {known}:"):
                 self._fail(rank, path, Code.UNKNOWN_ID, unknown_id, effect)
         elif kind is Kind.BOOLEAN:
             with w.block(f"if type({value}) is not bool:"):
-                w(wrong)
+                gate()
         elif kind is Kind.NUMBER_OR_STRING:
             with w.block(
                 f"if type({value}) is not str and type({value}) is not float and type({value}) is not int "
                 f"and not is_number({value}):"
             ):
-                w(wrong)
+                gate()
             with w.block(f"elif type({value}) is float and not isfinite({value}):"):
                 self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
         elif kind is Kind.PATH:
@@ -408,7 +434,7 @@ class _Generator:
                 w(wrong)
         elif kind in _ITEMS:
             with w.block(f"if type({value}) is not list:"):
-                w(wrong)
+                gate()
             allowed = _ITEMS[kind]
             if allowed:
                 words, objects = _ITEM_WORDS[kind], "dict" in allowed
@@ -430,7 +456,7 @@ class _Generator:
                             )
         elif kind is Kind.MAPPING:
             with w.block(f"if type({value}) is not dict:"):
-                w(wrong)
+                gate()
             if rule.serializable:
                 with w.block(f"elif not is_json({value}):"):
                     w(f"V.append(({rank}, not_serializable({value}, {path.code()}, {self._effect(effect)})))")
@@ -460,7 +486,12 @@ class _Generator:
 
     def _present(self, item: PlannedField, rank: int, value: str, path: _Text, items: _Node | None = None) -> None:
         rule = item.rule
-        if rule.requirement is Requirement.NO:
+        if rule.requirement is Requirement.NO and rule.type.kind in _GATED:
+            null = self._failure(
+                rank, path, Code.NULL_VALUE, "null given: treated as absent", rule.effect, warning=True
+            )
+            self._check(rule.type, rule.effect, value, path, rank, items, null)
+        elif rule.requirement is Requirement.NO:
             with self.w.block(f"if {value} is None:"):
                 self._fail(rank, path, Code.NULL_VALUE, "null given: treated as absent", rule.effect, warning=True)
             if rule.type.kind is not Kind.ANY:
@@ -671,6 +702,8 @@ class _Generator:
 
 # The kinds whose wrong values get a hint (a container sent as text, an id as a string).
 _HINTED = frozenset({*PARSED_AS, Kind.NUMERIC_ID})
+# The kinds whose check starts with a test of the value's type that null fails.
+_GATED = frozenset(Kind) - {Kind.PATH, Kind.SERIALIZABLE, Kind.ANY}
 _ITEMS: dict[Kind, tuple[str, ...]] = {
     Kind.LIST: (),
     Kind.LIST_OF_STRINGS: ("str",),
