@@ -178,8 +178,10 @@ def build_index(kind: str, model: str, dimension: int) -> bool:
             logger.warning("[index] %s is invalid (an interrupted build): building it again", name)
             cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
         # For the session when each statement is its own transaction, else for the transaction (undone with it).
-        memory = [settings.MEMORY_INDEX_BUILD_MEMORY, not concurrently]
-        cursor.execute("SELECT set_config('maintenance_work_mem', %s, %s)", memory)
+        local = not concurrently
+        cursor.execute(
+            "SELECT set_config('maintenance_work_mem', %s, %s)", [str(settings.MEMORY_INDEX_BUILD_MEMORY), local]
+        )
         try:
             cursor.execute(create_index_sql(kind, model, dimension, concurrently=concurrently))
         finally:
