@@ -20,6 +20,7 @@ from django.utils import timezone
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from memory import search
 from memory.models import SearchCalibration
 from memory.search import MAX_EF_SEARCH, forget_calibrations
 
@@ -82,7 +83,7 @@ def _neighbours(space: Space, queries: list[tuple[int, str]], k: int, ef: int | 
     found = []
     with transaction.atomic(), connection.cursor() as cursor:
         if ef is not None:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+            cursor.execute(search.ef_search(ef))
         for own_id, q in queries:
             cursor.execute(sql, {"q": q, "kind": space.kind, "model": space.model, "limit": k + 1})
             found.append([row[0] for row in cursor.fetchall() if row[0] != own_id][:k])

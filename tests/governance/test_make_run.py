@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.processes import BASE_DIR, free_port, plane_env, wait_for
+from tests.support.processes import free_port, logged_process, plane_env, wait_for
 
 pytestmark = pytest.mark.process
 
@@ -44,16 +44,7 @@ def _alive(process: psutil.Process) -> bool:
 @contextmanager
 def make_run(child_env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen]:
     """`make run` in its own session, its output in ``log_path``; killed if the test leaves it running."""
-    with open(log_path, "w") as log:
-        make = subprocess.Popen(
-            ["make", "run"],
-            cwd=BASE_DIR,
-            env=child_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    with logged_process(["make", "run"], child_env, log_path) as make:
         try:
             yield make
         finally:

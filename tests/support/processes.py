@@ -232,14 +232,12 @@ def gunicorn(
 
 
 @contextmanager
-def serving_plane(
-    child_env: dict[str, str], log_path: Path, *, python: str = PYTHON, options: tuple[str, ...] = ("--no-demo",)
-) -> Iterator[subprocess.Popen]:
-    """`manage.py serve --role all` run by ``python`` (another venv's, to test an install), its output in
-    ``log_path``; yields once it says "Control plane ready", and stops it with Ctrl-C (then SIGKILL) after."""
+def logged_process(command: list[str], child_env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen]:
+    """``command`` run from the project in a session of its own (so a signal reaches all it starts),
+    its output in ``log_path``, no stdin."""
     with open(log_path, "w") as log:
-        serve = subprocess.Popen(
-            [python, "manage.py", "serve", "--role", "all", *options],
+        yield subprocess.Popen(
+            command,
             cwd=BASE_DIR,
             env=child_env,
             stdout=log,
@@ -247,6 +245,15 @@ def serving_plane(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+
+
+@contextmanager
+def serving_plane(
+    child_env: dict[str, str], log_path: Path, *, python: str = PYTHON, options: tuple[str, ...] = ("--no-demo",)
+) -> Iterator[subprocess.Popen]:
+    """`manage.py serve --role all` run by ``python`` (another venv's, to test an install), its output in
+    ``log_path``; yields once it says "Control plane ready", and stops it with Ctrl-C (then SIGKILL) after."""
+    with logged_process([python, "manage.py", "serve", "--role", "all", *options], child_env, log_path) as serve:
         try:
             assert wait_for(lambda: "Control plane ready" in log_path.read_text(), timeout=180), log_path.read_text()
             yield serve
