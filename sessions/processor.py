@@ -146,11 +146,21 @@ class _Run:
     _ai: SessionMessage | None = None
     _user_commands: list[dict[str, Any]] | None = None
     _action_message: dict[str, Any] | None = None  # ACTIONS_EXECUTED as recorded (ActionResult rows)
+    # The user's commands as the session stood when the chain began (read for a batch of
+    # activations at once); good only until the chain adds a message.
+    _commands_at_start: list[dict[str, Any]] | None = None
 
     # --- driving ---------------------------------------------------------------------------
 
     def apply(self, event: Event, payload: dict[str, Any]) -> None:
         armed = self.session.phase_deadline_at
+        self.advance(event, payload)
+        rows.update(self.session, SAVED_FIELDS)  # save(update_fields=...), without compiling it every event
+        self.arm_deadline(armed)
+
+    def advance(self, event: Event, payload: dict[str, Any]) -> None:
+        """Apply the event and the chain it sets off to the session in memory, carrying out the
+        effects; the caller stores the session's state."""
         limits = session_limits.for_agent(self.session.agent)  # the agent's manifest, else the settings
         self.queue.append(EventInput(event, self.now, payload))
         for _ in range(MAX_CHAIN):
@@ -171,7 +181,9 @@ class _Run:
                 EFFECT_HANDLERS[item.kind](self, before, current, item.data)
         else:
             raise RuntimeError(f"session {self.session.pk}: more than {MAX_CHAIN} chained events")
-        rows.update(self.session, SAVED_FIELDS)  # save(update_fields=...), without compiling it every event
+
+    def arm_deadline(self, armed: datetime | None) -> None:
+        """Once the state is stored: a deadline other than the one ``armed`` before the chain gets its timer."""
         deadline = self.session.phase_deadline_at
         if deadline is not None and deadline != armed:
             # The deadline's own timer; the scheduler tick finds overdue sessions if it is lost.
@@ -187,6 +199,7 @@ class _Run:
         if self._seq is None:  # the session row is locked: nobody else appends meanwhile
             self._seq = (rows.fetch_one(_LAST_SEQ_SQL, [self.session.pk]) or (0,))[0]
         self._seq += 1
+        self._commands_at_start = None
         message = SessionMessage(session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields)
         rows.insert(message)  # SessionMessage.objects.create(...), without compiling the INSERT every event
         if sender == "AI" and message.ai_message_json is not None:
@@ -229,6 +242,8 @@ class _Run:
     def _execute_enrichments(self, before: machine.State, event: EventInput, data: dict) -> None:
         """The enrichments of the user's latest message(s): the one just stored, or, when an
         AUTOMATION starts, the messages copied from its SEED."""
+        if self._user_commands is None and self._commands_at_start is not None:
+            self._user_commands = self._commands_at_start
         if self._user_commands is None:
             last_other = self.session.messages.exclude(sender="USER").aggregate(last=Max("seq"))["last"] or 0
             user_messages = self.session.messages.filter(sender="USER", seq__gt=last_other, rich_content__isnull=False)
@@ -604,10 +619,11 @@ def apply_event(
 
 
 @functools.cache
-def _locked_session_sql() -> str:
+def _locked_session_sql(many: bool = False) -> str:
     """The session row locked for the chain, with its agent and its automation's provider profile
     (the machine reads them), in one statement written once (governance/kernel/rows.py): the ORM
-    took longer compiling this join than the database takes running it, on every event."""
+    took longer compiling this join than the database takes running it, on every event. With
+    ``many``, the rows of an array of ids, locked in id order (two batches never deadlock)."""
     quote = connection.ops.quote_name
 
     def table(model: type[Model], alias: str) -> str:
@@ -619,7 +635,8 @@ def _locked_session_sql() -> str:
         f" FROM {table(AISession, 's')} JOIN {table(Agent, 'a')} ON a.id = s.agent_id"
         f" LEFT JOIN {table(Automation, 'au')} ON au.id = s.automation_id"
         f" LEFT JOIN {table(ProviderProfile, 'p')} ON p.id = au.profile_id"
-        " WHERE s.session_id = %s FOR UPDATE OF s"
+        + (" WHERE s.session_id = ANY(%s) ORDER BY s.session_id" if many else " WHERE s.session_id = %s")
+        + " FOR UPDATE OF s"
     )
 
 
@@ -629,12 +646,59 @@ def _locked_session(session_id: UUID | str) -> AISession:
     row = rows.fetch_one(_locked_session_sql(), [AISession._meta.pk.to_python(session_id)])
     if row is None:
         raise AISession.DoesNotExist("AISession matching query does not exist.")
+    return _session_of(row)
+
+
+def _session_of(row: tuple[Any, ...]) -> AISession:
     session, agent, automation, profile = rows.instances(row, AISession, Agent, Automation, ProviderProfile)
     session.agent = agent
     if automation is not None:
         automation.profile = profile
     session.automation = automation
     return session
+
+
+_RICH_CONTENT = SessionMessage._meta.get_field("rich_content")
+
+# Where each session's messages stand: its last seq, and the user messages after the last one
+# that was not the user's (whose commands an activation's enrichments run), in order.
+_MESSAGES_AT_START_SQL = (
+    "SELECT l.session_id, l.last_seq, m.rich_content"
+    f" FROM (SELECT session_id, max(seq) AS last_seq, max(seq) FILTER (WHERE sender <> 'USER') AS last_other"
+    f" FROM {connection.ops.quote_name(SessionMessage._meta.db_table)} WHERE session_id = ANY(%s)"
+    " GROUP BY session_id) l"
+    f" LEFT JOIN {connection.ops.quote_name(SessionMessage._meta.db_table)} m ON m.session_id = l.session_id"
+    " AND m.sender = 'USER' AND m.rich_content IS NOT NULL AND m.seq > coalesce(l.last_other, 0)"
+    " ORDER BY l.session_id, m.seq"
+)
+
+
+def activate_many(session_ids: list[UUID], *, now: datetime) -> list[AISession]:
+    """SessionActivationRequested for sessions of distinct agents, as ``apply_event`` applies it
+    to each, in a fixed number of statements for the whole batch: the rows locked in one, where
+    their messages stand read in one, the states stored in one pipelined round trip. For the
+    scheduler, which holds the agents' locks and has seen their slots free: a refused transition
+    or a second active session raises, and the caller rolls the batch back."""
+    with connection.cursor() as cursor:
+        cursor.execute(_locked_session_sql(many=True), [session_ids])
+        sessions = [_session_of(row) for row in cursor.fetchall()]
+        cursor.execute(_MESSAGES_AT_START_SQL, [session_ids])
+        at_start: dict[UUID, tuple[int, list[dict[str, Any]]]] = {}
+        for session_id, last_seq, rich in cursor.fetchall():
+            commands = at_start.setdefault(session_id, (last_seq, []))[1]
+            if rich is not None:
+                commands.extend(_RICH_CONTENT.from_db_value(rich, None, connection).get("dataCommands", []))
+    runs = []
+    for session in sessions:
+        last_seq, commands = at_start.get(session.pk, (0, []))
+        run = _Run(session=session, actor=SYSTEM, now=now, _seq=last_seq, _commands_at_start=commands)
+        armed = session.phase_deadline_at
+        run.advance(Event.SESSION_ACTIVATION_REQUESTED, {})
+        runs.append((run, armed))
+    rows.update_many([run.session for run, _ in runs], SAVED_FIELDS)
+    for run, armed in runs:
+        run.arm_deadline(armed)
+    return sessions
 
 
 def _check_payload(kind: Event, payload: Any) -> None:

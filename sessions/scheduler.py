@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,19 +23,23 @@ from django.utils import timezone
 
 from agents import quotas
 from agents.models import Agent
-from governance.kernel import retention
+from governance.kernel import retention, rows
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
-from sessions import enrichments
+from sessions import enrichments, processor
 from sessions import limits as session_limits
 from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
 from sessions.models import AISession, Automation, SessionMessage
 from sessions.processor import REVIEW_KINDS, apply_event
 
 logger = logging.getLogger(__name__)
+
+# Agents started per transaction by a tick: their rows stay locked until it commits (a chat
+# request for one of them waits that long), and a refused batch is redone agent by agent.
+START_BATCH = 100
 
 RESUMABLE = (
     Q(is_active=False, type=SessionType.AUTOMATION.value)
@@ -137,36 +142,41 @@ def start_chat(
     return session
 
 
-def _copy_seed(seed: AISession, session: AISession, now: datetime) -> None:
+def _new_runs(automations: list[Automation], trigger: str, now: datetime) -> list[AISession]:
+    """A new run of each automation, its SEED's user messages copied in order: one INSERT of the
+    sessions, one read of the seeds' messages and one INSERT of the copies, however many."""
+    runs = AISession.objects.bulk_create(
+        AISession(
+            agent_id=automation.agent_id,
+            name=f"{automation.name} · {now:%Y-%m-%d %H:%M}",
+            type=SessionType.AUTOMATION.value,
+            automation=automation,
+            trigger=trigger,
+            queued_at=now,
+            scheduled_execution_time=automation.next_run_at if trigger == Automation.Trigger.SCHEDULED else None,
+            provider_id=automation.provider,
+            story=automation.seed_session.story,
+            domain=automation.seed_session.domain,
+            project=automation.seed_session.project,
+        )
+        for automation in automations
+    )
+    instructions: dict[UUID, list[SessionMessage]] = {automation.seed_session_id: [] for automation in automations}
+    for message in SessionMessage.objects.filter(session_id__in=instructions, sender="USER", removed_at__isnull=True):
+        instructions[message.session_id].append(message)  # in seq order (the model's ordering)
     SessionMessage.objects.bulk_create(
         SessionMessage(
-            session=session,
+            session=run,
             seq=n,
             timestamp=now,
             sender=message.sender,
             rich_content=message.rich_content,
             text_content=message.text_content,
         )
-        for n, message in enumerate(seed.messages.filter(sender="USER", removed_at__isnull=True), start=1)
+        for automation, run in zip(automations, runs, strict=True)
+        for n, message in enumerate(instructions[automation.seed_session_id], start=1)
     )
-
-
-def _new_run(automation: Automation, trigger: str, now: datetime) -> AISession:
-    session = AISession.objects.create(
-        agent_id=automation.agent_id,
-        name=f"{automation.name} · {now:%Y-%m-%d %H:%M}",
-        type=SessionType.AUTOMATION.value,
-        automation=automation,
-        trigger=trigger,
-        queued_at=now,
-        scheduled_execution_time=automation.next_run_at if trigger == Automation.Trigger.SCHEDULED else None,
-        provider_id=automation.provider,
-        story=automation.seed_session.story,
-        domain=automation.seed_session.domain,
-        project=automation.seed_session.project,
-    )
-    _copy_seed(automation.seed_session, session, now)
-    return session
+    return runs
 
 
 @transaction.atomic
@@ -221,7 +231,7 @@ def execute_automation(
     now = now or timezone.now()
     _require_manifest(automation.agent)
     check_queue_quota(automation.agent, actor)
-    session = _new_run(automation, Automation.Trigger(trigger).value, now)
+    (session,) = _new_runs([automation], Automation.Trigger(trigger).value, now)
     record(actor=actor, action="automation.executed", target=session, automation=automation.pk, trigger=trigger)
     fill_slot(automation.agent_id, now=now)
     session.refresh_from_db()
@@ -263,7 +273,6 @@ def _store_instructions(session: AISession, messages: list[dict[str, Any]], now:
 
 
 @transaction.atomic
-@transaction.atomic
 def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -> AISession:
     """STOP: the session ends CANCELLED and never resumes; who stopped it is recorded, and a
     question it left with the reviewers is withdrawn. The owning agent or an operator with the
@@ -296,17 +305,75 @@ def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession |
         if candidate is None:
             automation = (
                 Automation.objects.select_for_update(of=("self",))
+                .select_related("seed_session")
                 .filter(agent=agent, enabled=True, trigger=Automation.Trigger.SCHEDULED, next_run_at__lte=now)
                 .order_by("next_run_at")
                 .first()
             )
             if automation is None:
                 return None
-            candidate = _new_run(automation, Automation.Trigger.SCHEDULED.value, now)
-            assert candidate.scheduled_execution_time is not None  # a SCHEDULED run is due in its slot
-            automation.next_run_at = automation.next_run_following(candidate.scheduled_execution_time, now)
-            automation.save(update_fields=["next_run_at"])
+            (candidate,) = _scheduled_runs([automation], now)
         return candidate if _activate(candidate, now) else None
+
+
+def _scheduled_runs(automations: list[Automation], now: datetime) -> list[AISession]:
+    """The due run of each SCHEDULED automation, and its next run time moved past ``now``."""
+    runs = _new_runs(automations, Automation.Trigger.SCHEDULED.value, now)
+    for automation, run in zip(automations, runs, strict=True):
+        assert run.scheduled_execution_time is not None  # a SCHEDULED run is due in its slot
+        automation.next_run_at = automation.next_run_following(run.scheduled_execution_time, now)
+    rows.update_many(automations, ["next_run_at"])
+    return runs
+
+
+def _start_batch(agent_ids: list[int], now: datetime) -> int:
+    """``fill_slot`` for a batch of agents, set-wise: each kind of work is one statement for the
+    whole batch (lock the agents, read their active sessions, their queued ones, their due
+    automations; create the runs; activate). If the batch meets what the per-agent path handles
+    one by one (a refused activation, a second active session), it is rolled back and that path
+    decides for each agent of the batch."""
+    with transaction.atomic():
+        locked = list(
+            Agent.objects.select_for_update(skip_locked=True)
+            .filter(pk__in=agent_ids)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        try:
+            with transaction.atomic():
+                return len(_start_locked(locked, now))
+        except (IntegrityError, Conflict) as exc:
+            logger.info("[scheduler] batch start refused (%s): agent by agent", exc.__class__.__name__)
+        return sum(fill_slot(agent_id, now=now) is not None for agent_id in locked)
+
+
+def _start_locked(agent_ids: list[int], now: datetime) -> list[AISession]:
+    busy = set(AISession.objects.filter(agent_id__in=agent_ids, is_active=True).values_list("agent_id", flat=True))
+    free = [agent_id for agent_id in agent_ids if agent_id not in busy]
+    # The oldest waiting session of each free agent (DISTINCT ON takes the first row per agent).
+    waiting = dict(
+        AISession.objects.filter(_resumable(now), agent_id__in=free)
+        .order_by("agent_id", Coalesce("queued_at", "created_at"))
+        .distinct("agent_id")
+        .values_list("agent_id", "pk")
+    )
+    # An agent with nothing queued runs its earliest due SCHEDULED automation (the rows are
+    # locked; FOR UPDATE cannot go with DISTINCT ON, so the earliest is picked here).
+    due: dict[int, Automation] = {}
+    for automation in (
+        Automation.objects.select_for_update(of=("self",))
+        .select_related("seed_session")
+        .filter(
+            agent_id__in=[agent_id for agent_id in free if agent_id not in waiting],
+            enabled=True,
+            trigger=Automation.Trigger.SCHEDULED,
+            next_run_at__lte=now,
+        )
+        .order_by("agent_id", "next_run_at", "pk")
+    ):
+        due.setdefault(automation.agent_id, automation)
+    runs = _scheduled_runs(list(due.values()), now) if due else []
+    return processor.activate_many([*waiting.values(), *(run.pk for run in runs)], now=now)
 
 
 def fire_timer(session_id: str, event: str, at: str, *, now: datetime | None = None) -> bool:
@@ -420,10 +487,10 @@ def tick(now: datetime | None = None) -> dict[str, int]:
         "timeouts": _watchdog(now),
         "expired_reviews": _expire_reviews(now),
     }
-    started = 0
-    for agent_id in _agents_with_work(now):
-        started += fill_slot(agent_id, now=now, wait=False) is not None
-    counts["started"] = started
+    agent_ids = _agents_with_work(now)
+    counts["started"] = sum(
+        _start_batch(agent_ids[n : n + START_BATCH], now) for n in range(0, len(agent_ids), START_BATCH)
+    )
     return counts
 
 
