@@ -110,6 +110,7 @@ FAISS_SPEEDUP = 10.0  # at 1M
 INDEX_ONLY_SLOWDOWN = 1.5  # the service's p95 over the bare index query's, at the ef_search it uses
 BLOCK_P95_MS = {100_000: 30.0, 1_000_000: 40.0}  # size: the block's p95 (ms), the embedding included
 FULL_MAX_S = 3.0
+FULL_FLOOR_S = 5.0  # issue 18.6: the full recompute's target, or the floor explained
 INCREMENTAL_MAX_S = 0.3
 INCREMENTAL_SPEEDUP = 10.0
 EVICTION_MAX_S = 10.0
@@ -1284,6 +1285,9 @@ def targets(result: dict[str, Any]) -> dict[str, bool]:
         injections = scoring["injections"]
         step = scoring["after_new_injections"]
         out[f"full recompute < {FULL_MAX_S:g} s over {injections} injections"] = within(scoring["full"], FULL_MAX_S)
+        out[f"full recompute < {FULL_FLOOR_S:g} s over {injections} injections (issue 18)"] = within(
+            scoring["full"], FULL_FLOOR_S
+        )
         out[f"incremental < {INCREMENTAL_MAX_S:g} s after {result['config']['new_injections']} new injections"] = (
             within(step["incremental"], INCREMENTAL_MAX_S)
         )

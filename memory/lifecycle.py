@@ -208,7 +208,7 @@ _EVICT = f"""
     ),
     vectors AS (
         UPDATE {Embedding._meta.db_table} e SET active = false
-          FROM stale WHERE e.kind = 'learning' AND e.object_id = stale.id
+         WHERE e.kind = 'learning' AND e.object_id = ANY(ARRAY(SELECT id FROM stale))
     )
     INSERT INTO {AuditEvent._meta.db_table} (at, actor, action, target_type, target_id, data)
     SELECT %(now)s, %(actor)s, %(action)s, %(target_type)s, stale.id::text, %(data)s::jsonb FROM stale

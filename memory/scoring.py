@@ -30,7 +30,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.backends.utils import CursorWrapper
 from django.db.models import Max
 from django.utils import timezone
 
@@ -69,10 +68,25 @@ _ANALYZE_TOUCHED = "ANALYZE scoring_touched"
 # The sort behind count(DISTINCT) over 1M injections spills to disk at the default 4 MB.
 _WORK_MEM = "SET LOCAL work_mem = '256MB'"
 
+# A full run reads every injection and the learning of each: one hash join. The planner's
+# estimate favoured a memoized index lookup per injection, which took twice as long at 1M
+# (2.4 s against 1.1 s, bench/README.md). Incremental runs keep their index lookups.
+_HASH_JOINS = "SET LOCAL enable_nestloop = off"
+
+# Both are put back for whatever else the caller's transaction does afterwards.
+_RESTORE = ["RESET work_mem", "RESET enable_nestloop"]
+
 # "A GO after the injection" is "the story's latest gate-8 GO is later than the injection": one
 # hash join on a per-story aggregate instead of a correlated lookup per injection row. The sort
 # keys compare bytewise (COLLATE "C"): equality is the same under any deterministic collation,
 # and it skips the locale's strcoll on a million rows (3.6 s -> 2.7 s, bench/README.md).
+#
+# Only the keys whose numbers changed are written (compared with the stored row, looked up in the
+# database's collation so the key index serves it): a nightly full run over a million injections
+# where little changed writes little, and what it writes is exactly what it corrects or creates.
+# A full run also removes, in the same statement, the rows of keys nobody injects any more (their
+# learnings were erased), which readers must see as 0.0. The statement answers with the number of
+# keys computed, created, corrected and removed.
 _UPSERT = """
     WITH last_go AS (
         SELECT story, max(at) AS at FROM memory_gateresult
@@ -88,55 +102,66 @@ _UPSERT = """
           LEFT JOIN last_go g ON g.story = i.story
           {join_keys}
          GROUP BY l.story COLLATE "C", l.gate, l.tags_hash COLLATE "C"
-    )
-    INSERT INTO memory_reusescore
-        (story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score, computed_at)
-    SELECT story, gate, tags_hash, nb_injections, nb_go, nb_domains,
-           %(w_inj)s * nb_injections + %(w_go)s * nb_go + %(w_dom)s * nb_domains, %(now)s
-      FROM agg
-    ON CONFLICT (story, gate, tags_hash) DO UPDATE SET
-        nb_injections = EXCLUDED.nb_injections,
-        nb_stories_gate8_go = EXCLUDED.nb_stories_gate8_go,
-        nb_domains = EXCLUDED.nb_domains,
-        reuse_score = EXCLUDED.reuse_score,
-        computed_at = EXCLUDED.computed_at
+    ),
+    scored AS (
+        SELECT *, %(w_inj)s * nb_injections + %(w_go)s * nb_go + %(w_dom)s * nb_domains AS reuse_score FROM agg
+    ),
+    changed AS (
+        SELECT a.*, s.id IS NULL AS created
+          FROM scored a
+          LEFT JOIN memory_reusescore s
+            ON s.story = a.story COLLATE "default" AND s.gate = a.gate AND s.tags_hash = a.tags_hash COLLATE "default"
+         WHERE s.id IS NULL
+            OR (s.nb_injections, s.nb_stories_gate8_go, s.nb_domains, s.reuse_score)
+               IS DISTINCT FROM (a.nb_injections, a.nb_go, a.nb_domains, a.reuse_score)
+    ),
+    written AS (
+        INSERT INTO memory_reusescore
+            (story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score, computed_at)
+        SELECT story, gate, tags_hash, nb_injections, nb_go, nb_domains, reuse_score, %(now)s FROM changed
+        ON CONFLICT (story, gate, tags_hash) DO UPDATE SET
+            nb_injections = EXCLUDED.nb_injections,
+            nb_stories_gate8_go = EXCLUDED.nb_stories_gate8_go,
+            nb_domains = EXCLUDED.nb_domains,
+            reuse_score = EXCLUDED.reuse_score,
+            computed_at = EXCLUDED.computed_at
+    ),
+    {removed}
+    SELECT (SELECT count(*) FROM agg),
+           (SELECT count(*) FILTER (WHERE created) FROM changed),
+           (SELECT count(*) FILTER (WHERE NOT created) FROM changed),
+           (SELECT count(*) FROM removed)
 """
 
+_REMOVED = """removed AS (
+        DELETE FROM memory_reusescore s
+         WHERE NOT EXISTS (
+            SELECT 1 FROM agg a
+             WHERE a.story COLLATE "default" = s.story AND a.gate = s.gate
+               AND a.tags_hash COLLATE "default" = s.tags_hash
+         )
+        RETURNING 1
+    )"""
+_NOTHING_REMOVED = "removed AS (SELECT 1 WHERE false)"
 
 _JOIN_TOUCHED = "JOIN scoring_touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash"
 # ON COMMIT DROP is not enough when the caller's transaction holds more than one run.
 _DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
 
 
+def _upsert(*, touched: bool) -> str:
+    """The statement computing the touched keys (incremental) or every key (full)."""
+    if touched:
+        return _UPSERT.format(join_keys=_JOIN_TOUCHED, removed=_NOTHING_REMOVED)
+    return _UPSERT.format(join_keys="", removed=_REMOVED)
+
+
 def statements(*, incremental: bool) -> list[str]:
     """The statements of one run, in order, to run in one transaction; the last is the upsert
     (the benchmark explains it after running the others)."""
     if not incremental:
-        return [_WORK_MEM, _UPSERT.format(join_keys="")]
-    return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _UPSERT.format(join_keys=_JOIN_TOUCHED)]
-
-
-# A full run compares what it writes with what was there: a copy of the numbers taken before the
-# upsert (a few columns per key, small next to the aggregation over every injection).
-_SNAPSHOT = [
-    "DROP TABLE IF EXISTS scoring_before",
-    """CREATE TEMPORARY TABLE scoring_before ON COMMIT DROP AS
-       SELECT story, gate, tags_hash, nb_injections, nb_stories_gate8_go, nb_domains, reuse_score
-         FROM memory_reusescore""",
-]
-
-# The upsert wrote every injected key with computed_at = this run's start; any other row is a
-# key nobody injects any more (its learnings were erased), which readers must see as 0.0.
-_REMOVE_UNINJECTED = "DELETE FROM memory_reusescore WHERE computed_at <> %(now)s"
-
-_CORRECTIONS = """
-    SELECT count(*) FILTER (WHERE b.story IS NULL),
-           count(*) FILTER (WHERE b.story IS NOT NULL
-               AND (b.nb_injections, b.nb_stories_gate8_go, b.nb_domains, b.reuse_score)
-                   IS DISTINCT FROM (s.nb_injections, s.nb_stories_gate8_go, s.nb_domains, s.reuse_score))
-      FROM memory_reusescore s
-      LEFT JOIN scoring_before b ON b.story = s.story AND b.gate = s.gate AND b.tags_hash = s.tags_hash
-"""
+        return [_WORK_MEM, _HASH_JOINS, _upsert(touched=False)]
+    return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _upsert(touched=True)]
 
 
 # The advisory lock keys: one scoring run at a time; score inputs (injections, gate results).
@@ -194,15 +219,6 @@ def _one_run_at_a_time() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_RUN_LOCK])
 
 
-def _corrections(cursor: CursorWrapper, params: dict) -> Corrections:
-    """After a full run's upsert: drop the rows of keys no longer injected, then count what changed."""
-    cursor.execute(_REMOVE_UNINJECTED, params)
-    removed = cursor.rowcount
-    cursor.execute(_CORRECTIONS)
-    created, corrected = cursor.fetchone()
-    return Corrections(corrected=corrected, created=created, removed=removed)
-
-
 @transaction.atomic
 def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
     started = timezone.now()
@@ -219,15 +235,13 @@ def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
         "w_dom": WEIGHT_DOMAINS,
         "now": started,
     }
-    corrections = None
     with connection.cursor() as cursor:
-        for statement in [] if incremental else _SNAPSHOT:
-            cursor.execute(statement)
         for statement in statements(incremental=incremental):
             cursor.execute(statement, params)
-        updated = cursor.rowcount
-        if not incremental:
-            corrections = _corrections(cursor, params)
+        updated, created, corrected, removed = cursor.fetchone()
+        for statement in _RESTORE:
+            cursor.execute(statement)
+    corrections = None if incremental else Corrections(corrected=corrected, created=created, removed=removed)
     finished = timezone.now()
     ScoringRun.objects.create(
         mode=ScoringRun.Mode.INCREMENTAL if incremental else ScoringRun.Mode.FULL,
@@ -275,4 +289,4 @@ def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
             "DELETE FROM memory_reusescore s USING scoring_touched t"
             " WHERE s.story = t.story AND s.gate = t.gate AND s.tags_hash = t.tags_hash"
         )
-        cursor.execute(_UPSERT.format(join_keys=_JOIN_TOUCHED), params)
+        cursor.execute(_upsert(touched=True), params)

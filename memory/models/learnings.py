@@ -46,7 +46,8 @@ class Learning(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["story", "gate", "tags_hash"], name="learning_score_key"),
+            # Covering: scoring finds the learnings of a key from the index alone (issue 18.6).
+            models.Index(fields=["story", "gate", "tags_hash"], include=["id"], name="learning_score_key"),
             models.Index(fields=["scope", "domain"], name="learning_scope_domain"),
         ]
 
@@ -69,7 +70,8 @@ class ErasedLearning(models.Model):
 class LearningInjection(models.Model):
     """A learning served in a step-0 injection block: the raw material of reuse scores."""
 
-    learning = models.ForeignKey(Learning, on_delete=models.PROTECT, related_name="injections")
+    # Indexed by injection_learning_story, which starts with it.
+    learning = models.ForeignKey(Learning, on_delete=models.PROTECT, related_name="injections", db_index=False)
     story = models.CharField(max_length=100, help_text="The story it was injected into")
     domain = models.CharField(max_length=100)
     project = models.CharField(max_length=100)
@@ -78,7 +80,10 @@ class LearningInjection(models.Model):
 
     class Meta:
         ordering = ["-at"]
-        indexes = [models.Index(fields=["learning", "story"], name="injection_learning_story")]
+        # Covering: a scoring run reads what it counts of a learning's injections from the index.
+        indexes = [
+            models.Index(fields=["learning", "story"], include=["domain", "at"], name="injection_learning_story")
+        ]
 
     def __str__(self) -> str:
         return f"{self.learning_id} -> {self.story}"
@@ -96,7 +101,11 @@ class GateResult(models.Model):
 
     class Meta:
         ordering = ["-at"]
-        indexes = [models.Index(fields=["story", "gate", "verdict", "at"], name="gate_result_lookup")]
+        indexes = [
+            models.Index(fields=["story", "gate", "verdict", "at"], name="gate_result_lookup"),
+            # Each story's latest gate-8 GO, which every scoring run reads (memory/scoring.py).
+            models.Index(fields=["story", "at"], condition=Q(gate=8, verdict="GO"), name="gate_go_by_story"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.story} gate {self.gate}: {self.verdict}"

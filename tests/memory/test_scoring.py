@@ -262,3 +262,28 @@ def test_the_weekly_task_runs_a_full_run_and_is_scheduled_every_seven_days(maint
         "seconds",
     )
     assert ScoringRun.objects.first().keys_corrected == 1
+
+
+def test_a_full_run_rewrites_only_the_keys_it_corrects(maintained):
+    compute_reuse_scores(full=True)
+    before = dict(ReuseScore.objects.values_list("story", "computed_at"))
+    ReuseScore.objects.filter(story="PD-1").update(reuse_score=Decimal("5.0"))  # the counts are right
+
+    compute_reuse_scores(full=True)
+
+    after = dict(ReuseScore.objects.values_list("story", "computed_at"))
+    assert score(maintained["kept"]).reuse_score == Decimal("1.2")
+    assert after["PD-1"] > before["PD-1"]
+    assert (after["PD-2"], after["PD-3"]) == (before["PD-2"], before["PD-3"])  # right already: untouched
+    run = ScoringRun.objects.first()
+    assert (run.keys_corrected, run.keys_created, run.keys_removed, run.keys_updated) == (1, 0, 0, 3)
+
+
+def test_a_full_run_gives_the_callers_transaction_its_planner_back(maintained):
+    planner = "SELECT current_setting('enable_nestloop'), current_setting('work_mem')"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(planner)
+        before = cursor.fetchone()
+        compute_reuse_scores(full=True)
+        cursor.execute(planner)
+        assert cursor.fetchone() == before
