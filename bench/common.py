@@ -112,7 +112,12 @@ def machine(database: str, load_before: tuple[float, ...], **versions: str) -> d
 
 
 def package_version(name: str) -> str:
-    return metadata.version(name)
+    """The installed version, or "not installed": recording where the numbers come from must
+    never lose a run's measures (a measure that needs the package fails on its own, earlier)."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def git_commit() -> str | None:

@@ -348,6 +348,7 @@ def _start_batch(agent_ids: list[int], now: datetime) -> int:
 
 
 def _start_locked(agent_ids: list[int], now: datetime) -> list[AISession]:
+    """What ``fill_slot`` starts for each of these locked agents, decided for all at once."""
     busy = set(AISession.objects.filter(agent_id__in=agent_ids, is_active=True).values_list("agent_id", flat=True))
     free = [agent_id for agent_id in agent_ids if agent_id not in busy]
     # The oldest waiting session of each free agent (DISTINCT ON takes the first row per agent).
