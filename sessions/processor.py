@@ -658,8 +658,6 @@ def _session_of(row: tuple[Any, ...]) -> AISession:
     return session
 
 
-_RICH_CONTENT = SessionMessage._meta.get_field("rich_content")
-
 # Where each session's messages stand: its last seq, and the user messages after the last one
 # that was not the user's (whose commands an activation's enrichments run), in order.
 _MESSAGES_AT_START_SQL = (
@@ -687,7 +685,7 @@ def activate_many(session_ids: list[UUID], *, now: datetime) -> list[AISession]:
         for session_id, last_seq, rich in cursor.fetchall():
             commands = at_start.setdefault(session_id, (last_seq, []))[1]
             if rich is not None:
-                commands.extend(_RICH_CONTENT.from_db_value(rich, None, connection).get("dataCommands", []))
+                commands.extend(json.loads(rich).get("dataCommands", []))  # jsonb arrives as text (rows.py)
     runs = []
     for session in sessions:
         last_seq, commands = at_start.get(session.pk, (0, []))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection
@@ -20,7 +21,7 @@ from sessions.models import AISession, Automation
 from tests.factories.agents import AgentFactory
 from tests.factories.sessions import AISessionFactory
 
-INSTRUCTIONS = [
+INSTRUCTIONS: list[dict[str, Any]] = [
     {"text": "Audit yesterday's failed jobs."},
     {
         "segments": [
@@ -36,11 +37,13 @@ INSTRUCTIONS = [
 
 
 def queued(agent: Agent, now, minutes_ago: int = 5) -> AISession:
-    return AISessionFactory(agent=agent, type="AUTOMATION", queued_at=now - timedelta(minutes=minutes_ago))
+    return AISessionFactory.create(agent=agent, type="AUTOMATION", queued_at=now - timedelta(minutes=minutes_ago))
 
 
-def due_automation(agent: Agent, now, messages: list[dict] = INSTRUCTIONS) -> Automation:
-    seed = scheduler.create_seed(agent, name="seed", messages=messages, now=now, story="S-1", domain="seo")
+def due_automation(agent: Agent, now, messages: list[dict[str, Any]] | None = None) -> Automation:
+    seed = scheduler.create_seed(
+        agent, name="seed", messages=messages or INSTRUCTIONS, now=now, story="S-1", domain="seo"
+    )
     return Automation.objects.create(
         agent=agent,
         name="Hourly audit",
