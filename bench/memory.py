@@ -83,6 +83,7 @@ from bench.vectors import (
     sha256_hex,
     unique_texts,
 )
+from memory.vector_index import HNSW_EF_CONSTRUCTION, HNSW_M
 
 DB_NAME = "governance_bench_memory"
 K = 5
@@ -124,8 +125,8 @@ class Config:
     real: int = 3000
     real_queries: int = 100
     ef_search: tuple[int, ...] = (40, 80, 160, 320)
-    m: int = 16
-    ef_construction: int = 64
+    m: int = HNSW_M  # the project's graph (memory/vector_index.py is pure: importable before Django)
+    ef_construction: int = HNSW_EF_CONSTRUCTION
     variants: tuple[tuple[int, int], ...] = ()  # other (m, ef_construction) measured after the default
     maintenance_work_mem: str = "4GB"  # 1M rows: 3GB ran out at 966 240 (589 s); 4GB holds the graph (401 s)
     blocks: int = 200
@@ -1455,8 +1456,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact-queries", type=int, default=d.exact_queries, help="exact-scan queries (default 100)")
     parser.add_argument("--real", type=int, default=d.real, help="rows with real MiniLM vectors (default 3000)")
     parser.add_argument("--ef-search", default="40,80,160,320", help="ef_search curve (default 40,80,160,320)")
-    parser.add_argument("--m", type=int, default=d.m, help="HNSW m (default 16, the project's)")
-    parser.add_argument("--ef-construction", type=int, default=d.ef_construction, help="HNSW ef_construction (64)")
+    parser.add_argument("--m", type=int, default=d.m, help=f"HNSW m (default {d.m}, the project's)")
+    parser.add_argument(
+        "--ef-construction", type=int, default=d.ef_construction, help=f"HNSW ef_construction ({d.ef_construction})"
+    )
     parser.add_argument("--index-variants", default="", help="other m:ef_construction to measure, e.g. 24:128")
     parser.add_argument("--maintenance-work-mem", default=d.maintenance_work_mem, help="for the index build (4GB)")
     parser.add_argument("--clusters", type=int, default=d.spec.clusters, help="synthetic clusters (default 1000)")

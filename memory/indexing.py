@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import QuerySet
 
 from governance.kernel import dispatch
 from memory.models import Clarification, Embedding, Learning, SubjectMemory, VeilleNote
-from memory.vector_index import create_index_sql, index_name
+from memory.vector_index import HNSW_EF_CONSTRUCTION, HNSW_M, create_index_sql, hnsw_options, index_name
 
 logger = logging.getLogger(__name__)
 
@@ -177,14 +179,61 @@ def build_index(kind: str, model: str, dimension: int) -> bool:
         if found is not None:
             logger.warning("[index] %s is invalid (an interrupted build): building it again", name)
             cursor.execute(f"DROP INDEX {'CONCURRENTLY ' if concurrently else ''}IF EXISTS {name}")
-        # For the session when each statement is its own transaction, else for the transaction (undone with it).
-        local = not concurrently
-        cursor.execute(
-            "SELECT set_config('maintenance_work_mem', %s, %s)", [str(settings.MEMORY_INDEX_BUILD_MEMORY), local]
-        )
-        try:
-            cursor.execute(create_index_sql(kind, model, dimension, concurrently=concurrently))
-        finally:
-            if concurrently:
-                cursor.execute("RESET maintenance_work_mem")
+        _build(cursor, create_index_sql(kind, model, dimension, concurrently=concurrently), concurrently)
     return True
+
+
+def _build(cursor: CursorWrapper, statement: str, concurrently: bool) -> None:
+    """Run a CREATE INDEX with MEMORY_INDEX_BUILD_MEMORY of maintenance_work_mem: for the session
+    when each statement is its own transaction (put back after), else for the transaction."""
+    cursor.execute(
+        "SELECT set_config('maintenance_work_mem', %s, %s)", [str(settings.MEMORY_INDEX_BUILD_MEMORY), not concurrently]
+    )
+    try:
+        cursor.execute(statement)
+    finally:
+        if concurrently:
+            cursor.execute("RESET maintenance_work_mem")
+
+
+# The HNSW indexes of the embedding table, with the options they were built with.
+_HNSW_INDEXES = """
+    SELECT c.relname, pg_get_indexdef(c.oid), c.reloptions, i.indisvalid
+      FROM pg_index i
+      JOIN pg_class c ON c.oid = i.indexrelid
+      JOIN pg_am am ON am.oid = c.relam
+     WHERE i.indrelid = %s::regclass AND am.amname = 'hnsw'
+"""
+_REBUILD_SUFFIX = "_rebuild"
+
+
+def rebuild_outdated() -> list[str]:
+    """Rebuild each HNSW index of the embedding table built with other graph options than the
+    shipped ones (memory.vector_index.HNSW_M, HNSW_EF_CONSTRUCTION); returns their names.
+
+    Searches keep their index meanwhile: the new one is built CONCURRENTLY under a temporary name
+    (writes go on), then it replaces the old one under its name. A run interrupted halfway leaves
+    an invalid temporary index, which the next run drops. Outside a transaction only."""
+    if connection.in_atomic_block:
+        raise RuntimeError("rebuild_outdated builds CONCURRENTLY: call it outside a transaction")
+    wanted = {f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"}
+    rebuilt = []
+    with connection.cursor() as cursor:
+        cursor.execute(_HNSW_INDEXES, [Embedding._meta.db_table])
+        indexes = cursor.fetchall()
+        for name, _, _, valid in indexes:
+            if name.endswith(_REBUILD_SUFFIX) and not valid:
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        for name, definition, options, valid in indexes:
+            if name.endswith(_REBUILD_SUFFIX) or (valid and set(options or []) == wanted):
+                continue
+            temporary = f"{name[: 63 - len(_REBUILD_SUFFIX)]}{_REBUILD_SUFFIX}"
+            statement = definition.replace(f"CREATE INDEX {name} ON", f"CREATE INDEX CONCURRENTLY {temporary} ON", 1)
+            if statement == definition:  # only our own index names, which never need quoting
+                raise ValueError(f"unexpected definition of {name}: {definition}")
+            logger.info("[index] rebuilding %s with %s", name, hnsw_options())
+            _build(cursor, re.sub(r"WITH \([^)]*\)", hnsw_options(), statement, count=1), concurrently=True)
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            cursor.execute(f"ALTER INDEX {temporary} RENAME TO {name}")
+            rebuilt.append(name)
+    return rebuilt

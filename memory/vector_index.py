@@ -11,8 +11,18 @@ import re
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIMENSION = 384
 KINDS = ("learning", "veille", "clarification", "subject")
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
+# A denser graph than pgvector's defaults (16, 64): at a million clustered learnings, m 16 /
+# ef_construction 64 stayed short of recall@5 0.95 even at ef_search 1000 (24 ms per search), while
+# m 24 / ef_construction 128 reaches 0.97 at ef_search 160 (7 ms) for a build 1.6 times as long
+# (bench/README.md, issue 18). Indexes built with other values are rebuilt by
+# memory.indexing.rebuild_outdated (migration memory 0015).
+HNSW_M = 24
+HNSW_EF_CONSTRUCTION = 128
+
+
+def hnsw_options() -> str:
+    """The WITH clause every HNSW index is built with."""
+    return f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
 
 
 def index_name(kind: str, model: str) -> str:
@@ -35,7 +45,7 @@ def create_index_sql(kind: str, model: str, dimension: int, *, concurrently: boo
         f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {index_name(kind, model)} "
         "ON memory_embedding "
         f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
-        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"{hnsw_options()} "
         f"WHERE kind = {_literal(kind)} AND model = {_literal(model)} AND active"
     )
 

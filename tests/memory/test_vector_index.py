@@ -118,3 +118,56 @@ def test_a_new_models_index_is_built_on_the_live_table_without_holding_its_write
     assert indexing.build_index("learning", model, DEFAULT_DIMENSION) is False  # valid: left alone
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {index_name('learning', model)}")
+
+
+def _options(cursor, name: str) -> tuple[set[str], bool] | None:
+    cursor.execute(
+        "SELECT c.reloptions, i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+        " WHERE c.relname = %s",
+        [name],
+    )
+    found = cursor.fetchone()
+    return None if found is None else (set(found[0] or []), found[1])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_index_built_with_the_old_graph_options_is_rebuilt_under_its_name():
+    """An upgraded database (migration memory 0015): an index of the old m 16 / ef_construction 64
+    gets the shipped graph and keeps its name and definition; a current one is left alone."""
+    from memory import indexing
+    from memory.vector_index import HNSW_EF_CONSTRUCTION, HNSW_M, hnsw_options
+
+    model, rng = "old-graph", random.Random(5)
+    name = index_name("learning", model)
+    current = index_name("learning", "all-MiniLM-L6-v2")
+    with connection.cursor() as cursor:
+        for n in range(60):
+            _insert(cursor, model, n, rng)
+        old = create_index_sql("learning", model, DEFAULT_DIMENSION)
+        cursor.execute(old.replace(hnsw_options(), "WITH (m = 16, ef_construction = 64)"))
+        assert _options(cursor, name) == ({"m=16", "ef_construction=64"}, True)
+        cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [name])
+        before = cursor.fetchone()[0]  # the same cast and WHERE after: the searches' index still
+    try:
+        assert indexing.rebuild_outdated() == [name]
+        with connection.cursor() as cursor:
+            assert _options(cursor, name) == ({f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"}, True)
+            assert _options(cursor, f"{name}_rebuild") is None
+            assert _options(cursor, current) == ({f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"}, True)
+            cursor.execute("SELECT pg_get_indexdef(%s::regclass)", [name])
+            assert cursor.fetchone()[0] == before.replace(
+                "m='16', ef_construction='64'", "m='24', ef_construction='128'"
+            )
+        assert indexing.rebuild_outdated() == []  # nothing left to do
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS {name}")
+            cursor.execute("DELETE FROM memory_embedding WHERE model = %s", [model])
+
+
+@pytest.mark.django_db
+def test_rebuilding_refuses_to_run_inside_a_transaction():
+    from memory import indexing
+
+    with pytest.raises(RuntimeError, match="outside a transaction"):
+        indexing.rebuild_outdated()
