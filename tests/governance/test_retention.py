@@ -5,13 +5,11 @@ and recorded; decisions, the audit trail and jobs are never touched; a dry run w
 from __future__ import annotations
 
 import io
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -30,6 +28,7 @@ from tests.factories.agents import KpiSampleFactory
 from tests.factories.gateway import GatewayCallFactory
 from tests.factories.governance import ContractCheckFactory, ContractFactory, ReviewItemFactory, TaskRunFactory
 from tests.factories.sessions import AISessionFactory, AutomationFactory
+from tests.support.concurrency import at_once
 from tests.support.jobs import submit_job
 from tests.support.manifests import load
 
@@ -327,24 +326,7 @@ def test_two_runs_at_once_share_the_rows_without_counting_one_twice(policy):
         ContractCheckFactory.build(agent=agent, contract=contract, output={"n": n}, checked_at=ago(DAYS + 1))
         for n in range(400)
     )
-    barrier = threading.Barrier(2)
-    reports = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            barrier.wait()
-            reports.append(run_retention(actor=SYSTEM, batch_size=25))
-        except BaseException as exc:  # a deadlock or a serialization failure would land here
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    reports, errors = at_once(lambda: run_retention(actor=SYSTEM, batch_size=25), 2)
 
     assert not errors
     assert len(reports) == 2

@@ -3,14 +3,12 @@ to ARCHIVED in one transaction; nothing deleted (seed 004 section 2.4)."""
 
 from __future__ import annotations
 
-import threading
 from datetime import date, timedelta
 from decimal import Decimal
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.utils import timezone
 
 from governance.kernel.models import AuditEvent
@@ -20,6 +18,7 @@ from governance.reviews.models import ReviewItem
 from memory import lifecycle
 from memory.models import Embedding, Learning, PromotionProposal, ReuseScore
 from tests.factories.memory import EmbeddingFactory, LearningFactory, LearningInjectionFactory
+from tests.support.concurrency import at_once
 
 TODAY = date(2026, 11, 21)
 
@@ -103,23 +102,7 @@ def test_two_promotion_runs_at_once_open_one_proposal_per_learning():
     items = [learning(story=f"PD-{n}") for n in range(20)]
     for item in items:
         scored(item, "0.4")
-    reports, failures = [], []
-    start = threading.Barrier(2)
-
-    def run() -> None:
-        start.wait()
-        try:
-            reports.append(lifecycle.propose_promotions(mode="review"))
-        except Exception as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    reports, failures = at_once(lambda: lifecycle.propose_promotions(mode="review"), 2, timeout=60)
 
     assert failures == []
     assert sum(report.proposed for report in reports) == 20

@@ -3,11 +3,10 @@ slot with an empty queue, transparent resumes, timers and the watchdog."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from governance.reviews.models import ReviewItem
@@ -15,6 +14,7 @@ from sessions import scheduler
 from sessions.models import AISession, Automation, SessionMessage
 from tests.factories.sessions import AISessionFactory
 from tests.support.api import Api
+from tests.support.concurrency import at_once
 from tests.support.keys import issue_key
 from tests.support.manifests import load, manifest_text
 
@@ -187,23 +187,8 @@ def test_two_ticks_at_once_never_activate_two_sessions_for_one_agent(vlevel):
     load("agent.seo.architect")
     for n in range(6):
         AISessionFactory(agent=vlevel, name=f"queued {n}", type="AUTOMATION", queued_at=timezone.now())
-    barrier = threading.Barrier(4)
-    errors: list[Exception] = []
 
-    def tick() -> None:
-        try:
-            barrier.wait()
-            scheduler.tick()
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=tick) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _, errors = at_once(scheduler.tick, 4)
 
     assert errors == []
     assert AISession.objects.filter(agent=vlevel, is_active=True).count() == 1

@@ -5,7 +5,6 @@ per-agent path when the batch meets a refusal, and no double start under concurr
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from sessions import scheduler
 from sessions.models import AISession, Automation
 from tests.factories.agents import AgentFactory
 from tests.factories.sessions import AISessionFactory
+from tests.support.concurrency import at_once
 
 INSTRUCTIONS: list[dict[str, Any]] = [
     {"text": "Audit yesterday's failed jobs."},
@@ -161,27 +161,12 @@ def test_a_refused_activation_sends_its_batch_agent_by_agent(caplog):
 def test_concurrent_ticks_start_each_agent_once():
     now = timezone.now()
     agents = starts(30, now)
-    barrier = threading.Barrier(4)
-    started: list[int] = []
-    errors: list[Exception] = []
 
-    def tick() -> None:
-        try:
-            barrier.wait()
-            started.append(scheduler.tick(now=now)["started"])
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=tick) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    counts, errors = at_once(lambda: scheduler.tick(now=now), 4)
 
     assert errors == []
-    assert sum(started) == 30  # the ticks shared the work (SKIP LOCKED), nobody started twice
+    # The ticks shared the work (SKIP LOCKED) and nobody started an agent twice.
+    assert sum(count["started"] for count in counts) == 30
     for agent in agents:
         assert AISession.objects.filter(agent=agent, is_active=True).count() == 1
     assert AISession.objects.filter(trigger="SCHEDULED").count() == 10  # one run per due automation
