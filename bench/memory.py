@@ -1011,14 +1011,26 @@ def _explain_scoring(full: bool, last_injection: int, last_gate: int, analyze: b
 def timed_scoring(full: bool, timeout_s: float) -> dict[str, Any]:
     """``compute_reuse_scores`` timed from the caller's side (commit included), under a statement
     timeout: a pathological plan is reported as timed out instead of holding the run for hours."""
-    from django.db import OperationalError
+    from django.db import OperationalError, connection
 
     from memory.scoring import compute_reuse_scores
+
+    statements: list[dict[str, Any]] = []
+
+    def clock(execute: Callable, statement: str, params: Any, many: bool, context: dict) -> Any:
+        begun = time.perf_counter()
+        try:
+            return execute(statement, params, many, context)
+        finally:
+            statements.append(
+                {"ms": round((time.perf_counter() - begun) * 1000, 1), "sql": " ".join(statement.split())[:70]}
+            )
 
     sql(f"SET statement_timeout = {int(timeout_s * 1000)}")
     started = time.perf_counter()
     try:
-        outcome = compute_reuse_scores(full=full)
+        with connection.execute_wrapper(clock):
+            outcome = compute_reuse_scores(full=full)
     except OperationalError as exc:
         if "statement timeout" not in str(exc):
             raise
@@ -1036,6 +1048,7 @@ def timed_scoring(full: bool, timeout_s: float) -> dict[str, Any]:
         "seconds": round(wall, 3),
         "inside_s": round(outcome.seconds, 3),
         "timed_out": False,
+        "statements": statements,  # where the run's time went, statement by statement
     }
 
 
