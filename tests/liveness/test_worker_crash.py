@@ -10,7 +10,8 @@ A real Celery worker (concurrency 2) works through one batch of the platform's t
 * ``agents.sweep_jobs`` over jobs whose lease expired.
 
 The test SIGKILLs the worker's whole process group (main process and pool children) while the
-first tick is part-way through the agents and an embedding task runs in the other slot, queues
+first tick is inside its batch of agents (held there by an automation row the test locks) and an
+embedding task runs in the other slot, queues
 more of the same work while no worker runs, then starts a new worker on the same queue and waits
 until every task it queued has run.
 
@@ -40,8 +41,10 @@ from collections import Counter
 from datetime import timedelta
 from decimal import Decimal
 
+import psycopg
 import pytest
 from celery.signals import after_task_publish
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
@@ -116,6 +119,15 @@ def inject(learnings: list[Learning], wave: int) -> None:
         for k in range(1 + n % 3)
     )
     GateResult.objects.bulk_create(GateResult(story=f"W{wave}-S{s}", gate=8, verdict="GO", at=now) for s in (0, 2, 4))
+
+
+def waiting_for(holder: psycopg.Connection) -> int:
+    """How many database sessions wait for a lock ``holder`` holds."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", [holder.info.backend_pid]
+        )
+        return cursor.fetchone()[0]
 
 
 def due_automations(count: int, *, now) -> list[int]:
@@ -215,22 +227,33 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_doubles_noth
             app.send_task("memory.compute_reuse_scores")
             queued_before = len(published)
 
+            # The tick starts its agents in one transaction per batch (sessions.scheduler._start_batch):
+            # an automation row held here keeps the first tick inside its batch, the agents locked and
+            # nothing committed, for as long as the test needs to kill it there.
+            held = psycopg.connect(**connection.get_connection_params())
+            held.execute(f"SELECT 1 FROM {Automation._meta.db_table} WHERE id = %s FOR UPDATE", [automations[-1]])
+
             def mid_tick() -> list[str] | None:
-                """The moment to kill: the tick is part-way through the agents, another task runs."""
+                """The moment to kill: the tick is inside its batch, waiting on the held row, and
+                another task runs."""
                 running = list(TaskRun.objects.filter(finished_at=None).values_list("task_name", flat=True))
-                if "sessions.tick" in running and len(running) >= 2 and 0 < runs.count() < AGENTS:
+                if "sessions.tick" in running and len(running) >= 2 and waiting_for(held) == 1:
                     return running
                 return None
 
-            with celery_worker_process(tmp_path, own_group=True, log_name="worker-1.log", **worker_env) as worker:
-                in_flight = wait_for(mid_tick, timeout=60, interval=0.01)
-                worker.kill()
-                killed_at = time.monotonic()
-                assert in_flight, worker.log.read_text()[-4000:]
+            try:
+                with celery_worker_process(tmp_path, own_group=True, log_name="worker-1.log", **worker_env) as worker:
+                    in_flight = wait_for(mid_tick, timeout=60, interval=0.01)
+                    worker.kill()
+                    killed_at = time.monotonic()
+                    assert in_flight, worker.log.read_text()[-4000:]
+            finally:
+                held.close()  # the row is let go: the next tick is not held
 
             # What the dead worker left.
             done = len(set(published) & finished_task_ids())
             started_then = runs.count()
+            assert started_then == 0  # the batch died with its transaction: all of it or none of it
             vectors = Embedding.objects.filter(kind="learning", model=MODEL)
             stored_then = set(vectors.values_list("object_id", flat=True))
             calls_then = embedder.snapshot()
