@@ -89,7 +89,7 @@ _RESTORE = ["RESET work_mem", "RESET enable_nestloop"]
 # A full run also removes, in the same statement, the rows of keys nobody injects any more (their
 # learnings were erased), which readers must see as 0.0. The statement answers with the number of
 # keys computed, created, corrected and removed.
-_UPSERT = """
+_RECOMPUTE = """
     WITH last_go AS (
         SELECT story, max(at) AS at FROM memory_gateresult
          WHERE gate = %(go_gate)s AND verdict = 'GO' GROUP BY story
@@ -153,19 +153,19 @@ _JOIN_TOUCHED = "JOIN scoring_touched t ON t.story = l.story AND t.gate = l.gate
 _DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
 
 
-def _upsert(*, touched: bool) -> str:
+def _recompute(*, touched: bool) -> str:
     """The statement computing the touched keys (incremental) or every key (full)."""
     if touched:
-        return _UPSERT.format(join_keys=_JOIN_TOUCHED, removed=_NOTHING_REMOVED)
-    return _UPSERT.format(join_keys="", removed=_REMOVED)
+        return _RECOMPUTE.format(join_keys=_JOIN_TOUCHED, removed=_NOTHING_REMOVED)
+    return _RECOMPUTE.format(join_keys="", removed=_REMOVED)
 
 
 def statements(*, incremental: bool) -> list[str]:
-    """The statements of one run, in order, to run in one transaction; the last is the upsert
+    """The statements of one run, in order, to run in one transaction; the last is the recompute
     (the benchmark explains it after running the others)."""
     if not incremental:
-        return [_WORK_MEM, _HASH_JOINS, _upsert(touched=False)]
-    return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _upsert(touched=True)]
+        return [_WORK_MEM, _HASH_JOINS, _recompute(touched=False)]
+    return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _recompute(touched=True)]
 
 
 # The advisory lock keys: one scoring run at a time; score inputs (injections, gate results).
@@ -293,4 +293,4 @@ def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
             "DELETE FROM memory_reusescore s USING scoring_touched t"
             " WHERE s.story = t.story AND s.gate = t.gate AND s.tags_hash = t.tags_hash"
         )
-        cursor.execute(_upsert(touched=True), params)
+        cursor.execute(_recompute(touched=True), params)

@@ -53,9 +53,8 @@ def _resumable(now: datetime) -> Q:
     return RESUMABLE & (Q(queued_at__isnull=True) | Q(queued_at__lte=now))
 
 
-def _locked_agent(agent_id: int, *, wait: bool = True) -> Agent | None:
-    query = Agent.objects.select_for_update(skip_locked=not wait, of=("self",)).filter(pk=agent_id)
-    return query.first()
+def _locked_agent(agent_id: int) -> Agent | None:
+    return Agent.objects.select_for_update(of=("self",)).filter(pk=agent_id).first()
 
 
 def _active(agent: Agent) -> AISession | None:
@@ -293,11 +292,11 @@ def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -
 # --- the tick --------------------------------------------------------------------------------
 
 
-def fill_slot(agent_id: int, *, now: datetime, wait: bool = True) -> AISession | None:
+def fill_slot(agent_id: int, *, now: datetime) -> AISession | None:
     """If the agent's slot is free: resume the oldest queued or orphaned session, else start a
     due SCHEDULED automation (only when nothing is queued)."""
     with transaction.atomic():
-        agent = _locked_agent(agent_id, wait=wait)
+        agent = _locked_agent(agent_id)
         if agent is None or AISession.objects.filter(agent=agent, is_active=True).exists():
             return None
         waiting = AISession.objects.filter(_resumable(now), agent=agent).order_by(Coalesce("queued_at", "created_at"))
