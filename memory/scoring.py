@@ -48,16 +48,16 @@ def compute_reuse_score(nb_injections: int, nb_gate8_go: int, nb_domains: int) -
     return WEIGHT_INJECTIONS * nb_injections + WEIGHT_GATE8_GO * nb_gate8_go + WEIGHT_DOMAINS * nb_domains
 
 
+# An injection carries its learning's key (memory/models/learnings.py): no run reads a learning.
 _TOUCHED = """
     CREATE TEMPORARY TABLE scoring_touched ON COMMIT DROP AS
-    SELECT l.story, l.gate, l.tags_hash
-      FROM memory_learninginjection i JOIN memory_learning l ON l.id = i.learning_id
-     WHERE i.id > %(last_injection)s
+    SELECT learning_story AS story, learning_gate AS gate, learning_tags_hash AS tags_hash
+      FROM memory_learninginjection
+     WHERE id > %(last_injection)s
     UNION
-    SELECT l.story, l.gate, l.tags_hash
+    SELECT i.learning_story, i.learning_gate, i.learning_tags_hash
       FROM memory_gateresult g
       JOIN memory_learninginjection i ON i.story = g.story AND i.at < g.at
-      JOIN memory_learning l ON l.id = i.learning_id
      WHERE g.id > %(last_gate)s AND g.gate = %(go_gate)s AND g.verdict = 'GO'
 """
 
@@ -65,22 +65,50 @@ _TOUCHED = """
 # nested loops: after 100 new gate-8 GOs over 1M injections the run did not finish in 120 s.
 _ANALYZE_TOUCHED = "ANALYZE scoring_touched"
 
-# The sort behind count(DISTINCT) over 1M injections spills to disk at the default 4 MB.
+# The hash joins of a full run (275 000 keys against the stored scores) spill to disk at the
+# default 4 MB of work_mem; it is put back for whatever else the caller's transaction does.
 _WORK_MEM = "SET LOCAL work_mem = '256MB'"
+_RESTORE = ["RESET work_mem"]
 
-# A full run reads every injection and the learning of each: one hash join. The planner's
-# estimate favoured a memoized index lookup per injection, which took twice as long at 1M
-# (2.4 s against 1.1 s, bench/README.md). Incremental runs keep their index lookups.
-_HASH_JOINS = "SET LOCAL enable_nestloop = off"
-
-# Both are put back for whatever else the caller's transaction does afterwards.
-_RESTORE = ["RESET work_mem", "RESET enable_nestloop"]
-
-# "A GO after the injection" is "the story's latest gate-8 GO is later than the injection": one
-# hash join on a per-story aggregate instead of a correlated lookup per injection row. The sort
-# keys compare bytewise (COLLATE "C"): equality is the same under any deterministic collation,
-# and it skips the locale's strcoll on a million rows (3.6 s -> 2.7 s, bench/README.md).
+# What each key counts. Both shapes compute the same numbers; their plans differ.
 #
+# A full run reads every injection in key order from the covering index injection_score_key,
+# whose columns end with the injected story, so the groups come out already sorted for
+# count(DISTINCT story): no sort of a million rows (it was the floor at 1.6 s). Whether a GO
+# follows an injection is the story's latest gate-8 GO (a partial index lookup, memoized per
+# story), compared with the injection's time; a join would lose the index order.
+_COUNT_ALL = """
+        SELECT i.learning_story AS story, i.learning_gate AS gate, i.learning_tags_hash AS tags_hash,
+               count(*) AS nb_injections,
+               count(DISTINCT i.story) FILTER (WHERE g.at > i.at) AS nb_go,
+               count(DISTINCT i.domain) AS nb_domains
+          FROM memory_learninginjection i
+          LEFT JOIN LATERAL (
+              SELECT max(at) AS at FROM memory_gateresult
+               WHERE story = i.story AND gate = %(go_gate)s AND verdict = 'GO'
+          ) g ON true
+         GROUP BY i.learning_story, i.learning_gate, i.learning_tags_hash
+"""
+# An incremental run reads the touched keys' injections (index lookups) in no useful order, so
+# the stories' latest GOs are one hash join on a per-story aggregate, and the rows are sorted
+# bytewise (COLLATE "C": equality is the same under any deterministic collation, and it skips
+# the locale's strcoll).
+_COUNT_TOUCHED = """
+        SELECT i.learning_story COLLATE "C" AS story, i.learning_gate AS gate,
+               i.learning_tags_hash COLLATE "C" AS tags_hash,
+               count(*) AS nb_injections,
+               count(DISTINCT i.story COLLATE "C") FILTER (WHERE g.at > i.at) AS nb_go,
+               count(DISTINCT i.domain COLLATE "C") AS nb_domains
+          FROM scoring_touched t
+          JOIN memory_learninginjection i
+            ON i.learning_story = t.story AND i.learning_gate = t.gate AND i.learning_tags_hash = t.tags_hash
+          LEFT JOIN (
+              SELECT story, max(at) AS at FROM memory_gateresult
+               WHERE gate = %(go_gate)s AND verdict = 'GO' GROUP BY story
+          ) g ON g.story = i.story
+         GROUP BY i.learning_story COLLATE "C", i.learning_gate, i.learning_tags_hash COLLATE "C"
+"""
+
 # Only the keys whose numbers changed are written (compared with the stored row, looked up in the
 # database's collation so the key index serves it): a nightly full run over a million injections
 # where little changed writes little, and what it writes is exactly what it corrects or creates.
@@ -90,21 +118,7 @@ _RESTORE = ["RESET work_mem", "RESET enable_nestloop"]
 # learnings were erased), which readers must see as 0.0. The statement answers with the number of
 # keys computed, created, corrected and removed.
 _RECOMPUTE = """
-    WITH last_go AS (
-        SELECT story, max(at) AS at FROM memory_gateresult
-         WHERE gate = %(go_gate)s AND verdict = 'GO' GROUP BY story
-    ),
-    agg AS (
-        SELECT l.story COLLATE "C" AS story, l.gate, l.tags_hash COLLATE "C" AS tags_hash,
-               count(*) AS nb_injections,
-               count(DISTINCT i.story COLLATE "C") FILTER (WHERE g.at > i.at) AS nb_go,
-               count(DISTINCT i.domain COLLATE "C") AS nb_domains
-          FROM memory_learninginjection i
-          JOIN memory_learning l ON l.id = i.learning_id
-          LEFT JOIN last_go g ON g.story = i.story
-          {join_keys}
-         GROUP BY l.story COLLATE "C", l.gate, l.tags_hash COLLATE "C"
-    ),
+    WITH agg AS ({count}),
     scored AS (
         SELECT *, %(w_inj)s * nb_injections + %(w_go)s * nb_go + %(w_dom)s * nb_domains AS reuse_score FROM agg
     ),
@@ -148,7 +162,6 @@ _REMOVED = """removed AS (
     )"""
 _NOTHING_REMOVED = "removed AS (SELECT 1 WHERE false)"
 
-_JOIN_TOUCHED = "JOIN scoring_touched t ON t.story = l.story AND t.gate = l.gate AND t.tags_hash = l.tags_hash"
 # ON COMMIT DROP is not enough when the caller's transaction holds more than one run.
 _DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
 
@@ -156,15 +169,15 @@ _DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
 def _recompute(*, touched: bool) -> str:
     """The statement computing the touched keys (incremental) or every key (full)."""
     if touched:
-        return _RECOMPUTE.format(join_keys=_JOIN_TOUCHED, removed=_NOTHING_REMOVED)
-    return _RECOMPUTE.format(join_keys="", removed=_REMOVED)
+        return _RECOMPUTE.format(count=_COUNT_TOUCHED, removed=_NOTHING_REMOVED)
+    return _RECOMPUTE.format(count=_COUNT_ALL, removed=_REMOVED)
 
 
 def statements(*, incremental: bool) -> list[str]:
     """The statements of one run, in order, to run in one transaction; the last is the recompute
     (the benchmark explains it after running the others)."""
     if not incremental:
-        return [_WORK_MEM, _HASH_JOINS, _recompute(touched=False)]
+        return [_WORK_MEM, _recompute(touched=False)]
     return [_WORK_MEM, _DROP_TOUCHED, _TOUCHED, _ANALYZE_TOUCHED, _recompute(touched=True)]
 
 

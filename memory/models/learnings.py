@@ -68,21 +68,34 @@ class ErasedLearning(models.Model):
 
 
 class LearningInjection(models.Model):
-    """A learning served in a step-0 injection block: the raw material of reuse scores."""
+    """A learning served in a step-0 injection block: the raw material of reuse scores.
 
-    # Indexed by injection_learning_story, which starts with it.
+    Scores are keyed by the learning's (story, gate, tags_hash), so each injection carries that key,
+    as the seed's injection lines did: a scoring run then counts injections by key without reading
+    a learning (issue 18.6). The database writes the copy, never a caller: the trigger
+    ``injection_learning_key`` (migration 0016) sets it from the learning on every insert and
+    update, whatever the writer sends. A learning's key never changes after it is created."""
+
     learning = models.ForeignKey(Learning, on_delete=models.PROTECT, related_name="injections", db_index=False)
     story = models.CharField(max_length=100, help_text="The story it was injected into")
     domain = models.CharField(max_length=100)
     project = models.CharField(max_length=100)
     at = models.DateTimeField(db_index=True)
     served_to = models.CharField(max_length=200, blank=True, db_default="", help_text="Who the block was served to")
+    learning_story = models.CharField(max_length=100, editable=False, help_text="The learning's story")
+    learning_gate = models.PositiveSmallIntegerField(editable=False, help_text="The learning's gate")
+    learning_tags_hash = models.CharField(max_length=64, editable=False, help_text="The learning's tags_hash")
 
     class Meta:
         ordering = ["-at"]
-        # Covering: a scoring run reads what it counts of a learning's injections from the index.
         indexes = [
-            models.Index(fields=["learning", "story"], include=["domain", "at"], name="injection_learning_story")
+            models.Index(fields=["learning"], name="injection_learning"),
+            # Covering, and in the order a full scoring run counts them (memory/scoring.py).
+            models.Index(
+                fields=["learning_story", "learning_gate", "learning_tags_hash", "story"],
+                include=["domain", "at"],
+                name="injection_score_key",
+            ),
         ]
 
     def __str__(self) -> str:
