@@ -243,6 +243,25 @@ def test_minilm_batches_keep_order_and_values(minilm: LocalMiniLM) -> None:
         assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_minilm_gives_the_vectors_sentence_transformers_encode_gives(minilm: LocalMiniLM) -> None:
+    """The backend runs the model's tokenizer and transformer itself (memory/embeddings/local.py):
+    its vectors must stay those of the library's own encode, text by text, in the order given."""
+    texts = [
+        "retry the flaky deploy",
+        "",
+        "Élan, naïve café: unicode NFC/NFD ✓",
+        "a long learning " * 200,  # beyond the model's 256 tokens: truncated the same way
+        *(f"learning number {i}: pin the runner image before the canary" for i in range(40)),
+    ]
+    expected = local._load_local_model().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+
+    got = LocalMiniLM(batch_size=16).embed(texts)
+
+    assert len(got) == len(texts)
+    for vector, reference in zip(got, expected.tolist(), strict=True):
+        assert max(abs(a - b) for a, b in zip(vector, reference, strict=True)) < 1e-5
+
+
 def test_minilm_loads_once_per_process_even_from_many_threads(minilm: LocalMiniLM) -> None:
     seen: list[int] = []
     threads = [threading.Thread(target=lambda: seen.append(id(local._load_local_model()))) for _ in range(8)]
