@@ -10,7 +10,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from governance.kernel.principals import SYSTEM
@@ -20,6 +19,7 @@ from memory.injection import build_block
 from memory.models import Learning, LearningInjection, ReuseScore
 from memory.scoring import compute_reuse_scores
 from tests.factories.memory import LearningFactory, LearningInjectionFactory
+from tests.support.migrations import back_at, migrate
 
 pytestmark = pytest.mark.django_db
 
@@ -129,13 +129,6 @@ BEFORE = [("memory", "0015_denser_hnsw_graphs")]
 AFTER = [("memory", "0016_injection_learning_key")]
 
 
-def migrate(targets: list[tuple[str, str]]):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def index_names() -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_learninginjection'")
@@ -145,8 +138,7 @@ def index_names() -> set[str]:
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_earlier_injections_their_key_batch_after_batch(monkeypatch):
     monkeypatch.setattr(MIGRATION, "BATCH", 2)  # five rows: three batches
-    old = migrate(BEFORE)
-    try:
+    with back_at(BEFORE) as old:
         learning_model = old.get_model("memory", "Learning")
         injection_model = old.get_model("memory", "LearningInjection")
         learnings = [
@@ -162,8 +154,6 @@ def test_the_migration_gives_earlier_injections_their_key_batch_after_batch(monk
         assert "injection_learning_story" in index_names()
 
         migrate(AFTER)
-    finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
     assert LearningInjection.objects.count() == 5
     assert keys() == {key(row) for row in learnings}

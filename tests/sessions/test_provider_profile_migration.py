@@ -5,25 +5,17 @@ through the API) is not carried over and is no longer hosted."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.support.migrations import back_at, migrate
 
 BEFORE = [("ai_sessions", "0003_default_prompt_chunks_and_tick")]
 AFTER = [("ai_sessions", "0004_provider_profiles")]
 
 
-def migrate(targets: list[tuple[str, str]]):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_old_provider_configs_become_profiles_only_when_the_server_made_them():
-    old = migrate(BEFORE)
-    try:
+    with back_at(BEFORE) as old:
         agent = old.get_model("agents", "Agent").objects.create(agent_id="agent.old", name="old", role="executor")
         session_model, automation_model = (
             old.get_model("ai_sessions", "AISession"),
@@ -59,10 +51,6 @@ def test_old_provider_configs_become_profiles_only_when_the_server_made_them():
         plain = automation("plain", "agent:agent.old", "", {})
 
         new = migrate(AFTER)
-    finally:
-        # Back to the latest schema, later migrations included: the tests after this one need it.
-        executor = MigrationExecutor(connection)
-        migrate(executor.loader.graph.leaf_nodes())
 
     rows = {row.pk: row for row in new.get_model("ai_sessions", "Automation").objects.select_related("profile")}
     assert rows[demo].profile.provider == "scripted"
