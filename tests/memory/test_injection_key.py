@@ -16,8 +16,7 @@ from governance.kernel.principals import SYSTEM
 from memory import indexing, transfer
 from memory.embeddings import HashingBackend
 from memory.injection import build_block
-from memory.models import Learning, LearningInjection, ReuseScore
-from memory.scoring import compute_reuse_scores
+from memory.models import Learning, LearningInjection
 from tests.factories.memory import LearningFactory, LearningInjectionFactory
 from tests.support.migrations import back_at, migrate
 
@@ -109,19 +108,6 @@ def test_an_injection_of_a_learning_that_does_not_exist_is_refused():
     with pytest.raises(IntegrityError, match="learning 987654 does not exist"), transaction.atomic():
         LearningInjection.objects.create(learning_id=987654, story="PD-9", domain="d", project="p", at=AT)
     assert not LearningInjection.objects.exists()
-
-
-def test_scores_count_by_the_key_each_injection_carries():
-    first = LearningFactory.create(story="PD-1", gate=3, tags=["#api"], text="one")
-    twin = LearningFactory.create(story="PD-1", gate=3, tags=["#api"], text="another text, the same key")
-    LearningInjectionFactory.create(learning=first, story="PD-8", domain="seo", at=AT)
-    LearningInjectionFactory.create(learning=twin, story="PD-9", domain="rag", at=AT)
-
-    outcome = compute_reuse_scores(full=True)
-
-    assert outcome.keys_updated == 1
-    row = ReuseScore.objects.get(story="PD-1", gate=3, tags_hash=first.tags_hash)
-    assert (row.nb_injections, row.nb_domains) == (2, 2)
 
 
 MIGRATION = importlib.import_module("memory.migrations.0016_injection_learning_key")
