@@ -1372,12 +1372,18 @@ def report(result: dict[str, Any]) -> str:
                 f"p95 {knn['ratios']['faiss_p95_vs_service_p95']}"
             )
         if "block" in size:
-            b, e = size["block"], size["block"]["embedding_only"]
+            b, e, q = size["block"], size["block"]["embedding_only"], size["block"]["sql_statements"]
             lines.append(
                 f"{rows:>9} injection block: p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms "
                 f"(embedding alone p50 {e['p50_ms']}, p95 {e['p95_ms']}; "
-                f"SQL statements p50 {b['sql_statements']['p50_ms']})"
+                f"SQL statements p50 {q['p50_ms']}, p95 {q['p95_ms']})"
             )
+            if knn:  # the block's one round trip against the bare top-5 query at the same ef_search
+                bare = knn["index_only_at_shipped_ef"]
+                lines.append(
+                    f"{rows:>9} block SQL / bare index query at ef {knn['shipped_ef_search']}: "
+                    f"p50 {div(q['p50_ms'], bare['p50_ms'])}x, p95 {div(q['p95_ms'], bare['p95_ms'])}x"
+                )
     scoring = result.get("scoring")
     if scoring:
         step, gates = scoring["after_new_injections"], scoring["after_new_gate_results"]

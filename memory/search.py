@@ -84,11 +84,18 @@ def candidate_count(kind: str, model: str, k: int = 5) -> int:
 
 
 def _candidates_sql(dimension: int, p: str = "") -> str:
-    """The partial HNSW index's nearest rows; ``p`` prefixes the parameter names, so that one statement
-    can hold the candidates of several kinds (the injection block, memory/block_query.py)."""
+    """The partial HNSW index's nearest rows, nearest first, with their cosine ``distance``; ``p``
+    prefixes the parameter names, so that one statement can hold the candidates of several kinds (the
+    injection block, memory/block_query.py).
+
+    The outer queries sort by ``distance`` rather than by a similarity computed from it: the planner
+    then knows the candidates arrive in that order, joins them one at a time and stops once the
+    top k are complete (an incremental sort under the LIMIT). Sorting on ``1 - distance`` it must join
+    and sort every candidate first: at 1M learnings that is ef_search (120-160) heap rows of embeddings,
+    learnings and scores read for 5 results, the block's p95 on cold buffers."""
     d = int(dimension)
     return f"""
-        SELECT object_id, 1 - (embedding::vector({d}) <=> %({p}q)s::vector({d})) AS similarity
+        SELECT object_id, embedding::vector({d}) <=> %({p}q)s::vector({d}) AS distance
           FROM memory_embedding
          WHERE kind = %({p}kind)s AND model = %({p}model)s AND active
          ORDER BY embedding::vector({d}) <=> %({p}q)s::vector({d})
@@ -114,7 +121,7 @@ def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
     seed's order; ``columns`` adds learning columns (``l.``) to the id, similarity, score and date."""
     return f"""
         WITH c AS ({_candidates_sql(dimension, p)})
-        SELECT l.id, c.similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created{columns}
+        SELECT l.id, 1 - c.distance AS similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created{columns}
           FROM c
           JOIN memory_learning l ON l.id = c.object_id AND l.scope <> 'archived'
           LEFT JOIN memory_reusescore s
@@ -125,7 +132,7 @@ def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
                 OR (%({p}shared)s AND l.scope <> 'story'
                     AND (%({p}shared_domains)s::text[] IS NULL
                          OR lower(l.domain) = ANY(%({p}shared_domains)s::text[]))))
-         ORDER BY c.similarity DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
+         ORDER BY c.distance, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %({p}k)s
     """
 
@@ -154,13 +161,13 @@ def veille_sql(dimension: int, p: str = "", columns: str = "") -> str:
     ``columns`` adds note columns (``v.``) to the id and similarity."""
     return f"""
         WITH c AS ({_candidates_sql(dimension, p)})
-        SELECT v.id, c.similarity{columns}
+        SELECT v.id, 1 - c.distance AS similarity{columns}
           FROM c JOIN memory_veillenote v ON v.id = c.object_id
          WHERE (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
            AND (%({p}verdict)s::text IS NULL OR v.verdict_veille = %({p}verdict)s)
            AND (%({p}tags)s::text[] IS NULL OR ARRAY(
                 SELECT lower(t) FROM jsonb_array_elements_text(v.tags) t) @> %({p}tags)s::text[])
-         ORDER BY c.similarity DESC, v.date DESC, v.id DESC
+         ORDER BY c.distance, v.date DESC, v.id DESC
          LIMIT %({p}k)s
     """
 
@@ -234,11 +241,11 @@ def nearest_clarifications(
 ) -> list[Hit]:
     sql = f"""
         WITH c AS ({_candidates_sql(dimension)})
-        SELECT a.id, c.similarity
+        SELECT a.id, 1 - c.distance AS similarity
           FROM c JOIN memory_clarification a ON a.id = c.object_id
          WHERE (%(domain)s::text IS NULL OR a.domain = %(domain)s)
            AND (%(project)s::text IS NULL OR a.project = %(project)s)
-         ORDER BY c.similarity DESC, a.date DESC, a.id DESC
+         ORDER BY c.distance, a.date DESC, a.id DESC
          LIMIT %(k)s
     """
     params = {
@@ -283,8 +290,8 @@ def nearest_subject_memories(
     if rows > EXACT_UP_TO:
         sql = f"""
             WITH c AS ({_candidates_sql(d).replace("SELECT object_id,", "SELECT object_id, subject_id,")})
-            SELECT object_id, similarity FROM c WHERE subject_id = %(subject)s
-             ORDER BY similarity DESC, object_id LIMIT %(k)s
+            SELECT object_id, 1 - distance AS similarity FROM c WHERE subject_id = %(subject)s
+             ORDER BY distance, object_id LIMIT %(k)s
         """
         found = _run(sql, params)
         if len(found) >= k:
