@@ -171,3 +171,48 @@ def test_rebuilding_refuses_to_run_inside_a_transaction():
 
     with pytest.raises(RuntimeError, match="outside a transaction"):
         indexing.rebuild_outdated()
+
+
+def _plan_nodes(node: dict) -> list[dict]:
+    return [node, *(child for sub in node.get("Plans", []) for child in _plan_nodes(sub))]
+
+
+@pytest.mark.django_db
+def test_the_learnings_search_reads_only_the_candidates_it_needs_and_keeps_the_seeds_order():
+    """The index hands over ``candidates`` rows nearest first; the search joins them to their
+    learnings and scores one at a time and stops once its top k are settled, ties at the kth place
+    included: the eight learnings sharing the nearest vector are ranked by reuse score."""
+    from decimal import Decimal
+
+    from memory.reach import EVERYTHING
+    from memory.search import learnings_params, learnings_sql
+    from tests.factories.memory import LearningFactory, ReuseScoreFactory
+
+    rng = random.Random(5)
+    with connection.cursor() as cursor:
+        cursor.execute(create_index_sql("learning", MODEL, DEFAULT_DIMENSION))
+    query = unit(rng)
+    twins = [LearningFactory.create(story=f"PD-T{n}", tags=[f"#t{n}"]) for n in range(8)]
+    for n, item in enumerate(twins):
+        ReuseScoreFactory(story=item.story, gate=item.gate, tags_hash=item.tags_hash, reuse_score=Decimal(n) / 10)
+    others = [LearningFactory.create(story=f"PD-O{n}") for n in range(300)]
+    Embedding.objects.bulk_create(
+        [EmbeddingFactory.build(object_id=item.pk, model=MODEL, embedding=query) for item in twins]
+        + [EmbeddingFactory.build(object_id=item.pk, model=MODEL, embedding=unit(rng)) for item in others]
+    )
+    params = learnings_params(vector_literal(query), model=MODEL, k=5, domain=None, project=None, reach=EVERYTHING) | {
+        "candidates": 200
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = 200")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + learnings_sql(DEFAULT_DIMENSION), params)
+        [[plan]] = cursor.fetchone()
+        cursor.execute(learnings_sql(DEFAULT_DIMENSION), params)
+        rows = cursor.fetchall()
+
+    assert [row[0] for row in rows] == [item.pk for item in reversed(twins)][:5]  # best reuse score first
+    assert [float(row[2]) for row in rows] == [0.7, 0.6, 0.5, 0.4, 0.3]
+    learning_reads = [node for node in _plan_nodes(plan["Plan"]) if node.get("Relation Name") == "memory_learning"]
+    assert learning_reads, "the plan reads memory_learning"
+    # The eight tied candidates and the first one after them: not the 200 the index was asked for.
+    assert sum(node["Actual Loops"] * max(1, node["Actual Rows"]) for node in learning_reads) <= 12
