@@ -37,15 +37,29 @@ def vectors(db) -> int:
     return 540
 
 
-def test_recall_counts_the_exact_top_k_the_index_found():
-    assert calibration.recall_at_k([[1, 2, 3], [4, 5, 9]], [[1, 2, 3], [4, 5, 6]], 3) == pytest.approx(5 / 6)
-    assert calibration.recall_at_k([], [], 5) == 1.0
+def test_recall_counts_the_exact_top_k_the_index_found_with_its_lower_bound():
+    mean, low = calibration.recall_at_k([[1, 2, 3], [4, 5, 9]], [[1, 2, 3], [4, 5, 6]], 3)
+    assert mean == pytest.approx(5 / 6)
+    # shares 1 and 2/3: standard deviation 0.2357, standard error 0.1667
+    assert low == pytest.approx(5 / 6 - 1.645 * (1 / 6), abs=1e-4)
+    assert calibration.recall_at_k([[1], [2], [3]], [[1], [2], [3]], 1) == (1.0, 1.0)  # no spread, no margin
+    assert calibration.recall_at_k([], [], 5) == (1.0, 1.0)
 
 
-def test_the_lowest_ef_search_reaching_the_target_wins_else_the_best_tried():
-    curve = [(40, 0.81), (80, 0.93), (120, 0.96), (160, 0.99)]
-    assert calibration.lowest_reaching(curve, 0.95) == (120, 0.96, True)
-    assert calibration.lowest_reaching(curve[:2], 0.95) == (80, 0.93, False)
+def test_a_sample_with_more_spread_needs_a_higher_mean_to_reach_the_target():
+    exact = [[1, 2, 3, 4, 5]] * 200
+    steady = [[1, 2, 3, 4, 5]] * 191 + [[1, 2, 3, 4, 9]] * 9  # 0.991 mean, every query close to it
+    spread = [[1, 2, 3, 4, 5]] * 188 + [[1, 2, 9, 9, 9]] * 12  # 0.964 mean, a few queries at 2 in 5
+    assert calibration.recall_at_k(steady, exact, 5)[1] >= 0.95
+    mean, low = calibration.recall_at_k(spread, exact, 5)
+    assert mean >= 0.95 > low
+
+
+def test_the_lowest_ef_search_whose_bound_reaches_the_target_wins_else_the_best_tried():
+    Point = calibration.Point
+    curve = [Point(40, 0.81, 0.78), Point(80, 0.96, 0.94), Point(120, 0.97, 0.955), Point(160, 0.99, 0.98)]
+    assert calibration.lowest_reaching(curve, 0.95) == (curve[2], True)  # 80's mean reached it, its bound did not
+    assert calibration.lowest_reaching(curve[:2], 0.95) == (curve[1], False)
 
 
 def test_tuning_records_what_it_measured_and_who_ran_it(vectors):
@@ -54,10 +68,12 @@ def test_tuning_records_what_it_measured_and_who_ran_it(vectors):
     assert (row.kind, row.model, row.k) == ("learning", MODEL, 5)
     assert (row.vectors, row.sample_size) == (vectors, 50)
     assert row.ef_search in calibration.EF_STEPS
-    assert row.reached == (row.recall >= 0.95)
-    tried = [point["recall"] for point in row.curve]
+    chosen = next(point for point in row.curve if point["ef_search"] == row.ef_search)
+    assert chosen["recall"] == pytest.approx(row.recall, abs=1e-4)
+    assert chosen["low"] <= chosen["recall"]
+    assert row.reached == (chosen["low"] >= 0.95)
     assert row.curve[-1]["ef_search"] == row.ef_search or not row.reached
-    assert all(recall < 0.95 for recall in tried[:-1])  # it stopped at the first one that reached it
+    assert all(point["low"] < 0.95 for point in row.curve[:-1])  # it stopped at the first bound that reached it
     event = AuditEvent.objects.get(action="search.calibrated")
     assert (event.actor, event.target_id, event.data["ef_search"]) == ("system", str(row.pk), row.ef_search)
 
