@@ -64,3 +64,9 @@ class SearchCalibration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} / {self.model}: ef_search {self.ef_search} (recall {self.recall:.3f})"
+
+    @property
+    def recall_low(self) -> float | None:
+        """The 95 % lower bound of the recall at the ef_search in use, which the choice rests on (None for
+        a measure recorded before the bounds were)."""
+        return next((point.get("low") for point in self.curve if point.get("ef_search") == self.ef_search), None)

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.template.defaultfilters import floatformat
 from django.test.utils import CaptureQueriesContext
 
 from governance.kernel.exceptions import Forbidden
@@ -138,5 +139,7 @@ def test_the_memory_health_page_shows_the_measured_recall_and_when(vectors, clie
     assert "Search recall" in html
     assert f"<td>{MODEL}</td>" in html
     assert f'<td class="num">{row.ef_search}</td>' in html
+    # the bound the choice rests on, beside the mean (rounded as the page rounds: 0.9515 is 0.952)
+    assert f"&ge; {floatformat(row.recall_low, 3)}</span>" in html
     assert f"{row.recall:.3f}" in html
     assert f"{row.measured_at:%Y-%m-%d %H:%M} by system" in html
