@@ -8,7 +8,7 @@ Each process reads it again at most a minute later (memory/search.py).
 
 "Reaches" means with 95 % confidence: the lower bound of the sample's mean, not the mean itself. At a
 million learnings the recall of single queries ranges from 2 in 5 to 5 in 5, and two samples of 200
-measured 0.94 and 0.96 at the same ef_search (bench/README.md): taking the mean, the finer steps let
+measured 0.934 and 0.960 at the same ef_search (bench/README.md): taking the mean, the finer steps let
 a lucky sample pick an ef_search that serves 0.93. Stored vectors are also easier queries than new
 texts (each is a node of the graph), which the bound's margin covers too.
 """

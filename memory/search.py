@@ -91,7 +91,7 @@ def _candidates_sql(dimension: int, p: str = "") -> str:
     The outer queries sort by ``distance`` rather than by a similarity computed from it: the planner
     then knows the candidates arrive in that order, joins them one at a time and stops once the
     top k are complete (an incremental sort under the LIMIT). Sorting on ``1 - distance`` it must join
-    and sort every candidate first: at 1M learnings that is ef_search (120-160) heap rows of embeddings,
+    and sort every candidate first: at 1M learnings that is ef_search (100-160) heap rows of embeddings,
     learnings and scores read for 5 results, the block's p95 on cold buffers."""
     d = int(dimension)
     return f"""

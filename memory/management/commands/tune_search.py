@@ -32,9 +32,8 @@ class Command(BaseCommand):
             self.stdout.write("[tune_search] no vectors to measure")
         for row in results:
             verdict = "reached" if row.reached else "NOT reached: searches use the best one tried"
-            low = next(point["low"] for point in row.curve if point["ef_search"] == row.ef_search)
             self.stdout.write(
                 f"[tune_search] {row.kind}/{row.model}: ef_search {row.ef_search}, recall@{row.k} {row.recall:.3f} "
-                f"(95% lower bound {low:.3f}) over {row.sample_size} of {row.vectors} vectors "
+                f"(95% lower bound {row.recall_low:.3f}) over {row.sample_size} of {row.vectors} vectors "
                 f"(target {row.target:g} {verdict})"
             )
