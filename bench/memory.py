@@ -454,18 +454,18 @@ def kept_load(ds: Dataset, n: int, cfg: Config) -> dict[str, Any] | None:
     notes = sql("SELECT count(*) FROM memory_veillenote")[0][0]
     if found != (n, ds.shas[0].decode(), ds.shas[n - 1].decode()) or not indexed or not notes:
         return None
+    index = {"name": name, "m": cfg.m, "ef_construction": cfg.ef_construction, "seconds": None, "mb": relation_mb(name)}
+    return loaded(ds, n, index, kept_from_an_earlier_run=True)
+
+
+def loaded(ds: Dataset, n: int, index: dict[str, Any], **how: Any) -> dict[str, Any]:
+    """What a size's load reports, however it came to be loaded (``how``: its timings, or that it was kept)."""
     return {
         "rows": n,
         "active": int(ds.active[:n].sum()),
         "real_minilm_rows": min(ds.real, n),
-        "kept_from_an_earlier_run": True,
-        "index": {
-            "name": name,
-            "m": cfg.m,
-            "ef_construction": cfg.ef_construction,
-            "seconds": None,
-            "mb": relation_mb(name),
-        },
+        **how,
+        "index": index,
         "mb": {"memory_learning": relation_mb("memory_learning"), "memory_embedding": relation_mb("memory_embedding")},
         "disk_free_gb": disk_free_gb(),
     }
@@ -501,16 +501,7 @@ def load_size(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
         sql(f"VACUUM ANALYZE {table}")
     times["vacuum_analyze_s"] = time.perf_counter() - started
     block_context(ds, cfg)
-    return {
-        "rows": n,
-        "active": int(ds.active[:n].sum()),
-        "real_minilm_rows": min(ds.real, n),
-        **{key: round(value, 1) for key, value in times.items()},
-        "dropped_indexes": dropped,
-        "index": index,
-        "mb": {"memory_learning": relation_mb("memory_learning"), "memory_embedding": relation_mb("memory_embedding")},
-        "disk_free_gb": disk_free_gb(),
-    }
+    return loaded(ds, n, index, **{key: round(value, 1) for key, value in times.items()}, dropped_indexes=dropped)
 
 
 # --- The injection block's other sources ---------------------------------------------------------
