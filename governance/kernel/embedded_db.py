@@ -7,7 +7,10 @@ The `pgserver` package ships PostgreSQL 16 binaries with pgvector. We wrap it so
 * a crashed earlier run does not block the next one: a `postmaster.pid` whose process is gone,
   or whose pid now belongs to something that is not PostgreSQL, is cleared before starting;
 * the server is never stopped behind the back of another user of it: only the process that
-  actually started it (``started_here()``) stops it, and only when it is told to.
+  actually started it (``started_here()``) stops it, and only when it is told to;
+* its memory suits the vector search: `shared_buffers` is sized to the machine (PostgreSQL's 128 MB
+  holds no learning graph past ~60 000 learnings), in a file of its own that an operator's
+  ``ALTER SYSTEM`` still overrides.
 
 No Django imports here: settings call this before Django is configured.
 """
@@ -25,6 +28,10 @@ from urllib.parse import quote
 logger = logging.getLogger(__name__)
 
 _started_here: set[Path] = set()
+
+SETTINGS_FILE = "embedded.conf"  # in the data directory: the settings this module manages
+_INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
+_MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,65 @@ def expected_uri(pgdata: Path, database: str) -> str:
     return EmbeddedServer(pgdata=pgdata, socket_dir=pgdata, port=5432, pid=0).uri(database)
 
 
-def ensure_running(pgdata: Path) -> EmbeddedServer:
-    """Start the server on ``pgdata`` unless it already runs; return where it listens."""
+def default_shared_buffers(memory: int | None = None) -> str:
+    """A quarter of the memory this process may use (``memory`` bytes, else the machine's or its
+    container's limit), between PostgreSQL's own 128 MB and 8 GB.
+
+    A quarter is PostgreSQL's advice for a server that shares its host. The learnings' HNSW graph is
+    200 MB at 100 000 learnings and 2 GB at a million; a graph that does not fit is read back through
+    the kernel's cache, page by page, at every search: at a million the search's p95 went from 5.2 to
+    7.0 ms with 128 MB (bench/README.md, 2026-11-28)."""
+    available = _memory_limit() if memory is None else memory
+    return f"{min(max(available // 4 // _MIB, 128), 8192)}MB"
+
+
+def _memory_limit() -> int:
+    """The machine's memory, or the container's limit when one is set and lower (cgroup v2, then v1):
+    buffers sized to the host would get a container killed once they fill."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            return min(total, int(Path(limit_file).read_text().strip()))
+        except (OSError, ValueError):  # no such cgroup, or "max": no limit there
+            continue
+    return total
+
+
+def _configure(pgdata: Path, shared_buffers: str) -> None:
+    """Write the managed settings into ``SETTINGS_FILE``, which postgresql.conf includes (the line is
+    added once). postgresql.auto.conf is read after both, so an operator's ``ALTER SYSTEM`` wins.
+    Read at the next start."""
+    conf = pgdata / "postgresql.conf"
+    text = conf.read_text()
+    if _INCLUDE not in text.splitlines():
+        conf.write_text(
+            f"{text.rstrip()}\n\n# The control plane's settings (governance/kernel/embedded_db.py)\n{_INCLUDE}\n"
+        )
+    managed = pgdata / SETTINGS_FILE
+    managed.write_text(f"shared_buffers = '{shared_buffers}'\n")
+    if os.geteuid() == 0:  # the server runs as pgserver's own user: let it read the file
+        owner = pgdata.stat()
+        os.chown(managed, owner.st_uid, owner.st_gid)
+
+
+def _start(pgdata: Path) -> EmbeddedServer:
+    # Not pgserver.get_server(): it caches one handle per process and would hand back the handle of
+    # a server that has since died instead of starting a new one.
+    _pgserver().postgres_server.PostgresServer(pgdata, cleanup_mode=None)
+    server = _read_running(pgdata)
+    if server is None:  # pgserver raises with the server log first; this is a last guard
+        raise RuntimeError(f"embedded PostgreSQL did not start on {pgdata}")
+    return server
+
+
+def ensure_running(pgdata: Path, *, shared_buffers: str | None = None) -> EmbeddedServer:
+    """Start the server on ``pgdata`` unless it already runs; return where it listens.
+
+    ``shared_buffers`` (a PostgreSQL memory size, checked by the caller) is written for this start;
+    a server found running keeps what it has until it restarts. None leaves the configuration alone.
+    """
     pgdata = pgdata.expanduser().resolve()
     running = _read_running(pgdata)
     if running is not None:
@@ -117,12 +181,14 @@ def ensure_running(pgdata: Path) -> EmbeddedServer:
             return running
         pgdata.mkdir(exist_ok=True)
         _clear_stale_pidfile(pgdata)
-        # Not pgserver.get_server(): it caches one handle per process and would hand back the
-        # handle of a server that has since died instead of starting a new one.
-        _pgserver().postgres_server.PostgresServer(pgdata, cleanup_mode=None)
-        server = _read_running(pgdata)
-        if server is None:  # pgserver raises with the server log first; this is a last guard
-            raise RuntimeError(f"embedded PostgreSQL did not start on {pgdata}")
+        if shared_buffers is not None:
+            if not (pgdata / "PG_VERSION").exists():
+                # pgserver creates a cluster and starts it in one call: once only, that first start
+                # is on PostgreSQL's defaults, and stopped again to read the settings.
+                _start(pgdata)
+                _pg_ctl(pgdata, "-m", "fast", "-w", "stop", timeout=60)
+            _configure(pgdata, shared_buffers)
+        server = _start(pgdata)
         _started_here.add(pgdata)
     logger.info("[embedded_db] started: pgdata=%s pid=%s", pgdata, server.pid)
     return server

@@ -7,6 +7,7 @@ files (Docker/Kubernetes secrets) instead of the process environment.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -71,6 +72,19 @@ def fraction(name: str, default: float) -> float:
     if not 0 < value <= 1:
         raise ConfigError(f"{name}={raw!r} must be above 0 and at most 1")
     return value
+
+
+_MEMORY_SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB|TB)")
+
+
+def memory_size(name: str, default: str) -> str:
+    """A PostgreSQL memory size (``512MB``, ``4GB``). It is written into the server's configuration,
+    so anything else (a bare number PostgreSQL would read as 8 kB pages, a second setting after a
+    newline) stops the start."""
+    raw = string(name, "").strip() or default
+    if not _MEMORY_SIZE.fullmatch(raw):
+        raise ConfigError(f"{name}={raw!r} is not a memory size (a whole number and kB, MB, GB or TB: 4GB)")
+    return raw
 
 
 def listing(name: str, default: str = "") -> list[str]:

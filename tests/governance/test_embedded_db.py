@@ -93,3 +93,42 @@ def test_stop_stops_it(pgdata):
     assert not _alive(server.pid)
     assert not embedded_db.started_here(pgdata)
     assert embedded_db.stop(pgdata) is False
+
+
+def test_a_new_cluster_serves_with_the_shared_buffers_it_was_given(pgdata):
+    server = embedded_db.ensure_running(pgdata, shared_buffers="160MB")
+
+    assert _query(server, "SHOW shared_buffers") == ("160MB",)
+    _query(server, "CREATE EXTENSION IF NOT EXISTS vector")  # and it is the same working cluster
+
+
+def test_a_new_size_applies_at_the_next_start_not_to_a_running_server(pgdata):
+    first = embedded_db.ensure_running(pgdata, shared_buffers="160MB")
+    again = embedded_db.ensure_running(pgdata, shared_buffers="192MB")
+    assert again.pid == first.pid  # others are using it: it is not restarted behind their back
+    assert _query(again, "SHOW shared_buffers") == ("160MB",)
+    embedded_db.stop(pgdata)
+
+    restarted = embedded_db.ensure_running(pgdata, shared_buffers="192MB")
+
+    assert _query(restarted, "SHOW shared_buffers") == ("192MB",)
+    conf = (pgdata / "postgresql.conf").read_text().splitlines()
+    assert conf.count(f"include_if_exists = '{embedded_db.SETTINGS_FILE}'") == 1
+
+
+def test_an_operators_alter_system_outranks_the_managed_size(pgdata):
+    server = embedded_db.ensure_running(pgdata, shared_buffers="160MB")
+    _query(server, "ALTER SYSTEM SET shared_buffers = '144MB'")
+    embedded_db.stop(pgdata)
+
+    restarted = embedded_db.ensure_running(pgdata, shared_buffers="160MB")
+
+    assert _query(restarted, "SHOW shared_buffers") == ("144MB",)
+
+
+@pytest.mark.parametrize(
+    ("memory", "size"),
+    [(24 * 2**30, "6144MB"), (2 * 2**30, "512MB"), (256 * 2**20, "128MB"), (64 * 2**30, "8192MB")],
+)
+def test_the_default_size_is_a_quarter_of_memory_within_postgresqls_default_and_8gb(memory, size):
+    assert embedded_db.default_shared_buffers(memory) == size

@@ -77,3 +77,17 @@ def test_a_fraction_reads_a_share(monkeypatch):
     assert env.fraction("SOME_TARGET", 0.95) == 0.9
     monkeypatch.delenv("SOME_TARGET")
     assert env.fraction("SOME_TARGET", 0.95) == 0.95
+
+
+@pytest.mark.parametrize("raw", ["4096", "4 GB", "4gb", "0MB", "4GB\nfsync = off", "-1MB"])
+def test_a_memory_size_postgresql_would_misread_stops_the_start_with_its_name(monkeypatch, raw):
+    monkeypatch.setenv("SOME_BUFFERS", raw)
+    with pytest.raises(env.ConfigError, match="SOME_BUFFERS"):
+        env.memory_size("SOME_BUFFERS", "128MB")
+
+
+def test_a_memory_size_reads_the_setting_or_its_default(monkeypatch):
+    monkeypatch.setenv("SOME_BUFFERS", "512MB")
+    assert env.memory_size("SOME_BUFFERS", "128MB") == "512MB"
+    monkeypatch.delenv("SOME_BUFFERS")
+    assert env.memory_size("SOME_BUFFERS", "6144MB") == "6144MB"
