@@ -88,6 +88,9 @@ from memory.vector_index import HNSW_EF_CONSTRUCTION, HNSW_M
 DB_NAME = "governance_bench_memory"
 K = 5
 WARMUP_QUERIES = 20
+# A kept load after a server restart has its graph on disk, not in shared_buffers (a fresh load leaves
+# the build's pages there): these many searches on other vectors read it in before anything is timed.
+KEPT_WARMUP_QUERIES = 5000
 BLOCK_WARMUP = 10
 STORIES = 20_000
 PROJECTS = 40
@@ -455,7 +458,12 @@ def kept_load(ds: Dataset, n: int, cfg: Config) -> dict[str, Any] | None:
     if found != (n, ds.shas[0].decode(), ds.shas[n - 1].decode()) or not indexed or not notes:
         return None
     index = {"name": name, "m": cfg.m, "ef_construction": cfg.ef_construction, "seconds": None, "mb": relation_mb(name)}
-    return loaded(ds, n, index, kept_from_an_earlier_run=True)
+    search = index_only_call(max(cfg.ef_search))
+    started = time.perf_counter()
+    for vector in clustered_vectors(KEPT_WARMUP_QUERIES, cfg.spec, seed=cfg.seed + 6):
+        search(vector)
+    warm_up = {"queries": KEPT_WARMUP_QUERIES, "ef_search": max(cfg.ef_search), "s": time.perf_counter() - started}
+    return loaded(ds, n, index, kept_from_an_earlier_run=True, warm_up=warm_up)
 
 
 def loaded(ds: Dataset, n: int, index: dict[str, Any], **how: Any) -> dict[str, Any]:
@@ -1356,7 +1364,8 @@ def targets(result: dict[str, Any]) -> dict[str, bool]:
 
 def index_line(load: dict[str, Any]) -> str:
     if load.get("kept_from_an_earlier_run"):
-        return "index kept from an earlier run"
+        warm_up = load["warm_up"]
+        return f"index kept from an earlier run, read in by {warm_up['queries']} searches in {warm_up['s']:.1f} s"
     return f"index built in {load['index']['seconds']} s"
 
 
