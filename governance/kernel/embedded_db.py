@@ -119,15 +119,18 @@ def default_shared_buffers(memory: int | None = None) -> str:
     return f"{min(max(available // 4 // _MIB, 128), 8192)}MB"
 
 
-def _memory_limit() -> int:
+_CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def _memory_limit(limit_files: tuple[Path, ...] = _CGROUP_LIMITS) -> int:
     """The machine's memory, or the container's limit when one is set and lower (cgroup v2, then v1):
     buffers sized to the host would get a container killed once they fill."""
     import psutil
 
     total = psutil.virtual_memory().total
-    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for limit_file in limit_files:
         try:
-            return min(total, int(Path(limit_file).read_text().strip()))
+            return min(total, int(limit_file.read_text().strip()))
         except (OSError, ValueError):  # no such cgroup, or "max": no limit there
             continue
     return total

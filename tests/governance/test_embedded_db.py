@@ -132,3 +132,14 @@ def test_an_operators_alter_system_outranks_the_managed_size(pgdata):
 )
 def test_the_default_size_is_a_quarter_of_memory_within_postgresqls_default_and_8gb(memory, size):
     assert embedded_db.default_shared_buffers(memory) == size
+
+
+def test_a_containers_memory_limit_bounds_the_default_and_no_limit_means_the_machines(tmp_path):
+    machine = psutil.virtual_memory().total
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    v2.write_text(f"{2 * 2**30}\n")
+    assert embedded_db._memory_limit((v2, v1)) == min(machine, 2 * 2**30)
+    v2.write_text("max\n")  # cgroup v2 without a limit: v1's file, when there is one, is next
+    v1.write_text(f"{machine * 4}\n")  # v1 without a limit is a huge number
+    assert embedded_db._memory_limit((v2, v1)) == machine
+    assert embedded_db._memory_limit((tmp_path / "absent",)) == machine
