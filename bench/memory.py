@@ -443,7 +443,8 @@ def build_index(cfg: Config, m: int | None = None, ef_construction: int | None =
 def kept_load(ds: Dataset, n: int, cfg: Config) -> dict[str, Any] | None:
     """What an earlier run left loaded, when it is this size of this data set with this run's index
     (``--keep-loaded``): its first and last rows' text hashes stand for the data set, which the seed and
-    the cluster spec fix. None when anything differs, and the size is loaded again."""
+    the cluster spec fix. None when anything differs, and the size is loaded again. A kept graph is
+    read in by ``KEPT_WARMUP_QUERIES`` searches before it is measured."""
     from memory.vector_index import DEFAULT_MODEL
 
     name, _ = index_sql(cfg.m, cfg.ef_construction)

@@ -189,7 +189,9 @@ def ensure_running(pgdata: Path, *, shared_buffers: str | None = None) -> Embedd
                 # pgserver creates a cluster and starts it in one call: once only, that first start
                 # is on PostgreSQL's defaults, and stopped again to read the settings.
                 _start(pgdata)
-                _pg_ctl(pgdata, "-m", "fast", "-w", "stop", timeout=60)
+                stopped = _pg_ctl(pgdata, "-m", "fast", "-w", "stop", timeout=60)
+                if stopped.returncode != 0:  # it serves on, and reads the settings at its next start
+                    logger.warning("[embedded_db] new cluster not restarted: %s", stopped.stderr.strip()[-300:])
             _configure(pgdata, shared_buffers)
         server = _start(pgdata)
         _started_here.add(pgdata)
