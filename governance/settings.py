@@ -131,8 +131,9 @@ TEMPLATES = [
 DATABASE_URL = env.string("DATABASE_URL")
 EMBEDDED_PGDATA = Path(env.string("EMBEDDED_PGDATA", str(VAR_DIR / "pgdata"))).resolve()
 EMBEDDED_DB_NAME = env.string("EMBEDDED_DB_NAME", "governance")
-# A quarter of the machine's (or container's) memory, 128 MB to 8 GB: room for the HNSW graphs.
-EMBEDDED_DB_SHARED_BUFFERS = env.memory_size("EMBEDDED_DB_SHARED_BUFFERS", embedded_db.default_shared_buffers())
+# Unset: a quarter of the machine's (or container's) memory, 128 MB to 8 GB, worked out only when the
+# embedded server starts (governance/kernel/runtime.py).
+EMBEDDED_DB_SHARED_BUFFERS = env.memory_size("EMBEDDED_DB_SHARED_BUFFERS")
 
 # The embedded server's address is where it runs, or will run once an entry point starts it
 # (governance/kernel/runtime.py points DATABASES at the server it started).

@@ -77,11 +77,13 @@ def fraction(name: str, default: float) -> float:
 _MEMORY_SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB|TB)")
 
 
-def memory_size(name: str, default: str) -> str:
-    """A PostgreSQL memory size (``512MB``, ``4GB``). It is written into the server's configuration,
-    so anything else (a bare number PostgreSQL would read as 8 kB pages, a second setting after a
-    newline) stops the start."""
-    raw = string(name, "").strip() or default
+def memory_size(name: str, default: str = "") -> str:
+    """A PostgreSQL memory size (``512MB``, ``4GB``), or ``default`` when unset. It is written into the
+    server's configuration, so anything else (a bare number PostgreSQL would read as 8 kB pages, a
+    second setting after a newline) stops the start."""
+    raw = string(name, "").strip()
+    if not raw:
+        return default
     if not _MEMORY_SIZE.fullmatch(raw):
         raise ConfigError(f"{name}={raw!r} is not a memory size (a whole number and kB, MB, GB or TB: 4GB)")
     return raw

@@ -30,7 +30,8 @@ def prepare() -> None:
         settings.SECRET_KEY = _local_secret_key(settings.SECRET_KEY_FILE_LOCAL, settings.SECRET_KEY)
     if not settings.DATABASE_URL:
         server = embedded_db.ensure_running(
-            settings.EMBEDDED_PGDATA, shared_buffers=settings.EMBEDDED_DB_SHARED_BUFFERS
+            settings.EMBEDDED_PGDATA,
+            shared_buffers=settings.EMBEDDED_DB_SHARED_BUFFERS or embedded_db.default_shared_buffers(),
         )
         embedded_db.ensure_database(server, settings.EMBEDDED_DB_NAME)
         # In place: Django's connection handler holds this very dict.

@@ -91,3 +91,4 @@ def test_a_memory_size_reads_the_setting_or_its_default(monkeypatch):
     assert env.memory_size("SOME_BUFFERS", "128MB") == "512MB"
     monkeypatch.delenv("SOME_BUFFERS")
     assert env.memory_size("SOME_BUFFERS", "6144MB") == "6144MB"
+    assert env.memory_size("SOME_BUFFERS") == ""  # unset, no default: the caller works one out
