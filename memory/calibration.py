@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,12 +59,10 @@ def recall_at_k(found: Sequence[Sequence[int]], exact: Sequence[Sequence[int]], 
     if not exact:
         return 1.0, 1.0
     shares = [len(set(f[:k]) & set(e[:k])) / max(1, min(k, len(e))) for f, e in zip(found, exact, strict=True)]
-    n = len(shares)
-    mean = sum(shares) / n
-    if n < 2:
+    mean = statistics.fmean(shares)
+    if len(shares) < 2:
         return mean, mean
-    deviation = math.sqrt(sum((share - mean) ** 2 for share in shares) / (n - 1))
-    return mean, mean - Z_ONE_SIDED_95 * deviation / math.sqrt(n)
+    return mean, mean - Z_ONE_SIDED_95 * statistics.stdev(shares, mean) / math.sqrt(len(shares))
 
 
 def lowest_reaching(curve: Sequence[Point], target: float) -> tuple[Point, bool]:
