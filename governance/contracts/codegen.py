@@ -29,6 +29,7 @@ from typing import Any
 
 from governance.contracts.rules import Code, FieldRule, Kind, Requirement, TypeRule, format_number
 from governance.contracts.validator import (
+    COMPLIANT,
     PARSED_AS,
     Plan,
     PlannedField,
@@ -95,16 +96,21 @@ def _not_serializable(value: Any, path: Any, effect: str) -> Violation:
     return Violation(found[0], Code.NOT_SERIALIZABLE, found[1], effect)
 
 
-def _report(violations: list[tuple[int, Violation]], warnings: list[tuple[int, Violation]]) -> Report:
-    """The ranked findings in the reference's order (a stable sort: a rank keeps its walk order)."""
-    return Report(_in_order(violations) if violations else [], _in_order(warnings) if warnings else [])
+def _report(violations: list[tuple[int, Violation]] | None, warnings: list[tuple[int, Violation]] | None) -> Report:
+    """The ranked findings in the reference's order (a stable sort: a rank keeps its walk order);
+    None where the output had none of that kind."""
+    if violations is None:
+        return COMPLIANT if warnings is None else Report((), _in_order(warnings))
+    if warnings is None and len(violations) == 1:  # the commonest violating output, in one call
+        return Report((violations[0][1],))
+    return Report(_in_order(violations), _in_order(warnings) if warnings else ())
 
 
-def _in_order(ranked: list[tuple[int, Violation]]) -> list[Violation]:
+def _in_order(ranked: list[tuple[int, Violation]]) -> tuple[Violation, ...]:
     if len(ranked) == 1:
-        return [ranked[0][1]]
+        return (ranked[0][1],)
     ranked.sort(key=_rank)
-    return list(map(_finding, ranked))
+    return tuple(map(_finding, ranked))
 
 
 # The names the generated module sees: these and the builtins, nothing else.
@@ -112,7 +118,7 @@ NAMESPACE: dict[str, Any] = {
     # Code.X as a plain attribute: reading an enum member from its class is a slow lookup in 3.11.
     "Code": SimpleNamespace(**{member.name: member for member in Code}),
     "Violation": Violation,
-    "Report": Report,
+    "COMPLIANT": COMPLIANT,
     "isfinite": math.isfinite,
     "type_name": type_name,
     "wrong_value": wrong_value,
@@ -204,6 +210,13 @@ def _number(value: float) -> str:
     if math.isfinite(value):
         return repr(float(value))
     return "float('nan')" if value != value else ("float('inf')" if value > 0 else "-float('inf')")
+
+
+def _found(rank: int, finding: str, *, warning: bool = False) -> str:
+    """The line that records a finding with its rank. V and W start as None, so that a compliant
+    output allocates no list: the first finding of each kind makes it."""
+    sink = "W" if warning else "V"
+    return f"({sink} := {sink} or []).append(({rank}, {finding}))"
 
 
 # --- The walk's shape ----------------------------------------------------------------------------------
@@ -326,8 +339,8 @@ class _Generator:
         self, rank: int, path: _Text, code: Code, message: _Text | str, effect: str, *, warning: bool = False
     ) -> str:
         text = message.code() if isinstance(message, _Text) else repr(message)
-        sink = "W" if warning else "V"
-        return f"{sink}.append(({rank}, Violation({path.code()}, Code.{code.name}, {text}, {self._effect(effect)})))"
+        violation = f"Violation({path.code()}, Code.{code.name}, {text}, {self._effect(effect)})"
+        return _found(rank, violation, warning=warning)
 
     # -- one value against its type rule (the reference's _value_check) --
 
@@ -348,14 +361,15 @@ class _Generator:
         w, kind = self.w, rule.kind
         if kind in _HINTED:  # the hint may parse the value: wrong_value says which
             parsed_as = PARSED_AS[kind].__name__ if kind in PARSED_AS else None
-            wrong = (
-                f"V.append(({rank}, wrong_value({rule.describe()!r}, {value}, {path.code()}, {self._effect(effect)}, "
-                f"{parsed_as}, {kind is Kind.NUMERIC_ID})))"
+            wrong = _found(
+                rank,
+                f"wrong_value({rule.describe()!r}, {value}, {path.code()}, {self._effect(effect)}, "
+                f"{parsed_as}, {kind is Kind.NUMERIC_ID})",
             )
         else:  # wrong_type without a hint, written out
             message = _literal(f"expected {rule.describe()}, got ") + _expr(f"type_name({value})")
             violation = f"Violation({path.code()}, Code.WRONG_TYPE, {message.code()}, {self._effect(effect)})"
-            wrong = f"V.append(({rank}, {violation}))"
+            wrong = _found(rank, violation)
 
         def gate() -> None:
             if null:
@@ -451,18 +465,20 @@ class _Generator:
                             header = f"if {' and '.join(f'type({item}) is not {t}' for t in allowed)}:"
                         with w.block(header if items is None or others else "else:"):
                             w(
-                                f"V.append(({rank}, wrong_item({item}, {at.code()}, {words!r}, "
-                                f"{objects}, {self._effect(effect)})))"
+                                _found(
+                                    rank,
+                                    f"wrong_item({item}, {at.code()}, {words!r}, {objects}, {self._effect(effect)})",
+                                )
                             )
         elif kind is Kind.MAPPING:
             with w.block(f"if type({value}) is not dict:"):
                 gate()
             if rule.serializable:
                 with w.block(f"elif not is_json({value}):"):
-                    w(f"V.append(({rank}, not_serializable({value}, {path.code()}, {self._effect(effect)})))")
+                    w(_found(rank, f"not_serializable({value}, {path.code()}, {self._effect(effect)})"))
         elif kind is Kind.SERIALIZABLE:
             with w.block(f"if not is_json({value}):"):
-                w(f"V.append(({rank}, not_serializable({value}, {path.code()}, {self._effect(effect)})))")
+                w(_found(rank, f"not_serializable({value}, {path.code()}, {self._effect(effect)})"))
         # Kind.ANY: nothing to check.
 
     @staticmethod
@@ -604,7 +620,7 @@ class _Generator:
                         self._present(item, rank, value, path, objects)
                     for rank, as_list in node.containers.get(name, []):
                         with w.block(f"if type({value}) is not {'list' if as_list else 'dict'}:"):
-                            w(f"V.append(({rank}, wrong_container({value}, {path.code()}, {as_list})))")
+                            w(_found(rank, f"wrong_container({value}, {path.code()}, {as_list})"))
                     if child is not None and objects is None:
                         # After a container's own check, the walk below it knows its type.
                         self._node(child, value, path, after_check=bool(node.containers.get(name)))
@@ -643,7 +659,8 @@ class _Generator:
                 w.block(f"for {key} in {parent}:"),
                 w.block(f"if {key} not in {listed}:"),
             ):
-                w(f"W.append(({rank}, Violation({prefix.key(key).code()}, Code.UNKNOWN_FIELD, 'not in the contract')))")
+                violation = f"Violation({prefix.key(key).code()}, Code.UNKNOWN_FIELD, 'not in the contract')"
+                w(_found(rank, violation, warning=True))
 
     def _absent_here(
         self,
@@ -664,15 +681,14 @@ class _Generator:
     def source(self) -> str:
         w, contract = self.w, self.plan
         w.depth = 1
-        w("V = []  # violations and warnings, each with its rank in the reference's order")
-        w("W = []")
+        w("V = W = None  # violations and warnings, each with its rank in the reference's order: lists from the first")
         for rule in contract.whole:
             self._check(rule.type, rule.effect, "output", _Text(), self.whole_rank)
         if contract.whole and not contract.fields:
             w("return ranked_report(V, W)")
         else:
             with w.block("if type(output) is not dict:"):
-                w(f"V.append(({self.not_object_rank}, not_an_object(output)))")
+                w(_found(self.not_object_rank, "not_an_object(output)"))
                 w("return ranked_report(V, W)")
             self._node(self.root, "output", _Text(), known="dict")
             if contract.others:
@@ -687,7 +703,7 @@ class _Generator:
                         self._check(rule.type, rule.effect, value, _Text(alone=key), self.others_rank)
             with w.block("if V or W:"):
                 w("return ranked_report(V, W)")
-            w("return Report(V, W)  # both empty")
+            w("return COMPLIANT  # the shared report of a compliant output without warnings")
         body = w.lines
         head = [
             "# Generated by governance/contracts/codegen.py from the contract's rules (never from an output).",

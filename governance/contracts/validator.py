@@ -48,14 +48,34 @@ class Violation:
         return out
 
 
-@dataclass(slots=True)  # one per validated output: slots make it a third cheaper to build
+@dataclass(slots=True)
 class Report:
-    violations: list[Violation] = field(default_factory=list)
-    warnings: list[Violation] = field(default_factory=list)
+    """What one validation found. A report is a value: its findings are tuples (which need no
+    default factory, the costliest part of building one), and every compliant output without
+    warnings gets the one shared ``COMPLIANT`` report, so the common case builds nothing."""
+
+    violations: tuple[Violation, ...] = ()
+    warnings: tuple[Violation, ...] = ()
 
     @property
     def compliant(self) -> bool:
         return not self.violations
+
+
+COMPLIANT = Report()
+
+
+@dataclass(slots=True)
+class Findings:
+    """The reference validator's findings while it walks an output, turned into a Report at the end."""
+
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+    def report(self) -> Report:
+        if not self.violations and not self.warnings:
+            return COMPLIANT
+        return Report(tuple(self.violations), tuple(self.warnings))
 
 
 # --- Values ---------------------------------------------------------------------------------------
@@ -147,7 +167,7 @@ Check = Callable[[Any, str, "Context"], None]
 class Context:
     """One validation: where violations go, and the ids the input offered (for ``unknown_id``)."""
 
-    report: Report
+    report: Findings
     known_ids: frozenset[str] | None = None
 
 
@@ -528,8 +548,12 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
     owned, top_level = contract.owned, contract.top_level
 
     def validate(output: Any, known_ids: frozenset[str] | None = None) -> Report:
-        report = Report()
-        ctx = Context(report, known_ids)
+        found = Findings()
+        walk(output, Context(found, known_ids))
+        return found.report()
+
+    def walk(output: Any, ctx: Context) -> None:
+        report = ctx.report
         walked: dict[tuple[str, ...], list[tuple[Any, str]]] = {(): [(output, "")]}
 
         def instances(parents: tuple[str, ...]) -> list[tuple[Any, str]]:
@@ -543,10 +567,10 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
             for whole_check in whole_checks:
                 whole_check(output, "", ctx)
             if not compiled:
-                return report
+                return
         if type(output) is not dict:
             report.violations.append(not_an_object(output))
-            return report
+            return
         for parents, name, as_list in contract.containers:
             for parent, prefix in instances(parents):
                 if type(parent) is dict and name in parent and type(parent[name]) is not (list if as_list else dict):
@@ -587,12 +611,11 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
                         if key not in names:
                             extra = Violation(join(prefix, key), Code.UNKNOWN_FIELD, "not in the contract")
                             report.warnings.append(extra)
-        return report
 
     return validate
 
 
-def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], prefix: str, report: Report) -> None:
+def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], prefix: str, report: Findings) -> None:
     path = join(prefix, names[0])
     if rule.requirement is Requirement.YES:
         if len(names) > 1:
@@ -617,7 +640,7 @@ def _missing(rule: FieldRule, names: tuple[str, ...], parent: dict[str, Any], pr
         report.warnings.append(Violation(path, Code.MISSING_REQUIRED, message, rule.effect))
 
 
-def _check_group(members: Sequence[FieldRule], output: dict[str, Any], report: Report) -> None:
+def _check_group(members: Sequence[FieldRule], output: dict[str, Any], report: Findings) -> None:
     """Alternatives across rows (priority / priority_delta): one of them must be present."""
     names = [p for m in members for p in m.paths]
     segments = split_path(names[0])

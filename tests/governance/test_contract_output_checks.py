@@ -190,7 +190,7 @@ def test_diagnostics_fields_are_checked_inside_their_object():
     validate = validator("response_formatter")
     good = {"message": "m", "diagnostics": {"hypothese": "h", "incertitude": 0.3, "besoins": [], "questions": ["q"]}}
     assert validate(good).compliant
-    assert validate(good).warnings == []
+    assert validate(good).warnings == ()
     bad = {"message": "m", "diagnostics": {"incertitude": 2, "besoins": ["a", 3], "questions": "q"}}
     assert found(validate(bad)) == [
         ("diagnostics.incertitude", "out_of_range"),
@@ -249,7 +249,7 @@ def test_other_fields_of_question_manager_are_accepted_when_serializable():
     validate = validator("question_manager")
     report = validate({"questions": [{"text": "Why?"}], "insights": ["i"], "meta": {"k": 1}})
     assert report.compliant
-    assert report.warnings == []
+    assert report.warnings == ()
 
 
 def test_other_fields_that_are_not_json_are_not_serializable():
@@ -276,7 +276,7 @@ def test_the_whole_output_of_memory_long_term_digest_must_be_json():
     assert validate({}).compliant
     report = validate({"anything": [1, {"b": None}]})
     assert report.compliant
-    assert report.warnings == []
+    assert report.warnings == ()
     assert found(validate({"a": {"b": [0, math.nan]}})) == [("a.b[1]", "not_serializable")]
     assert found(validate([1, 2])) == [("", "wrong_type")]
 
@@ -307,8 +307,8 @@ def test_a_compliant_retrieval_answer_has_no_finding():
     output = {"status": "refused", "answer": "", "citations": [{"doc_id": "d"}], "notes": ["n"], "meta": {}}
     report = validator("retrieval_answer")(output)
     assert report.compliant
-    assert report.violations == []
-    assert report.warnings == []
+    assert report.violations == ()
+    assert report.warnings == ()
 
 
 def test_a_retrieval_answer_with_many_errors_reports_them_all():
@@ -329,9 +329,9 @@ def test_a_validator_keeps_no_state_between_calls():
 
 
 def test_warnings_do_not_make_an_output_non_compliant():
-    report = Report(warnings=[Violation("x", Code.UNKNOWN_FIELD, "not in the contract")])
+    report = Report(warnings=(Violation("x", Code.UNKNOWN_FIELD, "not in the contract"),))
     assert report.compliant
-    assert not Report(violations=[Violation("x", Code.WRONG_TYPE, "m")]).compliant
+    assert not Report(violations=(Violation("x", Code.WRONG_TYPE, "m"),)).compliant
 
 
 def test_a_violation_as_the_api_shows_it():
