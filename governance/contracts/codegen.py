@@ -50,7 +50,6 @@ Validator = Callable[..., Report]
 
 # --- What the generated code calls -----------------------------------------------------------------
 
-_INFINITIES = (math.inf, -math.inf)
 _rank, _finding = itemgetter(0), itemgetter(1)
 
 
@@ -129,7 +128,6 @@ NAMESPACE: dict[str, Any] = {
     "is_number": is_number,
     "not_serializable": _not_serializable,
     "ranked_report": _report,
-    "INFINITIES": _INFINITIES,
 }
 
 # --- Paths and messages as expressions ---------------------------------------------------------------
@@ -404,7 +402,8 @@ class _Generator:
         elif kind is Kind.NUMBER:
             with w.block(f"if type({value}) is not float and type({value}) is not int and not is_number({value}):"):
                 gate()
-            with w.block(f"elif type({value}) is not int and ({value} != {value} or {value} in INFINITIES):"):
+            # x - x is NaN for NaN and the infinities, 0 for every other number: one float operation.
+            with w.block(f"elif type({value}) is not int and {value} - {value} != 0.0:"):
                 self._fail(rank, path, Code.NOT_SERIALIZABLE, self._formatted(value, " is not a JSON number"), effect)
             self._bounds(rule, effect, value, path, rank, "elif")
         elif kind is Kind.INTEGER:
@@ -590,12 +589,18 @@ class _Generator:
         w = self.w
         # Where every declared key is looked up anyway, counting the ones found tells whether the
         # object has others (cheaper than comparing its keys with the declared set).
+        # A key whose absence has a branch of its own (a required one) is counted as found from the
+        # start and uncounted there, so a compliant object pays nothing for it; an optional key is
+        # counted where it is found.
         declared = node.unknown[0][1] if len(node.unknown) == 1 else None
         looked_up = {*node.names(), *(name for _, item in node.multi for name in item.names)}
         to_count = set(declared) if declared is not None and declared <= looked_up else set()
-        counter = w.var("n") if to_count else ""
+        missing = {name: self._missing_here(node, name) for name in node.names()}
+        expected = {name for name in to_count & missing.keys() if any(missing[name])}
+        to_count -= expected
+        counter = w.var("n") if to_count or expected else ""
         if counter:
-            w(f"{counter} = 0")
+            w(f"{counter} = {len(expected)}")
 
         def count(name: str) -> None:
             if name in to_count:
@@ -606,9 +611,8 @@ class _Generator:
             path = prefix.child(name)
             singles = node.single.get(name, [])
             child = node.children.get(name)
-            present = bool(singles or node.containers.get(name) or child is not None or name in to_count)
-            missing = [(rank, item) for rank, item in singles if self._reports_missing(item)]
-            absent = node.absent.get(name, [])
+            present = bool(singles or node.containers.get(name) or child is not None or name in expected | to_count)
+            required, absent = missing[name]
             if present:
                 with w.block(f"if {name!r} in {parent}:"):
                     count(name)
@@ -624,12 +628,14 @@ class _Generator:
                     if child is not None and objects is None:
                         # After a container's own check, the walk below it knows its type.
                         self._node(child, value, path, after_check=bool(node.containers.get(name)))
-                if missing or absent:
+                if required or absent:
                     with w.block("else:"):
-                        self._absent_here(missing, absent, prefix, path, parent)
-            elif missing or absent:
+                        if name in expected:
+                            w(f"{counter} -= 1")
+                        self._absent_here(required, absent, prefix, path, parent)
+            elif required or absent:
                 with w.block(f"if {name!r} not in {parent}:"):
-                    self._absent_here(missing, absent, prefix, path, parent)
+                    self._absent_here(required, absent, prefix, path, parent)
         for rank, item in node.multi:
             seen = w.var("p") if self._reports_missing(item) else ""
             if seen:
@@ -661,6 +667,14 @@ class _Generator:
             ):
                 violation = f"Violation({prefix.key(key).code()}, Code.UNKNOWN_FIELD, 'not in the contract')"
                 w(_found(rank, violation, warning=True))
+
+    def _missing_here(
+        self, node: _Node, name: str
+    ) -> tuple[list[tuple[int, PlannedField]], list[tuple[int, PlannedField, tuple[str, ...]]]]:
+        """What the walk reports where ``name`` is absent: its own rows' missing findings, and the
+        rows below it (``absent``) whose parent it is."""
+        required = [(rank, item) for rank, item in node.single.get(name, []) if self._reports_missing(item)]
+        return required, node.absent.get(name, [])
 
     def _absent_here(
         self,

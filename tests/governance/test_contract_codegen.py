@@ -147,6 +147,20 @@ def test_findings_are_listed_row_by_row_then_item_by_item():
     assert report == REFERENCE["memory_retrieval_ranking"](output)
 
 
+def test_an_unknown_key_is_found_where_a_required_key_is_missing():
+    """The generated code counts a required key as found until its absence is seen: an object
+    that lacks one and carries an unknown key instead has as many keys as a compliant one."""
+    validate = GENERATED["memory_retrieval_ranking"]
+    output = {"rankings": [{"score": 0.5, "extra": 1}, {"id": 2, "score": 0.1}], "also": True}
+    report = validate(output)
+    assert [(v.path, v.code) for v in report.violations] == [("rankings[0].id", "missing_required")]
+    assert [(w.path, w.code) for w in report.warnings] == [
+        ("also", "unknown_field"),
+        ("rankings[0].extra", "unknown_field"),
+    ]
+    assert report == REFERENCE["memory_retrieval_ranking"](output)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_report_is_a_value_and_clean_outputs_share_one(name):
     """Both validators give every compliant output without warnings the one shared report, and
