@@ -103,10 +103,10 @@ def _candidates_sql(dimension: int, p: str = "") -> str:
     """
 
 
-def ef_search(*candidates: int) -> str:
-    """The statement that lets the index return the most candidates any of these searches asks for
-    (bounded both ways), for the rest of the transaction."""
-    return f"SET LOCAL hnsw.ef_search = {min(max(*candidates, 40), MAX_EF_SEARCH)}"
+def ef_search(candidates: int) -> str:
+    """The statement that lets the index return the candidates a search asks for (bounded both
+    ways), for the rest of the transaction or until the next one."""
+    return f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}"
 
 
 def _run(sql: str, params: dict) -> list[tuple]:

@@ -319,3 +319,43 @@ def test_a_block_is_one_statement_to_the_database_and_records_its_injections(dja
     assert sorted(LearningInjection.objects.filter(story="PD-9").values_list("learning_id", flat=True)) == sorted(
         served
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_search_of_the_block_runs_at_its_own_calibrated_ef_search():
+    """One ef_search for both searches would be the larger: the learnings, calibrated at 60 here,
+    would explore 120 candidates because the watch notes need them."""
+    from django.test.utils import CaptureQueriesContext
+
+    from memory import search
+    from memory.models import SearchCalibration
+
+    _fleet_memory()
+    for kind, ef in (("learning", 60), ("veille", 120)):
+        SearchCalibration.objects.create(
+            kind=kind,
+            model=HASHING.model,
+            ef_search=ef,
+            recall=0.97,
+            target=0.95,
+            reached=True,
+            k=5,
+            sample_size=200,
+            vectors=10,
+            measured_at=timezone.now(),
+            measured_by="test",
+        )
+    search.forget_calibrations()
+
+    with CaptureQueriesContext(connection) as queries:
+        result = block()
+
+    (sent,) = [q["sql"] for q in queries.captured_queries if "memory_learninginjection" in q["sql"]]
+    statements = [part.strip() for part in sent.split(";\n")]
+    settings = [(n, s) for n, s in enumerate(statements) if s.startswith("SET LOCAL hnsw.ef_search")]
+    assert [s for _, s in settings] == ["SET LOCAL hnsw.ef_search = 60", "SET LOCAL hnsw.ef_search = 120"]
+    learnings_at = next(n for n, s in enumerate(statements) if "memory_learninginjection" in s)
+    veille_at = next(n for n, s in enumerate(statements) if "memory_veillenote" in s)
+    assert settings[0][0] < learnings_at < settings[1][0] < veille_at
+    assert len(section(result, "learnings")["items"]) == 5
+    assert len(section(result, "veille")["items"]) == 3
