@@ -588,10 +588,10 @@ class _Generator:
     def _object(self, node: _Node, parent: str, prefix: _Text) -> None:
         w = self.w
         # Where every declared key is looked up anyway, counting the ones found tells whether the
-        # object has others (cheaper than comparing its keys with the declared set).
-        # A key whose absence has a branch of its own (a required one) is counted as found from the
-        # start and uncounted there, so a compliant object pays nothing for it; an optional key is
-        # counted where it is found.
+        # object has others (cheaper than comparing its keys with the declared set). A key whose
+        # absence has a branch of its own (a required one) is counted as found from the start and
+        # uncounted there, so a compliant object pays nothing for it; an optional key is counted
+        # where it is found.
         declared = node.unknown[0][1] if len(node.unknown) == 1 else None
         looked_up = {*node.names(), *(name for _, item in node.multi for name in item.names)}
         to_count = set(declared) if declared is not None and declared <= looked_up else set()
@@ -611,7 +611,8 @@ class _Generator:
             path = prefix.child(name)
             singles = node.single.get(name, [])
             child = node.children.get(name)
-            present = bool(singles or node.containers.get(name) or child is not None or name in expected | to_count)
+            counted = name in expected or name in to_count
+            present = bool(singles or node.containers.get(name) or child is not None or counted)
             required, absent = missing[name]
             if present:
                 with w.block(f"if {name!r} in {parent}:"):
