@@ -100,8 +100,6 @@ def _report(violations: list[tuple[int, Violation]] | None, warnings: list[tuple
     None where the output had none of that kind."""
     if violations is None:
         return COMPLIANT if warnings is None else Report((), _in_order(warnings))
-    if warnings is None and len(violations) == 1:  # the commonest violating output, in one call
-        return Report((violations[0][1],))
     return Report(_in_order(violations), _in_order(warnings) if warnings else ())
 
 

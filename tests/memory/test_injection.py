@@ -346,16 +346,18 @@ def test_each_search_of_the_block_runs_at_its_own_calibrated_ef_search():
             measured_by="test",
         )
     search.forget_calibrations()
-
-    with CaptureQueriesContext(connection) as queries:
-        result = block()
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            result = block()
+    finally:
+        search.forget_calibrations()  # this process must not go on reading the rows the test removes
 
     (sent,) = [q["sql"] for q in queries.captured_queries if "memory_learninginjection" in q["sql"]]
     statements = [part.strip() for part in sent.split(";\n")]
-    settings = [(n, s) for n, s in enumerate(statements) if s.startswith("SET LOCAL hnsw.ef_search")]
-    assert [s for _, s in settings] == ["SET LOCAL hnsw.ef_search = 60", "SET LOCAL hnsw.ef_search = 120"]
+    depths = [(n, s) for n, s in enumerate(statements) if s.startswith("SET LOCAL hnsw.ef_search")]
+    assert [s for _, s in depths] == ["SET LOCAL hnsw.ef_search = 60", "SET LOCAL hnsw.ef_search = 120"]
     learnings_at = next(n for n, s in enumerate(statements) if "memory_learninginjection" in s)
     veille_at = next(n for n, s in enumerate(statements) if "memory_veillenote" in s)
-    assert settings[0][0] < learnings_at < settings[1][0] < veille_at
+    assert depths[0][0] < learnings_at < depths[1][0] < veille_at
     assert len(section(result, "learnings")["items"]) == 5
     assert len(section(result, "veille")["items"]) == 3
