@@ -33,6 +33,8 @@ without settings; `get_backend` imports ``django.conf`` lazily and only when set
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +63,10 @@ __all__ = [
     "OpenAICompatibleBackend",
     "embed_batched",
     "get_backend",
+    "preload",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BACKEND = "local"
 BACKEND_NAMES = ("local", "ollama", "openai", "hashing")
@@ -137,6 +142,28 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
             "or get_backend(..., allow_test_backend=True) is called from a test"
         )
     return HashingBackend(dimension=config.get("dimension") or LOCAL_DIMENSION, model=config.get("model"))
+
+
+def preload() -> bool:
+    """Ready the configured backend before a web worker takes requests (governance/wsgi.py), so
+    that no agent's injection block pays for it: loading the local model takes about 5 s on 2
+    cores, once per process. Backends that call a server have nothing to load, and contact none
+    here. A backend that cannot be built or loaded is logged, and the worker starts anyway: the
+    block then reports its sections unavailable, as it would have at the first query. True when
+    a model was loaded."""
+    try:
+        backend = get_backend()
+        load = getattr(backend, "load", None)
+        if load is None:
+            return False
+        started = time.monotonic()
+        load()
+    except (EmbeddingError, ValueError, TypeError) as exc:
+        logger.warning("[embeddings] not preloaded, the first query will try again: %s", exc)
+        return False
+    seconds = time.monotonic() - started
+    logger.info("[embeddings] %s model loaded in %.1f s, before the first request", backend.name, seconds)
+    return True
 
 
 def embed_batched(backend: EmbeddingBackend, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:

@@ -33,6 +33,7 @@ from memory.embeddings import (
     embed_batched,
     get_backend,
     local,
+    preload,
 )
 
 API_KEY = "sk-test-SECRET-7f3a9c2e1d"
@@ -528,6 +529,42 @@ def test_get_backend_openai_from_settings(serve: Callable, settings: Any) -> Non
     assert isinstance(backend, OpenAICompatibleBackend)
     assert len(backend.embed(["a", "b"])) == 2
     assert server.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+def test_preload_loads_and_warms_the_configured_local_model(settings: Any, caplog: Any) -> None:
+    settings.EMBEDDING_BACKEND = "local"
+    with caplog.at_level("INFO", logger="memory.embeddings"):
+        assert preload() is True
+    assert local._MODEL is not None
+    assert "local model loaded in" in caplog.text
+
+
+def test_preload_contacts_no_embedding_server(serve: Callable, settings: Any) -> None:
+    """A server backend has nothing to load: a web worker starting does not call it (the server
+    may be down while the plane starts, and its key is not sent for nothing)."""
+    server = serve(openai_ok(8))
+    settings.EMBEDDING_BACKEND = "openai"
+    settings.EMBEDDING_URL = server.url
+    settings.EMBEDDING_MODEL = "text-embedder"
+    settings.EMBEDDING_DIMENSION = 8
+    settings.EMBEDDING_API_KEY = API_KEY
+    assert preload() is False
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "model", "reason"),
+    [("local", "another-model", "only ships 'all-MiniLM-L6-v2'"), ("faiss", "", "unknown embedding backend")],
+)
+def test_a_backend_that_cannot_be_built_is_logged_and_the_worker_starts_anyway(
+    settings: Any, caplog: Any, backend: str, model: str, reason: str
+) -> None:
+    settings.EMBEDDING_BACKEND = backend
+    settings.EMBEDDING_MODEL = model
+    with caplog.at_level("WARNING", logger="memory.embeddings"):
+        assert preload() is False
+    assert "not preloaded" in caplog.text
+    assert reason in caplog.text
 
 
 def test_get_backend_refuses_unknown_names_and_options() -> None:

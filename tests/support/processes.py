@@ -224,7 +224,7 @@ def gunicorn(
                 return False
 
         try:
-            assert wait_for(healthy, timeout=60), log_path.read_text()[-3000:]
+            assert wait_for(healthy, timeout=120), log_path.read_text()[-3000:]
             yield base
         finally:
             server.terminate()
