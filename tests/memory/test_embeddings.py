@@ -518,13 +518,20 @@ def test_get_backend_reads_settings_for_the_configured_backend(serve: Callable, 
     assert get_backend("local").dimension == 384
 
 
-def test_get_backend_openai_from_settings(serve: Callable, settings: Any) -> None:
+@pytest.fixture
+def openai_server(serve: Callable, settings: Any) -> FakeServer:
+    """An OpenAI-compatible server of 8-d vectors, named by the settings as the plane's backend."""
     server = serve(openai_ok(8))
     settings.EMBEDDING_BACKEND = "openai"
     settings.EMBEDDING_URL = server.url
     settings.EMBEDDING_MODEL = "text-embedder"
     settings.EMBEDDING_DIMENSION = 8
     settings.EMBEDDING_API_KEY = API_KEY
+    return server
+
+
+def test_get_backend_openai_from_settings(openai_server: FakeServer) -> None:
+    server = openai_server
     backend = get_backend()
     assert isinstance(backend, OpenAICompatibleBackend)
     assert len(backend.embed(["a", "b"])) == 2
@@ -539,17 +546,11 @@ def test_preload_loads_and_warms_the_configured_local_model(settings: Any, caplo
     assert "local model loaded in" in caplog.text
 
 
-def test_preload_contacts_no_embedding_server(serve: Callable, settings: Any) -> None:
+def test_preload_contacts_no_embedding_server(openai_server: FakeServer) -> None:
     """A server backend has nothing to load: a web worker starting does not call it (the server
     may be down while the plane starts, and its key is not sent for nothing)."""
-    server = serve(openai_ok(8))
-    settings.EMBEDDING_BACKEND = "openai"
-    settings.EMBEDDING_URL = server.url
-    settings.EMBEDDING_MODEL = "text-embedder"
-    settings.EMBEDDING_DIMENSION = 8
-    settings.EMBEDDING_API_KEY = API_KEY
     assert preload() is False
-    assert server.requests == []
+    assert openai_server.requests == []
 
 
 @pytest.mark.parametrize(
