@@ -1,4 +1,5 @@
 import os
+import threading
 
 from django.core.wsgi import get_wsgi_application
 
@@ -12,5 +13,6 @@ runtime.prepare()
 tracing.setup("governance-web")
 application = get_wsgi_application()
 # A web worker answers the agents' injection blocks, which embed their query: the model is loaded
-# before the worker takes its first request, not during it.
-embeddings.preload()
+# as the worker starts, not by the first block. In the background: gunicorn kills a worker whose
+# start outlasts its 30 s timeout, and eight workers loading torch at once on 2 cores took 26 s.
+threading.Thread(target=embeddings.preload, name="embeddings-preload", daemon=True).start()

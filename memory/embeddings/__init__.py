@@ -11,7 +11,7 @@ each:
 base.py also holds the checks every backend runs (a wrong-sized vector raises `DimensionMismatch`, a failed
 call `EmbeddingError`), and http.py the JSON POST the two server backends share. This package is the
 registry: `get_backend` builds a backend by name, `embed_batched` embeds many texts through one, `preload`
-readies the configured one before a web worker's first request; callers import from ``memory.embeddings``,
+readies the configured one as a web worker starts; callers import from ``memory.embeddings``,
 never from the modules.
 
 Django settings read by `get_backend` (all optional; read with getattr, nothing is required in settings.py):
@@ -146,12 +146,12 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
 
 
 def preload() -> bool:
-    """Ready the configured backend before a web worker takes requests (governance/wsgi.py), so
-    that no agent's injection block pays for it: loading the local model takes about 5 s on 2
-    cores, once per process. Backends that call a server have nothing to load, and contact none
-    here. A backend that cannot be built or loaded is logged, and the worker starts anyway: the
-    block then reports its sections unavailable, as it would have at the first query. True when
-    a model was loaded."""
+    """Ready the configured backend as a web worker starts (governance/wsgi.py), so that no
+    agent's injection block pays for it: loading the local model takes about 5 s on 2 cores, once
+    per process (a block arriving meanwhile waits for the same load, no longer than it would have).
+    Backends that call a server have nothing to load, and contact none here. A backend that cannot
+    be built or loaded is logged: the block then reports its sections unavailable, as it would have
+    at the first query. True when a model was loaded."""
     try:
         backend = get_backend()
         load = getattr(backend, "load", None)
@@ -163,7 +163,7 @@ def preload() -> bool:
         logger.warning("[embeddings] not preloaded, the first query will try again: %s", exc)
         return False
     seconds = time.monotonic() - started
-    logger.info("[embeddings] %s model loaded in %.1f s, before the first request", backend.name, seconds)
+    logger.info("[embeddings] %s model loaded in %.1f s, as the worker started", backend.name, seconds)
     return True
 
 

@@ -159,7 +159,7 @@ class LocalMiniLM:
 
     def load(self) -> None:
         """Load the model now, and run one query through it, instead of on the first `embed`: a web
-        worker calls it as it starts (``preload``). The first forward pass after a load also pays
+        worker calls it as it starts (``preload``, in the background). The first forward pass after a load also pays
         for torch's kernel set-up: 18 ms against 8 ms for the next query, on 2 cores."""
         self.embed(["warm-up"])
 
