@@ -60,7 +60,7 @@ class UpstreamServer(models.Model):
         return self.name
 
     def clean(self) -> None:
-        secret_error = secrets.name_error(self.secret_name)
+        secret_error = secrets.name_error(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
         if secret_error:
             raise ValidationError({"secret_name": secret_error})
         if self.transport == self.Transport.HTTP and not self.url:
@@ -80,7 +80,7 @@ class UpstreamServer(models.Model):
     @property
     def secret_status(self) -> str:
         """ "set", "missing" or "" (none named): all an operator is shown of the credential."""
-        return secrets.status(self.secret_name)
+        return secrets.status(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
 
     @property
     def address(self) -> str:

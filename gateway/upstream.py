@@ -79,7 +79,7 @@ class Address:
         return cls(server.pk, server.name, server.transport, server.url, argv, server.secret_name)
 
     def secret(self) -> str:
-        return secrets.value(self.secret_name)
+        return secrets.value(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
 
 
 class _Link:

@@ -23,6 +23,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env.load_dotenv(BASE_DIR / ".env")
 VAR_DIR = Path(env.string("VAR_DIR", str(BASE_DIR / "var"))).resolve()
 SECRET_KEY_FILE_LOCAL = VAR_DIR / "secret_key"
+# The only folder a PROVIDER_KEY_*_FILE or UPSTREAM_TOKEN_*_FILE may point into (kernel/secrets.py):
+# systemd's LoadCredential= folder when the service has one, else var/credentials.
+CREDENTIALS_DIR = Path(
+    env.string("CREDENTIALS_DIR", os.environ.get("CREDENTIALS_DIRECTORY", str(VAR_DIR / "credentials")))
+).resolve()
 
 
 def _secret_key() -> str:

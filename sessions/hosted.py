@@ -65,9 +65,10 @@ def query(profile: ProviderProfile, data: PromptData) -> AIResponse:
         return _unusable(profile, "; ".join(message for _key, message in problems))
     secret = profile.secret_value()
     if profile.secret_name and not secret:
-        return _unusable(
-            profile, f"the secret variable {profile.secret_name} (or {profile.secret_name}_FILE) is not set"
-        )
+        name = profile.secret_name
+        if profile.secret_status == "not allowed":
+            return _unusable(profile, f"the secret variable {name} may not be sent: name a PROVIDER_KEY_* variable")
+        return _unusable(profile, f"the secret variable {name} (or {name}_FILE in CREDENTIALS_DIR) is not set")
     return get_provider(profile.provider).query(data, provider_config(profile, secret))
 
 

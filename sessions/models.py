@@ -265,11 +265,11 @@ class ProviderProfile(models.Model):
     def secret_value(self) -> str:
         """The key, read now (never stored, never shown): it goes into the provider's request
         headers and nowhere else."""
-        return secrets.value(self.secret_name)
+        return secrets.value(self.secret_name, prefix=secrets.PROVIDER_KEY_PREFIX)
 
     @property
     def secret_status(self) -> str:
-        return secrets.status(self.secret_name)
+        return secrets.status(self.secret_name, prefix=secrets.PROVIDER_KEY_PREFIX)
 
 
 class Automation(models.Model):

@@ -74,7 +74,7 @@ def profile_errors(
 
     for _key, message in option_errors(provider, options):
         add("options", message)
-    secret_error = secrets.name_error(secret_name)
+    secret_error = secrets.name_error(secret_name, prefix=secrets.PROVIDER_KEY_PREFIX)
     if secret_error:
         add("secret_name", secret_error)
     if provider == "scripted":

@@ -100,7 +100,7 @@ def test_an_agent_cannot_create_provider_profiles(vlevel_api, model_server):
     ],
 )
 def test_a_profile_aimed_at_an_internal_address_is_refused_unless_internal(admin_api, url):
-    body = {"name": "probe", "provider": "openai", "model": "gpt-test", "baseUrl": url, "secretName": "OPENAI_KEY"}
+    body = {"name": "probe", "provider": "openai", "model": "gpt-test", "baseUrl": url, "secretName": "PROVIDER_KEY_OPENAI"}
 
     with nothing_written():
         response = admin_api.post("/automations/provider-profiles", body)
@@ -199,14 +199,15 @@ def every_row() -> str:
 
 @pytest.mark.parametrize("via_file", [False, True], ids=["env", "env_file"])
 def test_the_provider_key_reaches_the_provider_and_nothing_else(
-    vlevel_api, admin_operator, model_server, monkeypatch, tmp_path, caplog, via_file
+    vlevel_api, admin_operator, model_server, monkeypatch, settings, tmp_path, caplog, via_file
 ):
     secret = f"sk-scan-{uuid.uuid4().hex}"
+    settings.CREDENTIALS_DIR = tmp_path
     if via_file:
         (tmp_path / "key").write_text(secret + "\n", encoding="utf-8")
-        monkeypatch.setenv("SCAN_LLM_KEY_FILE", str(tmp_path / "key"))
+        monkeypatch.setenv("PROVIDER_KEY_SCAN_FILE", str(tmp_path / "key"))
     else:
-        monkeypatch.setenv("SCAN_LLM_KEY", secret)
+        monkeypatch.setenv("PROVIDER_KEY_SCAN", secret)
     caplog.set_level(logging.DEBUG)
     profiles.create_profile(
         actor=Principal(user=admin_operator),
@@ -214,7 +215,7 @@ def test_the_provider_key_reaches_the_provider_and_nothing_else(
         provider="openai",
         model="gpt-test",
         base_url=f"{model_server.url}/v1",
-        secret_name="SCAN_LLM_KEY",
+        secret_name="PROVIDER_KEY_SCAN",
         internal=True,
     )
     allow_profiles("agent.seo.vlevel", PROFILE)
@@ -246,3 +247,65 @@ def test_an_answer_the_platform_cannot_store_ends_the_turn_instead_of_hanging(vl
     assert session.phase != "CALLING_AI"
     summaries = [m.system_message["summary"] for m in session.messages.exclude(system_message=None)]
     assert any("invalid_response" in summary for summary in summaries)
+
+
+# --- which variables a profile may name -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "secret_name",
+    [
+        "EMAIL_HOST_PASSWORD",
+        "EMBEDDING_API_KEY",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "AWS_SECRET_ACCESS_KEY",
+        "OPENAI_API_KEY",
+        "PROVIDER_KEY_",
+    ],
+)
+def test_a_profile_names_only_a_provider_key_variable(admin_api, secret_name):
+    """An allow-list, not a deny-list: every platform secret the deny-list forgot (mail, embedding,
+    tracing headers) was sendable as a Bearer token."""
+    body = {"name": "probe", "provider": "openai", "model": "m", "baseUrl": "https://10.0.0.1/v1", "internal": True}
+
+    with nothing_written():
+        response = admin_api.post("/automations/provider-profiles", {**body, "secretName": secret_name})
+
+    assert response.status_code == 422
+    error = response.json()["errors"][0]
+    assert error["loc"] == ["body", "secretName"]
+    assert "PROVIDER_KEY_" in error["msg"]
+    allowed = admin_api.post("/automations/provider-profiles", {**body, "secretName": "PROVIDER_KEY_OPENAI"})
+    assert allowed.status_code == 201, allowed.content
+
+
+def test_a_row_naming_a_platform_secret_sends_nothing(vlevel_api, model_server, monkeypatch):
+    """A row written before the allow-list (or by hand) that names a platform secret: the profile
+    is unusable and nothing goes out, so the secret never reaches the URL the row points at."""
+    monkeypatch.setenv("EMAIL_HOST_PASSWORD", "smtp-password-never-sent")
+    local_profile(model_server.url)
+    ProviderProfile.objects.filter(name=PROFILE).update(secret_name="EMAIL_HOST_PASSWORD")
+    allow_profiles("agent.seo.vlevel", PROFILE)
+    session_id = hosted_run(vlevel_api)
+
+    assert hosted.call_provider(session_id, actor=SYSTEM) == "SystemErrorOccurred"
+
+    assert model_server.received == []
+    assert ProviderProfile.objects.get(name=PROFILE).secret_status == "not allowed"
+
+
+def test_a_key_file_is_read_only_from_the_credentials_directory(vlevel_api, model_server, monkeypatch, settings, tmp_path):
+    """``PROVIDER_KEY_X_FILE`` may point only into CREDENTIALS_DIR: a path elsewhere (the server's
+    own secret key file, say) is not read, whoever set the variable."""
+    outside = tmp_path / "secret_key"
+    outside.write_text("server-secret-key-never-sent\n", encoding="utf-8")
+    settings.CREDENTIALS_DIR = tmp_path / "credentials"
+    monkeypatch.setenv("PROVIDER_KEY_SCAN_FILE", str(outside))
+    local_profile(model_server.url, secret_name="PROVIDER_KEY_SCAN")
+    allow_profiles("agent.seo.vlevel", PROFILE)
+    session_id = hosted_run(vlevel_api)
+
+    assert hosted.call_provider(session_id, actor=SYSTEM) == "SystemErrorOccurred"
+
+    assert model_server.received == []
+    assert ProviderProfile.objects.get(name=PROFILE).secret_status == "missing"

@@ -84,7 +84,7 @@ ATTEMPTS = [
         "post",
         "/automations/provider-profiles",
         fixed("/automations/provider-profiles"),
-        fixed({"name": "exfiltrate", "provider": "openai", "model": "gpt-4o", "secretName": "OPENAI_API_KEY"}),
+        fixed({"name": "exfiltrate", "provider": "openai", "model": "gpt-4o", "secretName": "PROVIDER_KEY_OPENAI"}),
         (OWNER, OTHER, OUTSIDER, REVIEWER),
     ),
     Attempt(

@@ -34,8 +34,8 @@ def vlevel_key(*replacements: tuple[str, str]) -> str:
 
 
 def register(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SUPABASE_MCP_TOKEN", "upstream-secret-token")
-    UpstreamServer.objects.create(name="supabase", url=url, secret_name="SUPABASE_MCP_TOKEN")
+    monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
+    UpstreamServer.objects.create(name="supabase", url=url, secret_name="UPSTREAM_TOKEN_SUPABASE")
 
 
 def test_an_agent_sees_only_the_upstream_tools_its_manifest_grants(live_server, monkeypatch):

@@ -69,8 +69,8 @@ def gated(page: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Ups
     assert GATED[0] in text
     agent = load_manifest(text.replace(*GATED), actor=SYSTEM)[0].agent
     with upstream_server() as upstream:
-        monkeypatch.setenv("SUPABASE_MCP_TOKEN", "upstream-secret-token")
-        UpstreamServer.objects.create(name="supabase", url=upstream.url, secret_name="SUPABASE_MCP_TOKEN")
+        monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
+        UpstreamServer.objects.create(name="supabase", url=upstream.url, secret_name="UPSTREAM_TOKEN_SUPABASE")
         yield issue_key(agent=agent), upstream
 
 

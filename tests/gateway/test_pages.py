@@ -189,17 +189,17 @@ def test_the_agent_page_needs_the_fleet_too(client, agent):
 
 @pytest.mark.django_db
 def test_a_reachable_upstream_shows_its_tools_and_their_hints(client, viewer, monkeypatch):
-    monkeypatch.setenv("SUPABASE_MCP_TOKEN", SECRET)
+    monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", SECRET)
     client.force_login(viewer)
     with upstream_server() as upstream:
-        UpstreamServerFactory(name="supabase", url=upstream.url, secret_name="SUPABASE_MCP_TOKEN")
+        UpstreamServerFactory(name="supabase", url=upstream.url, secret_name="UPSTREAM_TOKEN_SUPABASE")
         html = html_of(client, reverse("gateway:servers"))
 
     card = section_of(html, "supabase")
     assert "status-ok" in card
     assert "reachable" in card
     assert upstream.url in card
-    assert "<code>SUPABASE_MCP_TOKEN</code>" in card
+    assert "<code>UPSTREAM_TOKEN_SUPABASE</code>" in card
     assert SECRET not in html
     sql = card.split("<code>execute_sql</code>")[1].split("</tr>")[0]
     drop = card.split("<code>drop_table</code>")[1].split("</tr>")[0]

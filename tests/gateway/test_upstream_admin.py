@@ -29,15 +29,15 @@ def form(**fields: str) -> dict[str, str]:
 
 
 def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, admin_operator, monkeypatch):
-    monkeypatch.setenv("SUPABASE_MCP_TOKEN", "upstream-secret-token")
+    monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
     client.force_login(admin_operator)
 
-    response = client.post(ADD, form(secret_name="SUPABASE_MCP_TOKEN", enabled="on"))
+    response = client.post(ADD, form(secret_name="UPSTREAM_TOKEN_SUPABASE", enabled="on"))
     listing = client.get("/admin/gateway/upstreamserver/")
 
     assert response.status_code == 302, response.content
     server = UpstreamServer.objects.get()
-    assert (server.name, server.secret_name, server.secret_status) == ("supabase", "SUPABASE_MCP_TOKEN", "set")
+    assert (server.name, server.secret_name, server.secret_status) == ("supabase", "UPSTREAM_TOKEN_SUPABASE", "set")
     event = AuditEvent.objects.get(action="gateway.upstream_added")
     assert event.actor == f"user:{admin_operator.username}"
     assert "upstream-secret-token" not in listing.content.decode()

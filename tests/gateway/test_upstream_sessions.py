@@ -91,11 +91,11 @@ def test_a_slow_tool_holds_up_no_other_call(live_server, key):
 
 
 def test_a_stdio_upstream_is_started_once_with_only_its_own_credential(live_server, key, tmp_path, monkeypatch):
-    monkeypatch.setenv("SUPABASE_MCP_TOKEN", "upstream-secret-token")
+    monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
     monkeypatch.setenv("SECRET_KEY", "the-servers-own-secret")
     record = tmp_path / "stdio.jsonl"
     UpstreamServer.objects.create(
-        name="supabase", transport="stdio", command=stdio_command(record), secret_name="SUPABASE_MCP_TOKEN"
+        name="supabase", transport="stdio", command=stdio_command(record), secret_name="UPSTREAM_TOKEN_SUPABASE"
     )
 
     async def work(session: ClientSession) -> Any:
@@ -109,7 +109,7 @@ def test_a_stdio_upstream_is_started_once_with_only_its_own_credential(live_serv
     starts, calls = stdio_record(record)
     assert len(starts) == 1  # one process, kept for the next calls
     assert calls == [("execute_sql", {"query": "select 0"}), ("execute_sql", {"query": "select 1"})]
-    assert "SUPABASE_MCP_TOKEN" in starts[0]
+    assert "UPSTREAM_TOKEN_SUPABASE" in starts[0]
     assert not {"SECRET_KEY", "DATABASE_URL", "EMBEDDED_PGDATA"} & set(starts[0])
     assert "SECRET_KEY" in os.environ  # the server had it; the command did not get it
 

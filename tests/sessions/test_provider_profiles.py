@@ -39,15 +39,15 @@ def allow_profiles(*names: str) -> None:
 
 
 def test_an_operator_creates_a_profile_naming_a_secret_variable(admin_api, monkeypatch):
-    monkeypatch.setenv("OPENAI_MAIN_KEY", "sk-never-shown")
+    monkeypatch.setenv("PROVIDER_KEY_OPENAI_MAIN", "sk-never-shown")
 
-    response = admin_api.post("/automations/provider-profiles", {**PROFILE_BODY, "secretName": "OPENAI_MAIN_KEY"})
+    response = admin_api.post("/automations/provider-profiles", {**PROFILE_BODY, "secretName": "PROVIDER_KEY_OPENAI_MAIN"})
 
     assert response.status_code == 201, response.content
     assert response.json()["secretStatus"] == "set"
     assert "sk-never-shown" not in response.content.decode()
     event = AuditEvent.objects.get(action="provider_profile.created")
-    assert (event.actor, event.data["secret_name"], event.data["base_url"]) == ("user:alice", "OPENAI_MAIN_KEY", PUBLIC)
+    assert (event.actor, event.data["secret_name"], event.data["base_url"]) == ("user:alice", "PROVIDER_KEY_OPENAI_MAIN", PUBLIC)
     assert "sk-never-shown" not in str(event.data)
 
 
@@ -144,9 +144,9 @@ def test_an_automation_without_a_profile_is_driven_by_the_agent(vlevel_api):
 
 
 def test_the_admin_shows_whether_the_secret_is_set_never_its_value(admin_client, monkeypatch):
-    monkeypatch.setenv("OPENAI_MAIN_KEY", "sk-admin-never-shown")
-    profile = make_profile(secret_name="OPENAI_MAIN_KEY")
-    make_profile("unset-key", secret_name="NOBODY_SET_THIS_KEY")
+    monkeypatch.setenv("PROVIDER_KEY_OPENAI_MAIN", "sk-admin-never-shown")
+    profile = make_profile(secret_name="PROVIDER_KEY_OPENAI_MAIN")
+    make_profile("unset-key", secret_name="PROVIDER_KEY_NOBODY_SET")
 
     listing = admin_client.get(reverse("admin:ai_sessions_providerprofile_changelist")).content.decode()
     page = admin_client.get(reverse("admin:ai_sessions_providerprofile_change", args=[profile.pk])).content.decode()
