@@ -100,7 +100,13 @@ def test_an_agent_cannot_create_provider_profiles(vlevel_api, model_server):
     ],
 )
 def test_a_profile_aimed_at_an_internal_address_is_refused_unless_internal(admin_api, url):
-    body = {"name": "probe", "provider": "openai", "model": "gpt-test", "baseUrl": url, "secretName": "PROVIDER_KEY_OPENAI"}
+    body = {
+        "name": "probe",
+        "provider": "openai",
+        "model": "gpt-test",
+        "baseUrl": url,
+        "secretName": "PROVIDER_KEY_OPENAI",
+    }
 
     with nothing_written():
         response = admin_api.post("/automations/provider-profiles", body)
@@ -294,7 +300,9 @@ def test_a_row_naming_a_platform_secret_sends_nothing(vlevel_api, model_server, 
     assert ProviderProfile.objects.get(name=PROFILE).secret_status == "not allowed"
 
 
-def test_a_key_file_is_read_only_from_the_credentials_directory(vlevel_api, model_server, monkeypatch, settings, tmp_path):
+def test_a_key_file_is_read_only_from_the_credentials_directory(
+    vlevel_api, model_server, monkeypatch, settings, tmp_path
+):
     """``PROVIDER_KEY_X_FILE`` may point only into CREDENTIALS_DIR: a path elsewhere (the server's
     own secret key file, say) is not read, whoever set the variable."""
     outside = tmp_path / "secret_key"
