@@ -206,15 +206,19 @@ LIVE_HEARTBEAT_SECONDS = 10.0
 LIVE_RETRY_MS = 2000
 
 # Login throttling (django-axes): failures are counted per username *and* address, so a guesser
-# locks out only their own pair, never the real user at their desk. Attempts and lockouts are
-# kept in axes' tables, shown in the admin, where deleting an access attempt unlocks it (or
-# `manage.py axes_reset_username NAME`).
+# locks out only their own pair, never the real user at their desk; an address is also locked
+# after LOGIN_ADDRESS_FAILURE_LIMIT failures over all usernames, so one password sprayed across
+# many accounts is throttled too (the limit is higher: an office behind one address makes typos).
+# Attempts and lockouts are kept in axes' tables, shown in the admin, where deleting an access
+# attempt unlocks it (or `manage.py axes_reset_ip ADDRESS`).
 AUTHENTICATION_BACKENDS = [
     "governance.kernel.web_security.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_FAILURE_LIMIT = env.integer("LOGIN_FAILURE_LIMIT", 5)
 LOGIN_LOCKOUT_MINUTES = env.integer("LOGIN_LOCKOUT_MINUTES", 15)
+LOGIN_ADDRESS_FAILURE_LIMIT = env.integer("LOGIN_ADDRESS_FAILURE_LIMIT", 20)
+AXES_HANDLER = "governance.kernel.web_security.LoginThrottleHandler"
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

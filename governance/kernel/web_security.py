@@ -4,6 +4,9 @@
   every request comes from the proxy, so the proxy's ``X-Forwarded-For`` is used, but only when
   ``BEHIND_PROXY`` says a proxy we trust sits in front: otherwise anyone could send that header
   and pick a fresh address for every guess.
+* ``LoginThrottleHandler``: axes' count per username and address, plus a count per address over
+  every username: one password sprayed across many accounts fails once per pair, so only the
+  address's total can stop it.
 * ``LoginThrottleBackend``: axes' lockout check, minus its refusal of ``authenticate()`` calls
   without a request. Those come from code on this machine (Django's test client, a shell), never
   from the network, so there is no remote guesser to throttle.
@@ -18,8 +21,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from axes.attempts import get_cool_off_threshold
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_failure_limit
+from axes.models import AccessAttempt
 from django.conf import settings
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 
 
@@ -35,6 +43,27 @@ def client_ip(request: HttpRequest) -> str | None:
         if forwarded:
             return forwarded[-1]
     return request.META.get("REMOTE_ADDR")
+
+
+class LoginThrottleHandler(AxesDatabaseHandler):
+    """Locks an address out past LOGIN_ADDRESS_FAILURE_LIMIT failures within the cool-off, whatever
+    usernames they named. A success resets only its own username's row, so a guesser's own
+    account cannot wipe the address's count."""
+
+    def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
+        """The pair's failures, or the lockout count itself once the address is past its limit:
+        axes decides both the refusal before a login and the lockout after a failure on this one
+        number."""
+        failures = super().get_failures(request, credentials)
+        if self.address_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
+            return max(failures, get_failure_limit(request, credentials))
+        return failures
+
+    def address_failures(self, request: HttpRequest) -> int:
+        recent = AccessAttempt.objects.filter(
+            ip_address=request.axes_ip_address, attempt_time__gte=get_cool_off_threshold(request)
+        )
+        return recent.aggregate(total=Sum("failures_since_start"))["total"] or 0
 
 
 class LoginThrottleBackend(AxesStandaloneBackend):

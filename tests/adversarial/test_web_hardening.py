@@ -75,6 +75,26 @@ def test_a_guesser_locks_out_only_their_own_address_not_the_real_user(client, ri
     assert _logged_in(_login(Client(), "/accounts/login/", PASSWORD, REMOTE_ADDR=OTHER_ADDRESS))
 
 
+def test_one_guess_sprayed_across_many_usernames_is_throttled_per_address(client, rita, settings):
+    """Per (username, address) alone, one password tried once on every account is never counted
+    twice; the address's own limit stops it, for that address only."""
+    for number in range(settings.LOGIN_ADDRESS_FAILURE_LIMIT):
+        assert not _logged_in(
+            _login(client, "/accounts/login/", "Winter2026!", username=f"user{number}", REMOTE_ADDR=ATTACKER)
+        )
+
+    sprayed = _login(client, "/accounts/login/", "Winter2026!", username="someone-else", REMOTE_ADDR=ATTACKER)
+    assert sprayed.status_code == 429
+    assert _login(Client(), "/accounts/login/", PASSWORD, REMOTE_ADDR=ATTACKER).status_code == 429
+    assert _logged_in(_login(Client(), "/accounts/login/", PASSWORD, REMOTE_ADDR=OTHER_ADDRESS))
+
+
+def test_the_address_limit_is_above_the_per_user_one(settings):
+    """A shared office address must not lock out on a few people's typos: the address counts
+    several users' worth of failures."""
+    assert settings.LOGIN_ADDRESS_FAILURE_LIMIT >= 4 * settings.LOGIN_FAILURE_LIMIT
+
+
 def test_a_forged_forwarded_for_does_not_buy_fresh_attempts_without_a_proxy(client, rita):
     for attempt in range(10):
         forged = f"10.0.0.{attempt}"
