@@ -14,13 +14,17 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from governance.kernel import exceptions, health
 from governance.kernel.auth import any_key
 from governance.kernel.principals import Principal
-from governance.kernel.problems import PROBLEM_CONTENT_TYPE, problem_response
+from governance.kernel.problems import (
+    DATABASE_RETRY_AFTER,
+    PROBLEM_CONTENT_TYPE,
+    database_unavailable,
+    problem_response,
+)
 from governance.kernel.services import record_refusal, refused_key
 
 logger = logging.getLogger(__name__)
 security_log = logging.getLogger("governance.security")
 
-DATABASE_RETRY_AFTER = 30  # seconds: a restart or a failover, not a lasting outage
 
 # Every error body, in every operation: its own name, so that generated clients get one error class and no
 # response model can take it over.
@@ -236,11 +240,7 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 @api.exception_handler(InterfaceError)
 def _database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.error("[api] database unavailable: %s %s: %s", request.method, request.path, exc)
-    return problem_response(
-        503,
-        detail="The database is unavailable; retry later.",
-        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
-    )
+    return database_unavailable()
 
 
 @api.exception_handler(RecursionError)

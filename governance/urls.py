@@ -31,3 +31,4 @@ urlpatterns = [
 ]
 
 handler404 = "governance.kernel.views.not_found"
+handler500 = "governance.kernel.views.server_error"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -162,3 +163,26 @@ def served(transactional_db, tmp_path):
 
     with gunicorn(tmp_path) as base:
         yield base
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def database_down(django_db_blocker):
+    """The default connection pointed at a port nothing listens on, then restored: the test
+    database itself is never touched."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        connection.close()
+        saved = {key: connection.settings_dict.get(key) for key in ("HOST", "PORT")}
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
+        try:
+            yield
+        finally:
+            connection.close()
+            connection.settings_dict.update(saved)

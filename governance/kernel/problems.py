@@ -35,3 +35,13 @@ def problem_response(
     for name, value in (headers or {}).items():
         response[name] = value
     return response
+
+
+DATABASE_RETRY_AFTER = 30  # seconds: a restart or a failover, not a lasting outage
+
+
+def database_unavailable() -> HttpResponse:
+    """The answer of every machine-facing door (the API, /mcp) while the database is down."""
+    return problem_response(
+        503, detail="The database is unavailable; retry later.", headers={"Retry-After": str(DATABASE_RETRY_AFTER)}
+    )

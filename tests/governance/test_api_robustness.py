@@ -217,31 +217,6 @@ def test_the_manifest_put_still_takes_yaml(admin_api, content_type):
     assert response.status_code in {200, 201}, response.content[:500]
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def database_down(django_db_blocker):
-    """The default connection pointed at a port nothing listens on, then restored: the test
-    database itself is never touched."""
-    from django.db import connection
-
-    with django_db_blocker.unblock():
-        connection.close()
-        saved = {key: connection.settings_dict.get(key) for key in ("HOST", "PORT")}
-        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
-        try:
-            yield
-        finally:
-            connection.close()
-            connection.settings_dict.update(saved)
-
-
 def test_a_database_outage_is_a_503_problem_with_retry_after(client, database_down):
     response = client.get("/api/v1/agents", HTTP_AUTHORIZATION="Bearer gov_op_0123456789ab_x")
     assert _problem(response, 503) == []
