@@ -9,6 +9,11 @@ Its one hook: a worker that exits (restarted, killed, timed out) has its live me
 dropped, so requests it was answering when it died do not stay "in progress" forever
 (governance/kernel/metrics.py). Its counters stay: what it answered was answered.
 
+Idle client connections stay open ``WEB_KEEPALIVE_SECONDS`` (75 s) instead of gunicorn's 2 s:
+pooled clients (an agent's HTTP library, a proxy's upstream pool) reuse a connection after a
+pause, and one sent just as the server closes it fails. The server must outlast the pools in
+front of it: load balancers and proxies keep idle connections 60 s by default (docs/deploy.md).
+
 The hook runs in the master, which reads METRICS_DIR from the settings (the workers read them
 when they load the application).
 """
@@ -19,7 +24,11 @@ import logging
 import os
 from typing import Any
 
+from governance.kernel import env
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+
+keepalive = env.integer("WEB_KEEPALIVE_SECONDS", 75)
 
 # gunicorn's access line fields, by its atom names (gunicorn.glogging.Logger.atoms).
 _ACCESS_FIELDS = {"request_id": "{x-request-id}o", "method": "m", "path": "U", "status": "s", "duration_us": "D"}
