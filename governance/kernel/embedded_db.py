@@ -97,6 +97,11 @@ def _read_running(pgdata: Path) -> EmbeddedServer | None:
     return EmbeddedServer(pgdata=pgdata, socket_dir=Path(lines[4].strip()), port=int(lines[3]), pid=pid)
 
 
+def is_running(pgdata: Path) -> bool:
+    """True while a ready server runs on ``pgdata`` (a killed postmaster leaves its pid file)."""
+    return _read_running(pgdata.expanduser().resolve()) is not None
+
+
 def expected_uri(pgdata: Path, database: str) -> str:
     """Where the server on ``pgdata`` listens: read from its pid file when it runs, else where it
     will listen once started (its socket in the data directory, the default port). Reads only."""

@@ -29,13 +29,21 @@ def prepare() -> None:
     if settings.SECRET_KEY_GENERATED:
         settings.SECRET_KEY = _local_secret_key(settings.SECRET_KEY_FILE_LOCAL, settings.SECRET_KEY)
     if not settings.DATABASE_URL:
-        server = embedded_db.ensure_running(
-            settings.EMBEDDED_PGDATA,
-            shared_buffers=settings.EMBEDDED_DB_SHARED_BUFFERS or embedded_db.default_shared_buffers(),
-        )
-        embedded_db.ensure_database(server, settings.EMBEDDED_DB_NAME)
-        # In place: Django's connection handler holds this very dict.
-        settings.DATABASES["default"].update(HOST=str(server.socket_dir), PORT=str(server.port))
+        start_embedded()
+
+
+def start_embedded() -> None:
+    """Start the embedded PostgreSQL unless it runs, and point this process's connections at it:
+    at every process's start, and again when `serve` finds it dead."""
+    from django.conf import settings
+
+    server = embedded_db.ensure_running(
+        settings.EMBEDDED_PGDATA,
+        shared_buffers=settings.EMBEDDED_DB_SHARED_BUFFERS or embedded_db.default_shared_buffers(),
+    )
+    embedded_db.ensure_database(server, settings.EMBEDDED_DB_NAME)
+    # In place: Django's connection handler holds this very dict.
+    settings.DATABASES["default"].update(HOST=str(server.socket_dir), PORT=str(server.port))
 
 
 def release() -> bool:

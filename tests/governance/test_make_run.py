@@ -133,6 +133,14 @@ def _run_until_ready(child_env: dict[str, str], port: int, log_path) -> str:
     return log_path.read_text()
 
 
+def _postmaster_pid(pgdata: Path) -> int | None:
+    """The pid in postmaster.pid, or None between a dead server's file and the next one's."""
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
 def _child(serve: psutil.Process, *words: str) -> psutil.Process | None:
     """The direct child of `serve` whose command line holds every word (the worker's main process,
     gunicorn's master), or None while there is none."""
@@ -145,7 +153,7 @@ def _child(serve: psutil.Process, *words: str) -> psutil.Process | None:
     return None
 
 
-def test_a_crashed_worker_or_web_server_is_started_again_and_the_plane_keeps_serving(tmp_path):
+def test_a_crashed_worker_web_server_or_database_is_started_again_and_the_plane_keeps_serving(tmp_path):
     port = free_port()
     child_env = plane_env(tmp_path, port)
     log_path = tmp_path / "run.log"
@@ -161,10 +169,18 @@ def test_a_crashed_worker_or_web_server_is_started_again_and_the_plane_keeps_ser
             assert replaced, log_path.read_text()[-3000:]
             assert wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=60)
 
+        postmaster = psutil.Process(_postmaster_pid(tmp_path / "pgdata"))
+        postmaster.kill()  # kill -9 of the postmaster: its pid file stays behind
+        restarted = wait_for(lambda: _postmaster_pid(tmp_path / "pgdata") not in (None, postmaster.pid), timeout=60)
+        assert restarted, log_path.read_text()[-3000:]
+        assert wait_for(lambda: _get(f"{base}/api/v1/health")[0] == 200, timeout=60), log_path.read_text()[-3000:]
+
         assert _alive(serve)
         output = log_path.read_text()
         assert "worker exited with code -9; starting it again in 1 s." in output
         assert "web exited with code -9; starting it again in 1 s." in output
+        assert "embedded PostgreSQL is not running; starting it again in 1 s." in output
+        assert "embedded PostgreSQL started again." in output
         # A 5 s timeout on a loaded machine is no answer: ask until one comes.
         answered = wait_for(lambda: (response := _get(f"{base}/api/v1/health"))[0] == 200 and response, timeout=60)
         assert answered, log_path.read_text()[-3000:]

@@ -14,7 +14,10 @@ before starting them, and they refuse to start on a database with migrations not
 beats may run; one acts (governance/kernel/beat.py).
 
 A process that dies on its own is started again, after a pause that doubles with each quick crash
-(1 s up to a minute) and resets once it has run for a minute; only Ctrl-C or SIGTERM stops.
+(1 s up to a minute) and resets once it has run for a minute; only Ctrl-C or SIGTERM stops. The
+embedded PostgreSQL (no DATABASE_URL) is watched the same way: a killed postmaster is started
+again on the same data directory and socket, so the children reconnect on their own; meanwhile
+the doors answer 503 (governance/kernel/views.py).
 """
 
 from __future__ import annotations
@@ -38,12 +41,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kombu.utils.url import maybe_sanitize_url
 
 from governance import demo_credentials
-from governance.kernel import metrics, queues, runtime
+from governance.kernel import embedded_db, metrics, queues, runtime
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 60.0
 STEADY_AFTER = 60.0  # a child that ran this long before dying starts again after the first pause
+DATABASE = "embedded PostgreSQL"
 
 
 def _die_with_parent() -> None:
@@ -167,6 +171,9 @@ class Command(BaseCommand):
         self.children: dict[str, subprocess.Popen] = {}
         self.started_at: dict[str, float] = {}
         self.pauses: dict[str, float] = {}
+        self.pgdata = None if settings.DATABASE_URL else settings.EMBEDDED_PGDATA
+        if self.pgdata is not None:
+            self.started_at[DATABASE] = started
         try:
             self.commands = role_commands(role, host=host, port=port, queue_kinds=queues)
         except ValueError as exc:
@@ -255,13 +262,31 @@ class Command(BaseCommand):
                     pause = self._pause_after_exit(name, now)
                     self.stderr.write(f"{name} exited with code {child.returncode}; starting it again in {pause:g} s.")
                     due[name] = now + pause
+            if self.pgdata is not None and DATABASE not in due and not embedded_db.is_running(self.pgdata):
+                pause = self._pause_after_exit(DATABASE, now)
+                self.stderr.write(f"{DATABASE} is not running; starting it again in {pause:g} s.")
+                due[DATABASE] = now + pause
             for name, when in list(due.items()):
                 if now >= when:
                     del due[name]
-                    self._start(name)
-                    self.stderr.write(f"{name} started again (pid {self.children[name].pid}).")
+                    if name == DATABASE:
+                        self._start_database()
+                    else:
+                        self._start(name)
+                        self.stderr.write(f"{name} started again (pid {self.children[name].pid}).")
             time.sleep(0.2)
         return 0
+
+    def _start_database(self) -> None:
+        """Start the embedded server again; a failed start (its old backends still hold the shared
+        memory, say) is seen as down at the next look and tried after a longer pause."""
+        self.started_at[DATABASE] = time.monotonic()
+        try:
+            runtime.start_embedded()
+        except Exception as exc:
+            self.stderr.write(f"{DATABASE} did not start: {exc}")
+        else:
+            self.stderr.write(f"{DATABASE} started again.")
 
     def _pause_after_exit(self, name: str, now: float) -> float:
         ran = now - self.started_at[name]
