@@ -7,8 +7,9 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
 
 from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
@@ -85,7 +86,17 @@ class ApiKeyAddForm(forms.ModelForm):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "owner", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "kind",
+        "owner",
+        "prefix",
+        "created_at",
+        "created_by",
+        "minted_by",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_filter = ["kind", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "prefix", "agent__agent_id", "user__username"]
     readonly_fields = [
@@ -95,11 +106,21 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "prefix",
         "created_at",
         "created_by",
+        "minted_by",
         "last_used_at",
         "revoked_at",
         "revoked_by",
     ]
     actions = ["revoke"]
+
+    def formfield_for_foreignkey(self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any) -> Any:
+        """An operator key acts as its user: a person mints one only for themselves (the list
+        offers no one else, and another user's id posted anyway is refused); a superuser mints
+        for anyone, and the key records them as its minter (``issue_api_key``)."""
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+            kwargs["help_text"] = "Your own key only: another user's key comes from them or a superuser."
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request: HttpRequest, obj: ApiKey | None = None, **kwargs: object):
         if obj is None:

@@ -12,6 +12,8 @@ class ApiKey(models.Model):
 
     Only the hash of the key is stored; the plain key is shown once when it is issued.
     Revoking keeps the row so the audit trail still names the key that did something.
+    An operator key acts as its user: one minted for the user by someone else (a superuser, the
+    ``create_api_key`` command) says so in ``minted_by``, and so does everything done with it.
     """
 
     class Kind(models.TextChoices):
@@ -28,6 +30,13 @@ class ApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200, editable=False)
+    minted_by = models.CharField(
+        max_length=200,
+        blank=True,
+        editable=False,
+        help_text="Who minted this operator key for its user (a superuser, the create_api_key command); "
+        "empty when the user minted it.",
+    )
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_by = models.CharField(max_length=200, blank=True, editable=False)

@@ -35,6 +35,12 @@ class Principal:
             return f"user:{self.user.get_username()}"
         return "system"
 
+    @property
+    def minted_by(self) -> str:
+        """Who minted the operator key acting here for its user, when someone else did (a
+        superuser, the create_api_key command): decisions and audit rows name them with the user."""
+        return self.api_key.minted_by if self.api_key is not None else ""
+
     def has_perm(self, perm: str) -> bool:
         return self.user is not None and self.user.is_active and self.user.has_perm(perm)
 

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from governance.kernel import keys, rows
+from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import ApiKey, AuditEvent
 from governance.kernel.principals import Principal
 
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
 
 
 def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditEvent:
-    """Append one audit row; call inside the transaction that makes the change."""
+    """Append one audit row; call inside the transaction that makes the change. An operator key
+    minted for its user by someone else names its minter in the row too."""
+    if actor.minted_by:
+        data = {**data, "minted_by": actor.minted_by}
     event = AuditEvent(
         actor=actor.label, action=action, target_type=target._meta.label_lower, target_id=str(target.pk), data=data
     )
@@ -65,10 +69,19 @@ def refused_key(plain: str) -> ApiKey | None:
 
 @transaction.atomic
 def issue_api_key(
-    *, actor: Principal, name: str, agent: Agent | None = None, user: AbstractBaseUser | None = None
+    *,
+    actor: Principal,
+    name: str,
+    agent: Agent | None = None,
+    user: AbstractBaseUser | None = None,
+    minted_by: str = "",
 ) -> tuple[ApiKey, str]:
     """Create a key for exactly one agent or one user. Returns the row and the plain key,
-    which is never stored and cannot be shown again."""
+    which is never stored and cannot be shown again.
+
+    An operator key acts as its user, so a person mints one only for themselves: another user's
+    key comes from a superuser or the system, and records its minter (``minted_by`` names the
+    system's caller, e.g. the create_api_key command; otherwise the actor)."""
     if (agent is None) == (user is None):
         raise ValueError("an API key is bound to exactly one agent or one user")
     kind = ApiKey.Kind.AGENT if agent is not None else ApiKey.Kind.OPERATOR
@@ -81,9 +94,22 @@ def issue_api_key(
         prefix=new.prefix,
         key_hash=new.hashed,
         created_by=actor.label,
+        minted_by=_minter(actor, user, minted_by) if user is not None else "",
     )
     record(actor=actor, action="api_key.issued", target=api_key, kind=kind, owner=api_key.owner_label)
     return api_key, new.plain
+
+
+def _minter(actor: Principal, user: AbstractBaseUser, named: str) -> str:
+    """Who mints ``user``'s key when it is not ``user``: a superuser or the system, never another
+    person (an Admin would otherwise decide as anyone, the superuser included). Empty for one's own."""
+    if actor.user is not None and actor.user.pk == user.pk:
+        return ""
+    if actor.agent is not None or (actor.user is not None and not actor.user.is_superuser):
+        raise Forbidden(
+            "An operator key is minted only for yourself: another user's key comes from them or a superuser."
+        )
+    return named or actor.label
 
 
 @transaction.atomic

@@ -95,7 +95,9 @@ class ReviewDecision(models.Model):
     """A human (or the system, on expiry) deciding a review item. Written once, never changed.
 
     ``payload_hash`` is the SHA-256 of the item's payload at decision time, so what was approved
-    can be proven later even if someone edits the item.
+    can be proven later even if someone edits the item. ``minted_by`` names who minted the
+    operator key of the decider when it was not the decider (a superuser, the create_api_key
+    command), so a decision made with someone else's key never reads as theirs alone.
     """
 
     class Decision(models.TextChoices):
@@ -112,6 +114,7 @@ class ReviewDecision(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    minted_by = models.CharField(max_length=200, blank=True, help_text="minter of the decider's key, if not them")
     decided_at = models.DateTimeField(auto_now_add=True)
     payload_hash = models.CharField(max_length=64)
 
@@ -119,4 +122,11 @@ class ReviewDecision(models.Model):
         ordering = ["-decided_at"]
 
     def __str__(self) -> str:
-        return f"{self.decision} by {self.decided_by}"
+        return f"{self.decision} by {self.decider}"
+
+    @property
+    def decider(self) -> str:
+        """Who decided, in the words pages show: the username (or ``system``), and the minter of
+        the key they used when someone else minted it."""
+        who = self.user.get_username() if self.user is not None else self.decided_by
+        return f"{who} (key minted by {self.minted_by})" if self.minted_by else who

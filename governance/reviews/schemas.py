@@ -34,6 +34,9 @@ class DecisionOut(Schema):
     decision: str
     comment: str
     decidedBy: str = Field(..., alias="decided_by")
+    keyMintedBy: str = Field(
+        ..., alias="minted_by", description="Who minted the decider's key for them, when someone else did; else empty."
+    )
     decidedAt: datetime = Field(..., alias="decided_at")
     payloadHash: str = Field(..., alias="payload_hash")
     status: str = Field(..., alias="item.status")

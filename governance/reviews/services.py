@@ -133,7 +133,7 @@ def decide(
         previous = ReviewDecision.objects.filter(item=item).first()
         raise Conflict(
             f"This item was already {item.status}"
-            + (f" by {previous.decided_by} at {previous.decided_at:%Y-%m-%d %H:%M:%S %Z}." if previous else "."),
+            + (f" by {previous.decider} at {previous.decided_at:%Y-%m-%d %H:%M:%S %Z}." if previous else "."),
             item=item.pk,
             item_status=item.status,
         )
@@ -144,6 +144,7 @@ def decide(
         answer=answer,
         decided_by=actor.label,
         user=actor.user,
+        minted_by=actor.minted_by,
         payload_hash=payload_hash(item.payload),
     )
     item.status = _STATUS_AFTER[ReviewDecision.Decision(decision)]

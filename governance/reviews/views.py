@@ -55,6 +55,7 @@ CSV_COLUMNS = [
     "decided_by",
     "comment",
     "payload_hash",
+    "key_minted_by",
 ]
 BULK_APPROVABLE = "learning_promotion"  # the one kind decided in bulk (selected, or all matching)
 # Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
@@ -183,9 +184,8 @@ def _already(item: ReviewItem) -> str:
     decision = getattr(item, "decision", None)
     if decision is None:
         return f"Already {item.status}."
-    who = decision.user.get_username() if decision.user else decision.decided_by
     when = dateformat.format(timezone.localtime(decision.decided_at), "Y-m-d H:i:s T")
-    return f"Already {item.status} by {who} at {when}."
+    return f"Already {item.status} by {decision.decider} at {when}."
 
 
 @login_required
@@ -297,6 +297,7 @@ def _csv_rows() -> Iterator[str]:
                 _cell(decision.decided_by),
                 _cell(decision.comment),
                 decision.payload_hash,
+                _cell(decision.minted_by),
             ]
         )
 

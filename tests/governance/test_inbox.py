@@ -426,6 +426,7 @@ def test_the_csv_export_lists_every_decision(client, reviewer, viewer, validatio
         "decided_by",
         "comment",
         "payload_hash",
+        "key_minted_by",
     ]
     assert rows[1] == [
         decision.decided_at.isoformat(),
@@ -437,6 +438,7 @@ def test_the_csv_export_lists_every_decision(client, reviewer, viewer, validatio
         "user:rita",
         "ok",
         decision.payload_hash,
+        "",
     ]
 
 

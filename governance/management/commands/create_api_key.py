@@ -1,4 +1,7 @@
-"""Issue an API key for one agent or one user and print it once."""
+"""Issue an API key for one agent or one user and print it once.
+
+Shell access is superuser-level, so the command mints for anyone; an operator key it mints
+records the command as its minter, and everything done with it names both."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agents.models import Agent
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import issue_api_key
+
+MINTER = "command:create_api_key"
 
 
 class Command(BaseCommand):
@@ -30,7 +35,11 @@ class Command(BaseCommand):
             if owner_user is None:
                 raise CommandError(f"No user {user!r}.")
         api_key, plain = issue_api_key(
-            actor=SYSTEM, name=name or "created from the command line", agent=owner_agent, user=owner_user
+            actor=SYSTEM,
+            name=name or "created from the command line",
+            agent=owner_agent,
+            user=owner_user,
+            minted_by=MINTER,
         )
         self.stderr.write(f"Key {api_key.prefix} for {api_key.kind} {api_key.owner_label}; it will not be shown again:")
         self.stdout.write(plain)
