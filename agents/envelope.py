@@ -13,9 +13,15 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from agents.manifest import JobIntent
+from governance.kernel.bounds import MAX_COUNT, Count, Moment
+
+# The most a job may ask for (README, *Numbers and times*): a week of run time, and a spending
+# limit far above any real one. Counts are bounded by MAX_COUNT.
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+MAX_BUDGET_DOLLARS = 1_000_000
 
 
 def _lower(value: Any) -> Any:
@@ -59,10 +65,10 @@ class JobScope(_Strict):
 
 
 class JobConstraints(_Strict):
-    maxTokens: PositiveInt = 4000
-    maxDocs: NonNegativeInt = 10
-    timeout: PositiveInt = Field(300_000, description="milliseconds")
-    budget: float | None = Field(None, ge=0, description="spending limit in dollars")
+    maxTokens: int = Field(4000, ge=1, le=MAX_COUNT)
+    maxDocs: Count = 10
+    timeout: int = Field(300_000, ge=1, le=MAX_TIMEOUT_MS, description="milliseconds, at most a week")
+    budget: float | None = Field(None, ge=0, le=MAX_BUDGET_DOLLARS, description="spending limit in dollars")
     dryRun: bool = False
 
 
@@ -105,8 +111,8 @@ class JobEnvelopeIn(_Strict):
     constraints: JobConstraints = Field(default_factory=JobConstraints)
     context: JobContext
     idempotencyKey: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    createdAt: datetime | None = Field(None, description="Accepted for compatibility; the server's time is kept.")
-    expiresAt: datetime | None = None
+    createdAt: Moment | None = Field(None, description="Accepted for compatibility; the server's time is kept.")
+    expiresAt: Moment | None = None
 
     def idempotency_key(self, strategy: str = "hash", fields: Sequence[str] = DEFAULT_KEY_FIELDS) -> str:
         """Seed 001's IdempotencyConfig (``keyStrategy``, ``keyFields``):
@@ -161,17 +167,19 @@ def stable_hash(content: dict[str, Any]) -> str:
 class GraphError(_Strict):
     node: Annotated[str, Field(min_length=1, max_length=200)]
     message: Annotated[str, Field(min_length=1, max_length=10_000)]
-    timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    timestamp: Moment = Field(default_factory=lambda: datetime.now(UTC))
     recoverable: bool
 
 
 class BudgetUsage(_Strict):
     """Usage counters as totals so far (not deltas): resending an update changes nothing."""
 
-    tokensUsed: NonNegativeInt | None = None
-    docsRetrieved: NonNegativeInt | None = None
-    apiCalls: NonNegativeInt | None = None
-    costUsed: float | None = Field(None, ge=0, description="dollars spent so far, against constraints.budget")
+    tokensUsed: Count | None = None
+    docsRetrieved: Count | None = None
+    apiCalls: Count | None = None
+    costUsed: float | None = Field(
+        None, ge=0, le=MAX_BUDGET_DOLLARS, description="dollars spent so far, against constraints.budget"
+    )
 
 
 class GraphStateUpdate(_Strict):
@@ -180,7 +188,7 @@ class GraphStateUpdate(_Strict):
 
     currentNode: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     visitedNodes: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
-    retryCount: NonNegativeInt | None = None
+    retryCount: Count | None = None
     intermediate: dict[str, Any] = Field(default_factory=dict)
     budget: BudgetUsage | None = None
     errors: list[GraphError] = Field(default_factory=list)
@@ -196,14 +204,24 @@ class ArtifactRef(BaseModel):
     uri: str | None = None
 
 
+def _float_sized(value: Any) -> Any:
+    """A reported metric that is a number must fit a double: KPI samples are stored as one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError as exc:
+            raise ValueError("the number is too large for a metric") from exc
+    return value
+
+
 class AgentOutput(_Strict):
     success: bool
     data: Any = None
     artifacts: list[ArtifactRef] = Field(default_factory=list)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Annotated[Any, AfterValidator(_float_sized)]] = Field(default_factory=dict)
     nextAction: Literal["continue", "escalate", "complete"] | None = None
     confidence: float | None = Field(None, ge=0, le=1)
-    error_count: NonNegativeInt | None = None
+    error_count: Count | None = None
     human_required: bool | None = None
 
     def evaluation_context(self, job_input: dict[str, Any]) -> dict[str, Any]:

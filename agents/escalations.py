@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents import conditions
 from agents.envelope import AgentOutput
 from agents.models import Agent, Escalation, Job
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications import services as notifications
@@ -178,37 +179,46 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     escalation.save()
 
 
-def process_overdue() -> dict[str, int]:
+def process_overdue() -> dict[str, Any]:
     """Beat task body: an open escalation past its deadline is escalated again (to the reviewer
-    inbox, with a new deadline); one already re-escalated and still unhandled expires."""
+    inbox, with a new deadline); one already re-escalated and still unhandled expires. Each in its
+    own transaction on its row lock (SKIP LOCKED: concurrent runs share the work, and one handled
+    meanwhile no longer qualifies); one that raises is reported under ``errors`` and the others
+    are handled all the same."""
     counts = {"reescalated": 0, "expired": 0}
-    while True:
-        with transaction.atomic():
+    failures = Failures("escalations")
+    for pk in list(Escalation.objects.overdue().values_list("pk", flat=True)):
+        with failures.guard(f"escalation {pk}"), transaction.atomic():
             escalation = (
                 Escalation.objects.overdue()
                 .select_for_update(skip_locked=True, of=("self",))
                 .select_related("job__agent")
+                .filter(pk=pk)
                 .first()
             )
-            if escalation is None:
-                return counts
-            if escalation.status == Escalation.Status.OPEN:
-                escalation.status = Escalation.Status.REESCALATED
-                escalation.deadline = timezone.now() + timedelta(hours=escalation.timeout_hours)
-                _step(escalation, "reescalated", deadline=escalation.deadline.isoformat())
-                if escalation.review_item is None:
-                    _route_to_human(escalation)
-                else:
-                    ReviewItem.objects.filter(pk=escalation.review_item_id).update(expires_at=escalation.deadline)
-                counts["reescalated"] += 1
-                escalation.save()
-            else:
-                escalation.status = Escalation.Status.EXPIRED
-                _step(escalation, "expired")
-                escalation.save()
-                if escalation.review_item is not None and escalation.review_item.status == ReviewItem.Status.PENDING:
-                    reviews.decide(escalation.review_item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)
-                counts["expired"] += 1
+            if escalation is not None:
+                outcome = _overdue(escalation)
+                counts[outcome] += 1
+    return {**counts, **failures.as_dict()}
+
+
+def _overdue(escalation: Escalation) -> str:
+    if escalation.status == Escalation.Status.OPEN:
+        escalation.status = Escalation.Status.REESCALATED
+        escalation.deadline = timezone.now() + timedelta(hours=escalation.timeout_hours)
+        _step(escalation, "reescalated", deadline=escalation.deadline.isoformat())
+        if escalation.review_item is None:
+            _route_to_human(escalation)
+        else:
+            ReviewItem.objects.filter(pk=escalation.review_item_id).update(expires_at=escalation.deadline)
+        escalation.save()
+        return "reescalated"
+    escalation.status = Escalation.Status.EXPIRED
+    _step(escalation, "expired")
+    escalation.save()
+    if escalation.review_item is not None and escalation.review_item.status == ReviewItem.Status.PENDING:
+        reviews.decide(escalation.review_item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)
+    return "expired"
 
 
 def describe(escalation: Escalation) -> dict[str, Any]:

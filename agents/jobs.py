@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,14 @@ from django.utils import timezone
 
 from agents import artifacts, conditions, escalations, kpi_alerts, kpis, triggers
 from agents import types as typelang
-from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn, KeyFieldMissing, content_hash
+from agents.envelope import (
+    MAX_TIMEOUT_MS,
+    AgentOutput,
+    GraphStateUpdate,
+    JobEnvelopeIn,
+    KeyFieldMissing,
+    content_hash,
+)
 from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
 from agents.models.job import PRIORITY_RANK
@@ -31,6 +39,7 @@ from agents.registry import manifest_document, manifest_types
 from governance.contracts import services as contracts
 from governance.kernel import metrics, rows
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 
@@ -331,11 +340,13 @@ def _initial_budget(max_tokens: int) -> dict[str, int]:
 
 
 def timeout_at(job: Job):
-    """When ``constraints.timeout`` (ms, counted from the first start) runs out; None before a start."""
+    """When ``constraints.timeout`` (ms, counted from the first start) runs out; None before a start.
+    A timeout stored before it was bounded counts as the longest a job may have (MAX_TIMEOUT_MS):
+    taken as it is, 10**15 ms would overflow the datetime."""
     timeout = job.constraints.get("timeout")
     if job.started_at is None or not timeout:
         return None
-    return job.started_at + timedelta(milliseconds=timeout)
+    return job.started_at + timedelta(milliseconds=min(timeout, MAX_TIMEOUT_MS))
 
 
 def _locked(job: Job, actor: Principal, *, writer: str | None = None) -> Job:
@@ -507,10 +518,11 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     breached = any(not r["passed"] for r in checked)
     job.output = output.model_dump(mode="json")
     job.post_conditions = post + checked
-    # A result that breaks its manifest did not succeed, whatever it says: KPIs count it so.
+    escalation = escalations.fire(job, output, context)
+    # A result that breaks its manifest did not succeed, whatever it says: KPIs count it so (and,
+    # being recorded after the escalation step, count whether the job was escalated).
     samples = kpis.record_samples(job, output.model_copy(update={"success": False}) if breached else output, at=now)
     kpi_alerts.check(job, samples, at=now)
-    escalation = escalations.fire(job, output, context)
     succeeded = output.success and all(r["passed"] for r in job.post_conditions)
     retry = not succeeded and not breached and escalation is None and output.nextAction != "escalate"
     if retry and job.attempts < settings.JOB_LOCK_RETRY:
@@ -600,9 +612,12 @@ def escalate(job: Job, reason: str, *, actor: Principal) -> dict[str, Any]:
 
 SWEEP_BATCH = 500
 _JOB = Job._meta.db_table
+# timeout_at in SQL, bounded the same way; a timeout that is not a number gives no deadline here
+# (the candidates query must not fail for the whole fleet), and the job's own sweep reports it.
 _TIMEOUT_AT = RawSQL(
-    f"{_JOB}.started_at + ({_JOB}.constraints->>'timeout')::bigint * interval '1 millisecond'",
-    [],
+    f"CASE WHEN jsonb_typeof({_JOB}.constraints->'timeout') = 'number' THEN {_JOB}.started_at"
+    f" + LEAST(GREATEST(({_JOB}.constraints->>'timeout')::numeric, 0), %s) * interval '1 millisecond' END",
+    [MAX_TIMEOUT_MS],
     output_field=DateTimeField(),
 )
 
@@ -614,7 +629,7 @@ def _due(now) -> Q:
     )
 
 
-def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, int]:
+def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, Any]:
     """Beat task body (``agents.sweep_jobs``): end or re-queue the jobs nobody will finish.
 
     * past ``expiresAt``: expired (artifacts, no escalation: the submitter's deadline passed);
@@ -625,14 +640,17 @@ def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, int]:
 
     Each job is decided in its own transaction on its row lock, taken with SKIP LOCKED: two
     sweepers share the work, a job a worker is writing right now waits for the next run, and a
-    job already handled no longer qualifies (so running it twice changes nothing)."""
+    job already handled no longer qualifies (so running it twice changes nothing). A job whose
+    sweep raises is counted under ``errors``, logged, and ended (``_unsweepable``); the others
+    are swept all the same."""
     now = now or timezone.now()
     counts = {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0}
+    failures = Failures("jobs")
     candidates = list(
         Job.objects.annotate(timeout_at=_TIMEOUT_AT).filter(_due(now)).order_by().values_list("pk", flat=True)[:batch]
     )
     for pk in candidates:
-        with transaction.atomic():
+        with failures.guard(f"job {pk}", mark=functools.partial(_unsweepable, pk, now=now)), transaction.atomic():
             job = (
                 Job.objects.select_for_update(of=("self",), skip_locked=True)
                 .select_related("agent", "manifest")
@@ -640,9 +658,26 @@ def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, int]:
                 .first()
             )
             outcome = _sweep_one(job, now) if job is not None else None
-        if outcome is not None:
-            counts[outcome] += 1
-    return counts
+            if outcome is not None:
+                counts[outcome] += 1
+    return {**counts, **failures.as_dict()}
+
+
+def _unsweepable(pk: UUID, error: Exception, *, now) -> None:
+    """A job the sweeper could not handle ends failed with the error among its errors, so the
+    next runs leave it alone: in one statement, without what an end usually brings (KPI sample,
+    escalation, artifacts), since those read the same row that just failed."""
+    reason = f"the job sweeper could not handle this job ({type(error).__name__}: {error})"[:1000]
+    entry = {"node": None, "message": reason, "timestamp": now.isoformat(), "recoverable": False}
+    ended = Job.objects.filter(pk=pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+        status=Job.Status.FAILED,
+        finished_at=now,
+        lease_owner="",
+        lease_expires_at=None,
+        errors=RawSQL(f"COALESCE({_JOB}.errors, '[]'::jsonb) || %s::jsonb", [json.dumps([entry])]),
+    )
+    if ended:
+        record(actor=SYSTEM, action="job.sweep_failed", target=Job(pk=pk), error=reason)
 
 
 def _sweep_one(job: Job, now) -> str | None:
@@ -677,8 +712,8 @@ def _sweep_one(job: Job, now) -> str | None:
 
 
 def _end(job: Job, status: str, reason: str, now) -> None:
-    """Finish a job the platform ends: the reason among its errors, then (when failed) a KPI
-    sample of a failed run and an escalation per the manifest, then its artifacts."""
+    """Finish a job the platform ends: the reason among its errors, then (when failed) an
+    escalation per the manifest and the KPI samples of a failed run, then its artifacts."""
     job.status, job.finished_at = status, now
     job.lease_owner, job.lease_expires_at = "", None
     job.errors = [
@@ -688,6 +723,6 @@ def _end(job: Job, status: str, reason: str, now) -> None:
     job.save()
     record(actor=SYSTEM, action=f"job.{status}", target=job, reason=reason, attempts=job.attempts)
     if status == Job.Status.FAILED:
-        kpi_alerts.check(job, kpis.record_samples(job, AgentOutput(success=False), at=now, reported=False), at=now)
         escalations.open_for(job, reason)
+        kpi_alerts.check(job, kpis.record_samples(job, AgentOutput(success=False), at=now, from_result=False), at=now)
     _after_finish(job)

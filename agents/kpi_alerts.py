@@ -11,6 +11,7 @@ per agent and metric until it recovers" hold under concurrent results too.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -21,6 +22,7 @@ from agents.kpi import kpi_status
 from agents.kpis import averages
 from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
 from agents.registry import manifest_kpis
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
 from governance.notifications import services as notifications
@@ -64,17 +66,20 @@ def judge(
     return opened
 
 
-def recheck_open(*, at: datetime | None = None) -> dict[str, int]:
+def recheck_open(*, at: datetime | None = None) -> dict[str, Any]:
     """Beat task body: re-judge the agents with an open alert. Their window slides even when no
-    result comes (an agent that stopped working), and a KPI that recovered that way resolves."""
+    result comes (an agent that stopped working), and a KPI that recovered that way resolves. An
+    agent whose judging raises is reported under ``errors``; the others are judged all the same."""
     at = at or timezone.now()
     agent_ids = KpiAlert.objects.filter(resolved_at__isnull=True).values("agent_id")
     agents = Agent.objects.filter(pk__in=agent_ids, active_manifest__isnull=False)
     before = KpiAlert.objects.filter(resolved_at__isnull=True).count()
+    failures = Failures("kpi_alerts")
     for agent in agents:
-        judge(agent, agent.active_manifest_id, at=at)
+        with failures.guard(f"agent {agent.agent_id}"):
+            judge(agent, agent.active_manifest_id, at=at)
     after = KpiAlert.objects.filter(resolved_at__isnull=True).count()
-    return {"agents": len(agents), "open_before": before, "open_after": after}
+    return {"agents": len(agents), "open_before": before, "open_after": after, **failures.as_dict()}
 
 
 def _open(

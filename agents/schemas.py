@@ -34,8 +34,18 @@ class KpiOut(Schema):
     threshold_critical: float
     unit: str
     direction: str
-    current: float | None
+    current: float | None = Field(
+        ..., description="The window's mean of the samples the KPI is judged on (see `source`); null without any"
+    )
     status: Literal["ok", "warning", "critical", "no_data"]
+    source: Literal["derived", "reported"] = Field(
+        ...,
+        description="Where `current` comes from: derived by the platform from the jobs (success, processing time, "
+        "escalations), whatever the agent reports; or, for a KPI the platform cannot measure, the agent's reports",
+    )
+    reported: float | None = Field(
+        ..., description="The window's mean of what the agent reported in its results' `metrics`; never judged"
+    )
 
 
 class KpiReportOut(Schema):

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from agents import approvals, escalations, jobs, kpi_alerts, triggers
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
-def escalation_timeouts() -> dict[str, int]:
+def escalation_timeouts() -> dict[str, Any]:
     """Re-escalate escalations not handled in time; expire those already re-escalated, and the
     agents' approval requests past their deadline."""
     return {**escalations.process_overdue(), "approvals_expired": approvals.expire_due()}
 
 
 @shared_task(name="agents.sweep_jobs", ignore_result=True, acks_late=True)
-def sweep_jobs() -> dict[str, int]:
+def sweep_jobs() -> dict[str, Any]:
     """Jobs always end: re-queue or fail those whose lease expired, expire those past expiresAt,
     fail those past constraints.timeout. Idempotent; concurrent runs share the work."""
     return jobs.sweep()
@@ -29,6 +31,6 @@ def fire_due_triggers() -> dict[str, int]:
 
 
 @shared_task(name="agents.recheck_kpi_alerts", ignore_result=True, acks_late=True)
-def recheck_kpi_alerts() -> dict[str, int]:
+def recheck_kpi_alerts() -> dict[str, Any]:
     """Open KPI alerts whose window slid back out of critical are resolved, results or not."""
     return kpi_alerts.recheck_open()

@@ -25,6 +25,7 @@ from governance.contracts.services import OUTPUT_RETENTION
 from governance.kernel import retention
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import RetentionRun
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.kernel.taskruns import TASK_RUN_RETENTION
@@ -60,6 +61,7 @@ class Report:
     started_at: datetime
     steps: list[Step] = field(default_factory=list)
     run_id: int | None = None  # the RetentionRun row; None for a dry run
+    failures: Failures = field(default_factory=lambda: Failures("retention"))  # policies that failed
 
     @property
     def rows(self) -> int:
@@ -72,6 +74,7 @@ class Report:
             "run_id": self.run_id,
             "rows": self.rows,
             "steps": [{**asdict(step), "cutoff": step.cutoff and step.cutoff.isoformat()} for step in self.steps],
+            **self.failures.as_dict(),
         }
 
     def lines(self) -> list[str]:
@@ -87,6 +90,7 @@ class Report:
                 f"{step.name} ({step.table}): {step.rows} {done}, older than {step.cutoff:%Y-%m-%d %H:%M} "
                 f"({step.setting}={step.days}) in {step.seconds:.2f} s"
             )
+        lines.extend(f"{failed['item']}: failed ({failed['error']})" for failed in self.failures.items)
         return lines
 
 
@@ -102,25 +106,27 @@ def run_retention(*, actor: Principal, dry_run: bool = False, batch_size: int | 
 
     Each policy works in batches of ``batch_size`` rows (RETENTION_BATCH_SIZE), one short
     transaction each, so the run never holds long locks on a live table; two runs at once share
-    the rows. The run is recorded once it is over, with what each step did."""
+    the rows. The run is recorded once it is over, with what each step did. A policy that fails
+    is reported (``errors`` in the result, a line of the command) and the next ones still run."""
     if actor.is_agent or (actor.is_operator and not actor.has_perm(PERMISSION)):
         raise Forbidden(f"Retention needs an operator with the {PERMISSION} permission.")
     batch_size = batch_size or settings.RETENTION_BATCH_SIZE
     every_days = {setting: _days(setting) for setting, _ in POLICIES}  # a bad setting stops the run before it starts
     report = Report(dry_run=dry_run, started_at=timezone.now())
     for setting, policy in POLICIES:
-        days = every_days[setting]
-        table = policy.candidates(report.started_at).model._meta.db_table
-        clock = time.monotonic()
-        cutoff = report.started_at - timedelta(days=days) if days else None
-        if cutoff is None:
-            rows = 0
-        elif dry_run:
-            rows = retention.count(policy, cutoff)
-        else:
-            rows = retention.apply(policy, cutoff, batch_size=batch_size)
-        step = Step(policy.name, table, policy.action, setting, days, cutoff, rows, time.monotonic() - clock)
-        report.steps.append(step)
+        with report.failures.guard(policy.name):
+            days = every_days[setting]
+            table = policy.candidates(report.started_at).model._meta.db_table
+            clock = time.monotonic()
+            cutoff = report.started_at - timedelta(days=days) if days else None
+            if cutoff is None:
+                rows = 0
+            elif dry_run:
+                rows = retention.count(policy, cutoff)
+            else:
+                rows = retention.apply(policy, cutoff, batch_size=batch_size)
+            step = Step(policy.name, table, policy.action, setting, days, cutoff, rows, time.monotonic() - clock)
+            report.steps.append(step)
     if not dry_run:
         with transaction.atomic():
             run = RetentionRun.objects.create(

@@ -28,6 +28,7 @@ from django.utils import timezone
 from agents import triggers as job_triggers
 from governance.kernel.exceptions import Conflict, NotFound
 from governance.kernel.models import AuditEvent
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.reviews import services as reviews
@@ -49,6 +50,8 @@ class LifecycleReport:
     refused: int = 0
     archived: int = 0
     details: list[str] = field(default_factory=list)
+    errors: int = 0  # learnings a run could not handle (governance.kernel.periodic), named in error_items
+    error_items: list[dict[str, str]] = field(default_factory=list)
 
 
 @transaction.atomic
@@ -96,40 +99,49 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
         # ERR-295-10: no score row to join (never injected) -> 0.0, excluded from promotion.
         logger.info("[lifecycle] %s learning(s) without a reuse score: treated as 0.0, not promoted", unscored)
         report.details.append(f"{unscored} unscored")
+    failures = Failures("lifecycle")
     for learning in _candidates():
         target = scope.promotion_target(scope.Scope(learning.scope), learning.score)
         if target is None:
             continue
-        try:
-            with transaction.atomic():
-                proposal = PromotionProposal.objects.create(
-                    learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
-                )
-                report.proposed += 1
-                if mode == "auto":
-                    outcome = _apply(proposal, actor=SYSTEM)
-                    report.applied += outcome == PromotionProposal.Status.APPLIED
-                    report.refused += outcome == PromotionProposal.Status.REFUSED
-                else:
-                    proposal.review_item = reviews.open_item(
-                        actor=SYSTEM,
-                        kind=REVIEW_KIND,
-                        title=f"Promote a {learning.scope} learning of {learning.story} to {target.value}",
-                        payload={
-                            "proposal": proposal.pk,
-                            "learning": learning.pk,
-                            "from": learning.scope,
-                            "to": target.value,
-                            "reuse_score": str(learning.score),
-                            "text": learning.text[:2000],
-                            "tags": learning.tags,
-                            "domain": learning.domain,
-                        },
-                    )
-                    proposal.save(update_fields=["review_item"])
-        except IntegrityError:
-            continue  # a concurrent run (a task delivered twice) proposed this step first
+        with failures.guard(f"learning {learning.pk}"):
+            try:
+                outcome = _propose(learning, target, mode)
+            except IntegrityError:
+                continue  # a concurrent run (a task delivered twice) proposed this step first
+            report.proposed += 1
+            report.applied += outcome == PromotionProposal.Status.APPLIED
+            report.refused += outcome == PromotionProposal.Status.REFUSED
+    report.errors, report.error_items = failures.count, failures.items
     return report
+
+
+def _propose(learning: Learning, target: scope.Scope, mode: str) -> str:
+    """One step up for ``learning``: applied at once in `auto` mode, else an inbox item; returns
+    the proposal's status."""
+    with transaction.atomic():
+        proposal = PromotionProposal.objects.create(
+            learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
+        )
+        if mode == "auto":
+            return _apply(proposal, actor=SYSTEM)
+        proposal.review_item = reviews.open_item(
+            actor=SYSTEM,
+            kind=REVIEW_KIND,
+            title=f"Promote a {learning.scope} learning of {learning.story} to {target.value}",
+            payload={
+                "proposal": proposal.pk,
+                "learning": learning.pk,
+                "from": learning.scope,
+                "to": target.value,
+                "reuse_score": str(learning.score),
+                "text": learning.text[:2000],
+                "tags": learning.tags,
+                "domain": learning.domain,
+            },
+        )
+        proposal.save(update_fields=["review_item"])
+        return proposal.status
 
 
 def _apply(proposal: PromotionProposal, *, actor: Principal) -> str:

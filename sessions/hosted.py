@@ -21,7 +21,7 @@ from django.utils import timezone
 from governance.kernel.exceptions import Conflict
 from governance.kernel.principals import Principal
 from sessions import prompt
-from sessions.machine import Event, Phase
+from sessions.machine import MAX_NETWORK_RETRY_DELAY, Event, Phase
 from sessions.models import AISession, ProviderCall, ProviderProfile
 from sessions.processor import apply_event
 from sessions.providers.base import AIResponse, ErrorCategory, PromptData
@@ -100,7 +100,8 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
             kind = Event.NETWORK_ERROR_OCCURRED if response.network_error else Event.SYSTEM_ERROR_OCCURRED
             payload: dict[str, Any] = {"summary": response.public_summary}
             if response.network_error and response.retry_after is not None:
-                payload["retryAfter"] = response.retry_after
+                # The provider's header, not an agent's input: cut to the longest a session waits anyway.
+                payload["retryAfter"] = min(response.retry_after, int(MAX_NETWORK_RETRY_DELAY.total_seconds()))
             _finish(call, status=ProviderCall.Status.FAILED, error=response.public_summary)
             apply_event(session.pk, kind, payload, actor=actor)
             return kind.value

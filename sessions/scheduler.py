@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agents import quotas
 from agents.models import Agent
-from governance.kernel import retention, rows
+from governance.kernel import periodic, retention, rows
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -325,12 +325,13 @@ def _scheduled_runs(automations: list[Automation], now: datetime) -> list[AISess
     return runs
 
 
-def _start_batch(agent_ids: list[int], now: datetime) -> int:
+def _start_batch(agent_ids: list[int], now: datetime, failures: periodic.Failures) -> int:
     """``fill_slot`` for a batch of agents, set-wise: each kind of work is one statement for the
     whole batch (lock the agents, read their active sessions, their queued ones, their due
     automations; create the runs; activate). If the batch meets what the per-agent path handles
-    one by one (a refused activation, a second active session), it is rolled back and that path
-    decides for each agent of the batch."""
+    one by one (a refused activation, a second active session) or fails, it is rolled back and
+    that path decides for each agent of the batch: an agent whose start fails is reported under
+    ``errors`` without holding back the others."""
     with transaction.atomic():
         locked = list(
             Agent.objects.select_for_update(skip_locked=True)
@@ -341,9 +342,15 @@ def _start_batch(agent_ids: list[int], now: datetime) -> int:
         try:
             with transaction.atomic():
                 return len(_start_locked(locked, now))
-        except (IntegrityError, Conflict) as exc:
+        except periodic.ENDS_THE_RUN:
+            raise
+        except Exception as exc:  # refused (IntegrityError, Conflict) or failed: each agent decides on its own
             logger.info("[scheduler] batch start refused (%s): agent by agent", exc.__class__.__name__)
-        return sum(fill_slot(agent_id, now=now) is not None for agent_id in locked)
+        started = 0
+        for agent_id in locked:
+            with failures.guard(f"agent {agent_id}"):
+                started += fill_slot(agent_id, now=now) is not None
+        return started
 
 
 def _start_locked(agent_ids: list[int], now: datetime) -> list[AISession]:
@@ -393,12 +400,13 @@ def fire_timer(session_id: str, event: str, at: str, *, now: datetime | None = N
     return True
 
 
-def _due_timers(now: datetime) -> int:
+def _due_timers(now: datetime, failures: periodic.Failures) -> int:
     fired = 0
     for session_id, event, at in AISession.objects.filter(timer_at__lte=now).values_list(
         "pk", "timer_event", "timer_at"
     ):
-        fired += fire_timer(str(session_id), event, at.isoformat(), now=now)
+        with failures.guard(f"session {session_id} timer {event}"):
+            fired += fire_timer(str(session_id), event, at.isoformat(), now=now)
     return fired
 
 
@@ -419,17 +427,18 @@ def fire_deadline(session_id: str, at: str, *, now: datetime | None = None) -> b
     return True
 
 
-def _overdue(now: datetime) -> int:
+def _overdue(now: datetime, failures: periodic.Failures) -> int:
     """The backstop for deadline timers the broker lost: one indexed query for every active
     session past its phase's deadline, whatever the size of the fleet."""
     fired = 0
     overdue = AISession.objects.filter(is_active=True, phase_deadline_at__lte=now)
     for session_id, at in overdue.values_list("pk", "phase_deadline_at"):
-        fired += fire_deadline(str(session_id), at.isoformat(), now=now)
+        with failures.guard(f"session {session_id} deadline"):
+            fired += fire_deadline(str(session_id), at.isoformat(), now=now)
     return fired
 
 
-def _watchdog(now: datetime) -> int:
+def _watchdog(now: datetime, failures: periodic.Failures) -> int:
     """Sessions idle past the shortest timeout any of them has (a manifest may set its agent's
     own) get a heartbeat; the machine judges each against its agent's limit and decides."""
     running = AISession.objects.filter(is_active=True).exclude(type=SessionType.CHAT.value)
@@ -443,28 +452,33 @@ def _watchdog(now: datetime) -> int:
     idle = AISession.objects.filter(quiet, is_active=True).exclude(type=SessionType.CHAT.value)
     closed = 0
     for session_id in idle.values_list("pk", flat=True):
-        try:
-            outcome = apply_event(session_id, Event.SCHEDULER_HEARTBEAT, {}, actor=SYSTEM, now=now)
-        except Conflict:
-            continue
-        closed += outcome.session.phase == Phase.AWAITING_SESSION_CLOSURE
+        with failures.guard(f"session {session_id} heartbeat"):
+            try:
+                outcome = apply_event(session_id, Event.SCHEDULER_HEARTBEAT, {}, actor=SYSTEM, now=now)
+            except Conflict:
+                continue
+            closed += outcome.session.phase == Phase.AWAITING_SESSION_CLOSURE
     return closed
 
 
-def _expire_reviews(now: datetime) -> int:
+def _expire_reviews(now: datetime, failures: periodic.Failures) -> int:
     """A request nobody answered in time is rejected, recorded as a decision by `system`."""
     expired = 0
     due = ReviewItem.objects.filter(
         status=ReviewItem.Status.PENDING, kind__in=REVIEW_KINDS.values(), expires_at__lte=now
     ).values_list("pk", flat=True)
     for item_id in due:
-        try:
-            reviews.decide(
-                item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment="Not decided in time: rejected."
-            )
+        with failures.guard(f"review item {item_id}"):
+            try:
+                reviews.decide(
+                    item_id,
+                    actor=SYSTEM,
+                    decision=ReviewDecision.Decision.EXPIRE,
+                    comment="Not decided in time: rejected.",
+                )
+            except Conflict:
+                continue
             expired += 1
-        except Conflict:
-            continue
     return expired
 
 
@@ -478,20 +492,23 @@ def _agents_with_work(now: datetime) -> list[int]:
     return list(Agent.objects.filter(~Exists(busy) & (Exists(waiting) | Exists(due))).values_list("pk", flat=True))
 
 
-def tick(now: datetime | None = None) -> dict[str, int]:
-    """One pass of the scheduler; safe to run concurrently with itself."""
+def tick(now: datetime | None = None) -> dict[str, Any]:
+    """One pass of the scheduler; safe to run concurrently with itself. A session (or agent)
+    whose step raises is reported under ``errors``; the rest of the fleet is scheduled all the
+    same."""
     now = now or timezone.now()
+    failures = periodic.Failures("scheduler")
     counts = {
-        "timers": _due_timers(now),
-        "deadlines": _overdue(now),
-        "timeouts": _watchdog(now),
-        "expired_reviews": _expire_reviews(now),
+        "timers": _due_timers(now, failures),
+        "deadlines": _overdue(now, failures),
+        "timeouts": _watchdog(now, failures),
+        "expired_reviews": _expire_reviews(now, failures),
     }
     agent_ids = _agents_with_work(now)
     counts["started"] = sum(
-        _start_batch(agent_ids[n : n + START_BATCH], now) for n in range(0, len(agent_ids), START_BATCH)
+        _start_batch(agent_ids[n : n + START_BATCH], now, failures) for n in range(0, len(agent_ids), START_BATCH)
     )
-    return counts
+    return {**counts, **failures.as_dict()}
 
 
 def next_session(agent: Agent) -> AISession | None:

@@ -7,6 +7,10 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from governance.kernel.bounds import Count
+
+MAX_RETRY_AFTER_SECONDS = 24 * 3600  # a provider's wait past a day is no wait but an outage
+
 
 class SeedMessageIn(Schema):
     text: str | None = Field(None, max_length=100_000)
@@ -239,10 +243,10 @@ class EmptyPayload(_Payload):
 
 
 class TokensIn(_Payload):
-    input: int = Field(0, ge=0)
-    output: int = Field(0, ge=0)
-    cacheWrite: int = Field(0, ge=0)
-    cacheRead: int = Field(0, ge=0)
+    input: Count = 0
+    output: Count = 0
+    cacheWrite: Count = 0
+    cacheRead: Count = 0
 
 
 class UserMessagePayload(_Payload):
@@ -289,8 +293,9 @@ class NetworkErrorPayload(SummaryPayload):
     retryAfter: int | None = Field(
         None,
         ge=0,
-        description="Seconds the provider asked to wait (its Retry-After): an AUTOMATION waits at least "
-        "this long, and at most an hour, before it calls again",
+        le=MAX_RETRY_AFTER_SECONDS,
+        description="Seconds the provider asked to wait (its Retry-After), at most a day: an AUTOMATION waits "
+        "at least this long, and at most an hour, before it calls again",
     )
 
 

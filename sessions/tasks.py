@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from django.db import OperationalError
@@ -15,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="sessions.tick", ignore_result=True)
-def tick() -> dict[str, int]:
+def tick() -> dict[str, Any]:
     """Every 5 minutes (beat), and after automation changes and session ends."""
     return scheduler.tick()
 

@@ -133,7 +133,7 @@ def test_an_expired_lease_is_requeued_with_backoff(vlevel_api, job):
     event = AuditEvent.objects.get(action="job.lease_expired")
     assert (event.actor, event.data["owner"], event.data["requeued"]) == ("system", "w1", True)
 
-    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0}  # idempotent
+    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}  # idempotent
     assert lease(vlevel_api, job, "w2").status_code == 409  # not before the backoff
     Job.objects.update(next_attempt_at=past())
     assert lease(vlevel_api, job, "w2").json()["lease"]["attempts"] == 2
@@ -270,7 +270,7 @@ def test_a_job_within_its_timeout_is_left_alone(vlevel_api):
     lease(vlevel_api, job, "w1")
     Job.objects.update(started_at=past(30))
 
-    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0}
+    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}
     assert vlevel_api.post(f"/jobs/{job['jobId']}/state", {"currentNode": "x"}, **owner("w1")).status_code == 200
 
 

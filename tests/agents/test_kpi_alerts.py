@@ -125,5 +125,5 @@ def test_an_alert_resolves_when_its_window_slides_past_the_bad_days_without_new_
     KpiSample.objects.update(recorded_at=timezone.now() - timedelta(days=settings.KPI_WINDOW_DAYS + 1))
     KpiSample.objects.create(agent=vlevel, metric_id="task_success_rate", value=1.0, recorded_at=timezone.now())
 
-    assert kpi_alerts.recheck_open() == {"agents": 1, "open_before": 1, "open_after": 0}
+    assert kpi_alerts.recheck_open() == {"agents": 1, "open_before": 1, "open_after": 0, "errors": 0}
     assert KpiAlert.objects.get().resolved_value == 1.0
