@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
+from governance.kernel.bounds import storable_time
+
 UNITS = ("DAY", "WEEK", "MONTH", "YEAR")
 WEEKDAYS = ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
 MAX_OFFSET = 10_000  # far beyond any sensible period, still inside what `date` can represent
@@ -141,6 +143,7 @@ def describe(value: Any) -> str:
 
 
 def _moment(value: Any, tz: tzinfo | None) -> datetime:
+    """A period's bound, as the database can compare it (a zone offset under 16 hours)."""
     if isinstance(value, datetime):
         moment = value
     else:
@@ -148,7 +151,7 @@ def _moment(value: Any, tz: tzinfo | None) -> datetime:
             moment = datetime.fromisoformat(str(value))
         except ValueError as exc:
             raise ValueError(f"{value!r} is not an ISO 8601 date-time") from exc
-    return moment.replace(tzinfo=tz) if moment.tzinfo is None and tz is not None else moment
+    return storable_time(moment.replace(tzinfo=tz) if moment.tzinfo is None and tz is not None else moment)
 
 
 def _shift(first: date, unit: str, offset: int) -> date:

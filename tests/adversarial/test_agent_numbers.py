@@ -160,3 +160,17 @@ def test_the_maxima_themselves_are_accepted(world):
     )
     assert state.status_code == 200, state.content
     assert state.json()["graphState"]["retryCount"] == MAX_COUNT
+
+
+@pytest.mark.django_db
+def test_a_message_enrichment_over_a_period_postgresql_cannot_store_is_422(world):
+    period = {"start": BEYOND_ITS_ZONES, "end": "2030-01-02T00:00:00+16:00"}
+    use_jobs = {"type": "enrichment", "enrichmentType": "USE", "config": {"resource": "jobs", "period": period}}
+
+    with nothing_written():
+        response = world.owner.post(
+            f"/sessions/{world.session_id}/events", {"type": "UserMessageSent", "payload": {"segments": [use_jobs]}}
+        )
+
+    assert response.status_code == 422, response.content
+    assert ["body", "payload", "segments"] in [error["loc"] for error in response.json()["errors"]]
