@@ -10,6 +10,7 @@ class AgentsConfig(AppConfig):
         from agents import escalations, skills, tools
         from governance.reviews import services as reviews
 
-        reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided)
+        # An escalation past its deadline is escalated again once before it expires (escalations.py).
+        reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided, expires_itself=True)
         reviews.register(tools.REVIEW_KIND, tools.on_review_decided)
         post_migrate.connect(skills.seed_after_migrate, sender=self, dispatch_uid="agents.skills.seed")

@@ -67,6 +67,31 @@ class ToolApprovalPendingOut(Schema):
     status: str = Field(..., description="`pending`: ask again with the same arguments once a reviewer approved.")
 
 
+class ApprovalIn(Schema):
+    action: str = Field(..., min_length=1, max_length=200, description="What you ask a human to approve.")
+    arguments: Any = Field(None, description="What the approval is bound to (its hash is recorded).")
+    reason: str = Field("", max_length=10_000, description="What the reviewer needs to decide.")
+
+
+class ApprovalDecisionOut(Schema):
+    decision: str
+    comment: str
+    decidedBy: str
+    decidedAt: datetime
+
+
+class ApprovalOut(Schema):
+    approvalId: int
+    reviewItemId: int
+    status: Literal["pending", "approved", "rejected", "expired"] = Field(
+        ..., description="Poll while `pending`; `expired` once `expiresAt` passed with no decision."
+    )
+    title: str
+    payloadHash: str | None
+    expiresAt: datetime | None
+    decision: ApprovalDecisionOut | None
+
+
 class ToolCallOut(Schema):
     id: int
     tool_id: str

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 # The sub-apps' tasks register with the worker through this module (Celery discovers `<app>.tasks`).
 from governance.notifications import tasks as notification_tasks
+from governance.reviews import tasks as review_tasks
 
-__all__ = ["notification_tasks"]
+__all__ = ["notification_tasks", "review_tasks"]
 
 
 @shared_task(name="governance.heartbeat", ignore_result=True)

@@ -77,6 +77,14 @@ RETENTION = Schedule(
     "each run is a Retention run row.",
 )
 
+REVIEW_EXPIRY = Schedule(
+    name="review expiry",
+    task="reviews.expire_due",
+    every_seconds=60,
+    description="Expires the pending review items past their deadline (tool approvals, action approvals, "
+    "questions, agents' approval requests...): a decision after the deadline is refused.",
+)
+
 NOTIFICATIONS_RESEND = Schedule(
     name="notifications resend",
     task="notifications.resend_due",

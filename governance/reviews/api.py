@@ -13,7 +13,7 @@ from governance.kernel.exceptions import Forbidden
 from governance.kernel.validation import BoundedLimitOffsetPagination
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
-from governance.reviews.schemas import DecisionIn, DecisionOut, ReviewItemOut
+from governance.reviews.schemas import BulkDecisionIn, BulkDecisionOut, DecisionIn, DecisionOut, ReviewItemOut
 
 router = Router(tags=["reviews"], auth=operator_key)
 
@@ -26,10 +26,19 @@ def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet
     return ReviewItem.objects.filter(status=status).select_related("agent")
 
 
+@router.post("/decisions", operation_id="decide_review_items", response=BulkDecisionOut)
+def decide_review_items(request: HttpRequest, data: BulkDecisionIn) -> dict:
+    """Approve or reject several items, each decided on its own terms and audited as a single
+    decision would be: `conflict` for one decided meanwhile or past its deadline."""
+    outcome = reviews.decide_many(data.ids, actor=caller(request), decision=data.decision, comment=data.comment)
+    return {"results": [{"id": item_id, "status": status} for item_id, status in outcome.results]}
+
+
 @router.post("/{item_id}/decision", operation_id="decide_review_item", response=DecisionOut)
 def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
     """Approve or reject a pending item, or answer a MultipleChoice question with one of its
-    options (`"decision": "answer", "response": "<option>"`); 409 when it was already decided."""
+    options (`"decision": "answer", "response": "<option>"`); 409 when it was already decided or
+    its deadline passed."""
     actor = caller(request)
     if data.decision == "answer":
         return reviews.answer(item_id, actor=actor, response=data.response or "", comment=data.comment)

@@ -29,6 +29,25 @@ class DecisionIn(Schema):
         return value
 
 
+class BulkDecisionIn(Schema):
+    ids: list[int] = Field(
+        ..., min_length=1, max_length=1000, description="The review items to decide, each on its own."
+    )
+    decision: Literal["approve", "reject"]
+    comment: str = Field("", max_length=10_000)
+
+
+class BulkResultOut(Schema):
+    id: int
+    status: Literal["decided", "conflict", "forbidden", "not_found"] = Field(
+        ..., description="conflict: decided meanwhile, or past its deadline (expired)."
+    )
+
+
+class BulkDecisionOut(Schema):
+    results: list[BulkResultOut]
+
+
 class DecisionOut(Schema):
     item: int = Field(..., alias="item_id")
     decision: str

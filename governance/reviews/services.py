@@ -1,6 +1,10 @@
 """The shared review mechanism: any app opens review items; reviewers (or the system, on expiry)
 decide them once; the app that opened an item reacts to the decision through a handler it
-registered for that kind, inside the same transaction as the decision."""
+registered for that kind, inside the same transaction as the decision.
+
+An item with a deadline (``expires_at``) is decided before it or not at all: past it, a
+reviewer's decision is a Conflict, and the beat task ``reviews.expire_due`` expires it (unless
+its app expires that kind itself), so nothing approved late is ever acted on."""
 
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
-from governance.kernel.principals import Principal
+from governance.kernel.periodic import Failures
+from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications import services as notifications
 from governance.notifications.models import EventKind
@@ -42,6 +48,7 @@ ANNOUNCED_KINDS = {
 
 DecisionHandler = Callable[[ReviewItem, ReviewDecision], None]
 _handlers: dict[str, DecisionHandler] = {}
+_expire_themselves: set[str] = set()
 
 _STATUS_AFTER = {
     ReviewDecision.Decision.APPROVE: ReviewItem.Status.APPROVED,
@@ -51,9 +58,13 @@ _STATUS_AFTER = {
 }
 
 
-def register(kind: str, handler: DecisionHandler) -> None:
-    """Called from an AppConfig.ready(): ``handler`` runs when an item of ``kind`` is decided."""
+def register(kind: str, handler: DecisionHandler, *, expires_itself: bool = False) -> None:
+    """Called from an AppConfig.ready(): ``handler`` runs when an item of ``kind`` is decided.
+    ``expires_itself``: the app closes the kind's items at their deadline on its own terms (an
+    escalation is escalated again once first), so ``expire_due`` leaves them to it."""
     _handlers[kind] = handler
+    if expires_itself:
+        _expire_themselves.add(kind)
 
 
 def payload_hash(payload: Any) -> str:
@@ -137,6 +148,13 @@ def decide(
             item=item.pk,
             item_status=item.status,
         )
+    if decision != ReviewDecision.Decision.EXPIRE and item.expires_at is not None and item.expires_at <= timezone.now():
+        raise Conflict(
+            f"This item expired at {item.expires_at:%Y-%m-%d %H:%M:%S %Z}: it can no longer be decided.",
+            item=item.pk,
+            item_status=ReviewItem.Status.EXPIRED,
+            expired_at=item.expires_at.isoformat(),
+        )
     outcome = ReviewDecision.objects.create(
         item=item,
         decision=decision,
@@ -156,29 +174,75 @@ def decide(
     return outcome
 
 
+DECIDED, CONFLICT, FORBIDDEN, NOT_FOUND = "decided", "conflict", "forbidden", "not_found"
+
+
 @dataclass(frozen=True)
 class BulkOutcome:
-    decided: int
-    skipped: int  # decided by someone else meanwhile
+    """What became of each item of a bulk decision, in the order asked: ``decided``, or
+    ``conflict`` (decided meanwhile, or past its deadline), ``forbidden``, ``not_found``."""
+
+    results: list[tuple[int, str]]
+
+    @property
+    def decided(self) -> int:
+        return sum(status == DECIDED for _, status in self.results)
+
+    @property
+    def skipped(self) -> int:
+        return len(self.results) - self.decided
 
 
 def decide_many(item_ids: Iterable[int], *, actor: Principal, decision: str, comment: str = "") -> BulkOutcome:
     """One bulk decision: the reviewer permission is checked before anything is read, then each
     item is decided by ``decide`` in its own transaction (so each app reacts as to a single
-    decision, and one refused promotion does not undo the others). An item decided meanwhile
-    is a Conflict there, counted as skipped: never decided twice."""
+    decision, is audited as one, and one refused promotion does not undo the others). An item
+    decided meanwhile or past its deadline is a Conflict there, skipped: never decided twice,
+    never late."""
     _require_reviewer(actor)
     if decision not in (ReviewDecision.Decision.APPROVE, ReviewDecision.Decision.REJECT):
         raise Forbidden("Only approve and reject are decided in bulk.")
-    decided = skipped = 0
+    results = []
     for item_id in item_ids:
         try:
             decide(item_id, actor=actor, decision=decision, comment=comment)
+        except ReviewItem.DoesNotExist:
+            results.append((item_id, NOT_FOUND))
         except Conflict:
-            skipped += 1
-            continue
-        decided += 1
-    return BulkOutcome(decided=decided, skipped=skipped)
+            results.append((item_id, CONFLICT))
+        except Forbidden:
+            results.append((item_id, FORBIDDEN))
+        else:
+            results.append((item_id, DECIDED))
+    return BulkOutcome(results=results)
+
+
+def expire(item_id: int, *, comment: str = "Not decided in time.") -> ReviewDecision:
+    """The system closes a pending item at its deadline; its app reacts as to any decision (a
+    tool grant expires, a waiting session goes on without the actions). Conflict when decided."""
+    return decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment=comment)
+
+
+def expire_due() -> dict[str, Any]:
+    """Beat task body: every pending item past its deadline is expired, whatever its kind, but
+    for the kinds whose app expires them itself. Each in its own transaction; one that raises
+    is logged, reported under ``errors`` and skipped (the next run tries it again), and the
+    others are expired all the same."""
+    due = (
+        ReviewItem.objects.filter(status=ReviewItem.Status.PENDING, expires_at__lte=timezone.now())
+        .exclude(kind__in=_expire_themselves)
+        .order_by("expires_at")
+    )
+    failures = Failures("reviews")
+    expired = 0
+    for item_id in list(due.values_list("pk", flat=True)):
+        with failures.guard(f"review item {item_id}"):
+            try:
+                expire(item_id)
+            except Conflict:  # decided meanwhile: that decision stands
+                continue
+            expired += 1
+    return {"expired": expired, **failures.as_dict()}
 
 
 def answer(item_id: int, *, actor: Principal, response: str, comment: str = "") -> ReviewDecision:

@@ -207,9 +207,10 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
             comment=form.cleaned_data["comment"],
             answer=form.cleaned_data["answer"],
         )
-    except Conflict:
+    except Conflict as exc:
         item = _item(item_id)
-        return _row(request, item, status=200 if request.htmx else 409, notice=_already(item))
+        notice = _already(item) if item.status != ReviewItem.Status.PENDING else exc.detail  # past its deadline
+        return _row(request, item, status=200 if request.htmx else 409, notice=notice)
     except Forbidden as exc:
         return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     return _row(request, _item(item_id))
