@@ -204,11 +204,11 @@ class JobTriggerAdmin(NoDelete, admin.ModelAdmin):
             return "—"
         return format_html(
             "<code>POST /api/v1/triggers/{}/webhook</code><br>secret <code>{}</code><br>"
-            "headers <code>{}</code> (Unix seconds) and <code>{}: sha256=HMAC(secret, timestamp + '.' + body)</code>",
+            'signed as <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> says: headers '
+            "<code>webhook-id</code>, <code>webhook-timestamp</code> and <code>webhook-signature</code> "
+            "(any Standard Webhooks library signs with this secret as it is)",
             obj.name,
             triggers.webhook_secret(obj),
-            triggers.TIMESTAMP_HEADER,
-            triggers.SIGNATURE_HEADER,
         )
 
     def save_model(self, request: HttpRequest, obj: JobTrigger, form: forms.ModelForm, change: bool) -> None:

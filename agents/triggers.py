@@ -11,9 +11,12 @@ event's object), so a firing delivered twice creates one job.
   ``next_run_at`` has come under SKIP LOCKED, fires each once and moves it to its next slot. Two
   beats, or a worker redelivering the task, cannot fire a slot twice. A trigger that missed
   several slots (beat down) fires once, then waits for the next future slot.
-* **Webhook**: ``POST /api/v1/triggers/<name>/webhook``, signed with HMAC-SHA256 over
-  ``"<timestamp>.<body>"``. The secret is derived from the server's SECRET_KEY, the trigger and its
-  ``secret_version`` (rotating bumps it): no secret is stored in a row.
+* **Webhook**: ``POST /api/v1/triggers/<name>/webhook``, signed as Standard Webhooks says
+  (governance/kernel/webhooks.py): the signature covers ``webhook-id``, the timestamp and the body,
+  and the job's idempotency key is made from that id, so a captured delivery sent again under
+  another id is refused and sent again as it was is the same job. The secret is derived from the
+  server's SECRET_KEY, the trigger and its ``secret_version`` (rotating bumps it): no secret is
+  stored in a row.
 * **Event**: a job finishing and a learning promoted call ``on_event`` inside their own
   transaction, so the new jobs commit with the event or not at all, and no broker is involved. A
   trigger that cannot create its job (the manifest refuses it) records why and never fails the
@@ -23,11 +26,11 @@ event's object), so a firing delivered twice creates one job.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -39,17 +42,16 @@ from django.utils import timezone
 from agents import jobs
 from agents.models import Job, JobTrigger
 from governance.kernel import cron as cron_rules
-from governance.kernel import keys
+from governance.kernel import keys, webhooks
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 
 logger = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Signature"
-TIMESTAMP_HEADER = "X-Timestamp"
-DELIVERY_HEADER = "X-Delivery-Id"
-SIGNATURE_TOLERANCE = timedelta(minutes=5)
+# The scheme before Standard Webhooks: it signed the body, not the delivery id the job was keyed on.
+RETIRED_HEADERS = ("X-Signature", "X-Timestamp", "X-Delivery-Id")
+MESSAGE_ID_CHARS = 64  # a longer webhook-id is keyed by its hash, so the idempotency key keeps it whole
 
 
 def _next_run(trigger: JobTrigger, after: datetime) -> datetime | None:
@@ -159,34 +161,42 @@ def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, int]
 
 
 def webhook_secret(trigger: JobTrigger) -> str:
-    """The trigger's signing secret, derived (never stored): SECRET_KEY, the trigger, its version."""
-    return keys.derived_secret(settings.SECRET_KEY, f"agents.job-trigger:{trigger.pk}:{trigger.secret_version}")
+    """The trigger's signing secret as its sender is given it (``whsec_...``), derived (never
+    stored): SECRET_KEY, the trigger, its version."""
+    derived = keys.derived_secret(settings.SECRET_KEY, f"agents.job-trigger:{trigger.pk}:{trigger.secret_version}")
+    return webhooks.secret_text(bytes.fromhex(derived))
 
 
-def _verified(trigger: JobTrigger, body: bytes, timestamp: str | None, sent: str | None) -> None:
-    if not timestamp or not sent:
-        raise Unauthorized(f"Sign the request: {TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers.")
+def _verified(trigger: JobTrigger, body: bytes, headers: Mapping[str, str]) -> str:
+    """The delivery's signed ``webhook-id``; Unauthorized for anything else, a delivery signed
+    the retired way included (told so, since its sender has to change)."""
     try:
-        moment = datetime.fromtimestamp(int(timestamp), tz=UTC)
-    except (ValueError, OverflowError, OSError) as exc:
-        raise Unauthorized(f"{TIMESTAMP_HEADER} is Unix seconds.") from exc
-    if abs(timezone.now() - moment) > SIGNATURE_TOLERANCE:
-        raise Unauthorized(f"{TIMESTAMP_HEADER} is more than 5 minutes away from the server's clock.")
-    if not hmac.compare_digest(keys.signature(webhook_secret(trigger), timestamp, body), sent):
-        raise Unauthorized("The signature does not match.")
+        return webhooks.verify(webhook_secret(trigger), headers, body, now=time.time())
+    except webhooks.SignatureRefused as exc:
+        if not headers.get(webhooks.SIGNATURE_HEADER) and any(headers.get(name) for name in RETIRED_HEADERS):
+            raise Unauthorized(
+                "The X-Signature scheme is retired: sign as Standard Webhooks says, with the "
+                f"{webhooks.ID_HEADER}, {webhooks.TIMESTAMP_HEADER} and {webhooks.SIGNATURE_HEADER} headers."
+            ) from exc
+        raise Unauthorized(str(exc)) from exc
 
 
-def receive_webhook(
-    name: str, body: bytes, *, timestamp: str | None, sent_signature: str | None, delivery: str | None
-) -> tuple[Job, bool]:
-    """A signed delivery to trigger ``name``: its JSON object body merged into the job's payload.
-    Nothing is created (or told) before the signature verifies."""
+def _delivery_key(message_id: str) -> str:
+    """The firing's key: the sender's webhook-id, which the signature covers."""
+    if len(message_id) > MESSAGE_ID_CHARS:
+        message_id = "sha256:" + hashlib.sha256(message_id.encode()).hexdigest()
+    return f"webhook:{message_id}"
+
+
+def receive_webhook(name: str, body: bytes, *, headers: Mapping[str, str]) -> tuple[Job, bool]:
+    """A signed delivery to trigger ``name``: its JSON object body merged into the job's payload,
+    one job per ``webhook-id``. Nothing is created (or told) before the signature verifies."""
     trigger = (
         JobTrigger.objects.select_related("agent").filter(name=name, kind=JobTrigger.Kind.WEBHOOK, enabled=True).first()
     )
     if trigger is None:
         raise NotFound(f"No enabled webhook trigger {name!r}.")
-    _verified(trigger, body, timestamp, sent_signature)
+    message_id = _verified(trigger, body, headers)
     try:
         data = json.loads(body or b"{}")
     except ValueError as exc:
@@ -196,9 +206,8 @@ def receive_webhook(
     if not isinstance(data, dict):
         msg = "The body is a JSON object (merged into the job's payload)."
         raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "dict_type"}])
-    key = f"delivery:{delivery}" if delivery else "body:" + hashlib.sha256(body).hexdigest()
     with transaction.atomic():
-        return _fire(trigger, key=key, extra_payload=data)
+        return _fire(trigger, key=_delivery_key(message_id), extra_payload=data)
 
 
 # Events -------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Job triggers' inbound webhooks (/api/v1/triggers): the one route of the API with no key. A
-sender proves itself with the trigger's HMAC signature instead (agents/triggers.py)."""
+sender proves itself with the trigger's Standard Webhooks signature instead (agents/triggers.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ninja import Router, Status
 
 from agents import triggers
 from agents.schemas import TriggeredJobOut
+from governance.kernel import webhooks
 
 router = Router(tags=["triggers"])
 
@@ -18,15 +19,28 @@ WEBHOOK_BODY = {
         "content": {"application/json": {"schema": {"type": "object"}}},
     },
     "parameters": [
-        {"in": "header", "name": triggers.TIMESTAMP_HEADER, "required": True, "schema": {"type": "string"}},
         {
             "in": "header",
-            "name": triggers.SIGNATURE_HEADER,
+            "name": webhooks.ID_HEADER,
             "required": True,
-            "description": 'sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the trigger\'s secret>',
+            "description": "The delivery's id, the same on every retry: one job per id.",
             "schema": {"type": "string"},
         },
-        {"in": "header", "name": triggers.DELIVERY_HEADER, "required": False, "schema": {"type": "string"}},
+        {
+            "in": "header",
+            "name": webhooks.TIMESTAMP_HEADER,
+            "required": True,
+            "description": "Unix seconds, within 5 minutes of the server's clock.",
+            "schema": {"type": "string"},
+        },
+        {
+            "in": "header",
+            "name": webhooks.SIGNATURE_HEADER,
+            "required": True,
+            "description": 'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" with the '
+            "trigger's whsec_ secret> (Standard Webhooks; several separated by spaces)",
+            "schema": {"type": "string"},
+        },
     ],
 }
 
@@ -39,14 +53,8 @@ WEBHOOK_BODY = {
     openapi_extra=WEBHOOK_BODY,
 )
 def trigger_webhook(request: HttpRequest, name: str) -> Status:
-    """Create the trigger's job from a signed delivery: 201, or 200 for a delivery already
-    received (the same X-Delivery-Id, or the same body without one); 401 unsigned or badly
-    signed; 404 no enabled webhook trigger of that name."""
-    job, created = triggers.receive_webhook(
-        name,
-        request.body,
-        timestamp=request.headers.get(triggers.TIMESTAMP_HEADER),
-        sent_signature=request.headers.get(triggers.SIGNATURE_HEADER),
-        delivery=request.headers.get(triggers.DELIVERY_HEADER),
-    )
+    """Create the trigger's job from a delivery signed as Standard Webhooks says: 201, or 200 for
+    a delivery already received (the same webhook-id); 401 unsigned, badly signed, or signed the
+    retired X-Signature way; 404 no enabled webhook trigger of that name."""
+    job, created = triggers.receive_webhook(name, request.body, headers=request.headers)
     return Status(201 if created else 200, {"jobId": job.job_id, "status": job.status})

@@ -3,10 +3,10 @@ create jobs through the same submission service as the API, with context.source 
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
-import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -14,10 +14,11 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
+from standardwebhooks import Webhook
 
 from agents import triggers
 from agents.models import Agent, Job, JobTrigger
-from governance.kernel import keys
+from governance.kernel import webhooks
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from tests.factories.governance import UserFactory
@@ -138,14 +139,29 @@ def test_only_operators_with_the_permission_manage_triggers(vlevel, roles):
 # Webhooks -----------------------------------------------------------------------------------------
 
 
-def deliver(client, trigger: JobTrigger, body: bytes, *, secret: str | None = None, age: int = 0, **headers):
-    stamp = str(int(time.time()) - age)
-    sign = keys.signature(secret or triggers.webhook_secret(trigger), stamp, body)
+def deliver(
+    client,
+    trigger: JobTrigger,
+    body: bytes,
+    *,
+    secret: str | None = None,
+    age: int = 0,
+    message_id: str = "msg_1",
+    **headers,
+):
+    """A delivery signed by the official Standard Webhooks library, as a trigger's sender signs."""
+    sent_at = datetime.now(tz=UTC) - timedelta(seconds=age)
+    signature = Webhook(secret or triggers.webhook_secret(trigger)).sign(message_id, sent_at, body.decode())
+    signed = {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(sent_at.timestamp())),
+        "webhook-signature": signature,
+    }
     return client.post(
         f"/api/v1/triggers/{trigger.name}/webhook",
         data=body,
         content_type="application/json",
-        headers={"X-Timestamp": stamp, "X-Signature": sign, **headers},
+        headers={**signed, **headers},
     )
 
 
@@ -154,8 +170,8 @@ def test_a_signed_delivery_creates_the_job_with_its_body_merged_and_a_redelivery
     trigger = add_trigger(vlevel, "webhook", payload={})
     body = json.dumps({"urls": ["https://shop.test/hook"]}).encode()
 
-    first = deliver(client, trigger, body, **{"X-Delivery-Id": "d-1"})
-    again = deliver(client, trigger, body, **{"X-Delivery-Id": "d-1"})
+    first = deliver(client, trigger, body, message_id="d-1")
+    again = deliver(client, trigger, body, message_id="d-1")
 
     assert (first.status_code, again.status_code) == (201, 200)
     assert first.json()["jobId"] == again.json()["jobId"]
@@ -165,18 +181,53 @@ def test_a_signed_delivery_creates_the_job_with_its_body_merged_and_a_redelivery
 
 
 @pytest.mark.django_db
+def test_the_secret_is_shown_as_standard_webhooks_libraries_take_it(vlevel):
+    trigger = add_trigger(vlevel, "webhook")
+
+    secret = triggers.webhook_secret(trigger)
+
+    assert secret.startswith("whsec_")
+    assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+
+
+@pytest.mark.django_db
+def test_a_signature_list_verifies_when_one_of_them_matches(client, vlevel):
+    """Standard Webhooks senders rotating a secret send one signature per secret, space separated."""
+    trigger = add_trigger(vlevel, "webhook")
+    now = datetime.now(tz=UTC)
+    stale = Webhook(webhooks.secret_text(b"0" * 32)).sign("msg_1", now, "{}")
+    current = Webhook(triggers.webhook_secret(trigger)).sign("msg_1", now, "{}")
+
+    response = client.post(
+        f"/api/v1/triggers/{trigger.name}/webhook",
+        data=b"{}",
+        content_type="application/json",
+        headers={
+            "webhook-id": "msg_1",
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": f"{stale} {current}",
+        },
+    )
+
+    assert response.status_code == 201
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     "tamper",
     [
-        pytest.param({"secret": "0" * 64}, id="wrong secret"),
+        pytest.param({"secret": webhooks.secret_text(b"0" * 32)}, id="wrong secret"),
         pytest.param({"age": 600}, id="stale timestamp"),
-        pytest.param({"X-Signature": ""}, id="no signature"),
+        pytest.param({"webhook-signature": ""}, id="no signature"),
+        pytest.param({"webhook-id": ""}, id="no id"),
+        pytest.param({"webhook-timestamp": "soon"}, id="timestamp not seconds"),
+        pytest.param({"webhook-signature": "v1,é"}, id="not base64"),
     ],
 )
 def test_an_unsigned_or_badly_signed_delivery_is_401_and_creates_nothing(client, vlevel, tamper):
     trigger = add_trigger(vlevel, "webhook")
-    headers = {k: v for k, v in tamper.items() if k.startswith("X-")}
-    options = {k: v for k, v in tamper.items() if not k.startswith("X-")}
+    headers = {k: v for k, v in tamper.items() if k.startswith("webhook-")}
+    options = {k: v for k, v in tamper.items() if not k.startswith("webhook-")}
 
     response = deliver(client, trigger, b"{}", **options, **headers)
 
