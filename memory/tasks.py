@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from celery import shared_task
 
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM
 from memory import calibration, indexing, lifecycle, scoring
 from memory.embeddings import DimensionMismatch, EmbeddingError
@@ -61,11 +63,16 @@ def embed(kind: str, object_ids: list[int]) -> int:
 
 
 @shared_task(name="memory.embed_missing", ignore_result=True)
-def embed_missing() -> dict[str, int]:
-    """Catch up on rows whose embedding was never scheduled (broker outage, model change)."""
+def embed_missing() -> dict[str, Any]:
+    """Catch up on rows whose embedding was never scheduled (broker outage, model change). A kind
+    whose catch-up fails (a text its backend refuses) is reported under ``errors``, and the other
+    kinds are embedded all the same."""
     from memory.embeddings import get_backend
 
     backend = get_backend()
-    return {
-        kind: indexing.embed(kind, indexing.missing(kind, backend.model), backend=backend) for kind in indexing.MODELS
-    }
+    counts: dict[str, Any] = {}
+    failures = Failures("embeddings")
+    for kind in indexing.MODELS:
+        with failures.guard(f"{kind} embeddings"):
+            counts[kind] = indexing.embed(kind, indexing.missing(kind, backend.model), backend=backend)
+    return {**counts, **failures.as_dict()}
