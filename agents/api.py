@@ -11,7 +11,7 @@ from ninja import Router, Status
 from ninja.pagination import paginate
 
 from agents import kpis, registry, tools
-from agents.access import get_agent_for
+from agents.access import get_agent_for, visible_agent
 from agents.manifest import MAX_DOCUMENT_BYTES
 from agents.models import Agent, Job
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ManifestOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
@@ -60,8 +60,8 @@ def create_agent(request: HttpRequest, data: AgentIn) -> Status:
 
 @router.get("/{agent_id}", operation_id="get_agent", response=AgentOut)
 def get_agent(request: HttpRequest, agent_id: str) -> Agent:
-    """One agent: an agent key may read only its own agent; operators need `agents.view_agent`."""
-    return get_agent_for(request.auth, agent_id)
+    """One agent: an agent key reads only its own agent (another is 404); operators need `agents.view_agent`."""
+    return visible_agent(request.auth, agent_id)
 
 
 @router.put(
@@ -93,7 +93,7 @@ def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
 @router.get("/{agent_id}/manifest", operation_id="get_manifest", response=ManifestOut)
 def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None) -> HttpResponse:
     """The active manifest, or `?version=` for an older one."""
-    agent = get_agent_for(request.auth, agent_id)
+    agent = visible_agent(request.auth, agent_id)
     return _manifest_response(registry.manifest_for(agent, version), 200)
 
 
@@ -104,7 +104,7 @@ def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None
     if not 1 <= window <= 366:
         msg = "window_days must be between 1 and 366"
         raise InvalidInput(msg, errors=[{"loc": ["query", "window_days"], "msg": msg, "type": "range"}])
-    agent = get_agent_for(request.auth, agent_id)
+    agent = visible_agent(request.auth, agent_id)
     return {"window_days": window, "items": kpis.report(agent, window)}
 
 

@@ -11,7 +11,7 @@ import json
 import re
 
 from agents.registry import manifest_document
-from governance.kernel.access import get_for
+from governance.kernel.access import visible
 from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
 from memory import injection
@@ -46,7 +46,6 @@ def session_prompt(principal: Principal, name: str, session_id: str) -> str:
     """The text of prompt ``name`` for a session the principal may see."""
     if name not in PROMPTS:
         raise NotFound(f"No prompt {name!r}.")
-    sessions = AISession.objects.select_related("agent", "automation")
-    session = get_for(principal, sessions, session_id, perm="ai_sessions.view_aisession", what="session")
+    session = visible(principal, AISession.objects.select_related("agent", "automation"), session_id, what="session")
     assert isinstance(session, AISession)
     return PROMPTS[name][1](session)

@@ -5,8 +5,7 @@ from decimal import Decimal
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from governance.kernel.access import agent_or_perm
-from governance.kernel.exceptions import NotFound
+from governance.kernel.access import visible
 from memory import injection, learnings, search
 from memory.models import Learning, ReuseScore
 from memory.notes_api import router as notes_router
@@ -36,10 +35,10 @@ def create_learning(request: HttpRequest, data: LearningIn) -> Status:
 
 @router.get("/learnings/{learning_id}", operation_id="get_learning", response=LearningOut)
 def get_learning(request: HttpRequest, learning_id: int) -> dict:
-    agent_or_perm(request.auth, "memory.view_learning")
-    item = Learning.objects.filter(pk=learning_id).first()
-    if item is None:
-        raise NotFound(f"No learning {learning_id}.")
+    """One learning: an agent reads those within its manifest's memory reach, as in its searches
+    (any other is 404, as an unknown id); operators need `memory.view_learning`."""
+    item = visible(request.auth, Learning.objects.all(), learning_id, what="learning")
+    assert isinstance(item, Learning)
     score = (
         ReuseScore.objects.filter(story=item.story, gate=item.gate, tags_hash=item.tags_hash)
         .values_list("reuse_score", flat=True)

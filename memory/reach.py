@@ -13,6 +13,11 @@ Learnings are the fleet's knowledge, but an agent reads them through its contrac
   optionally with a topic after a colon (seed 001's example: ``seo:scores``); learnings carry no
   topic, so a namespace grants its whole domain. No namespace listed: every domain.
 
+The same reach holds wherever an agent reads learnings: the search and the step-0 block filter
+their candidates with it in SQL (memory/search.py ``learnings_sql``), and a read by id goes through
+``Learning.objects.visible_to`` (memory/querysets.py ``within``), where a learning outside it is
+404, word for word the answer for one that does not exist.
+
 ``long_term.storage`` says nothing here: every value the manifest accepts is served by the same
 PostgreSQL store (agents/manifest.py ``LongTermMemory``). An agent without an active manifest has
 no memory section, so it gets the defaults: nothing. Operators are not agents: they read

@@ -10,7 +10,7 @@ from ninja.pagination import paginate
 
 from agents.access import get_agent_for
 from agents.models import Agent
-from governance.kernel.access import caller, get_for, require_owner_agent
+from governance.kernel.access import caller, get_for, require_owner_agent, visible
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
@@ -37,15 +37,18 @@ router = Router(tags=["sessions"])
 automations = Router(tags=["automations"])
 
 
+def _sessions() -> QuerySet[AISession]:
+    return AISession.objects.select_related("agent", "automation")
+
+
 def _visible_session(principal: Principal, session_id: UUID) -> AISession:
-    sessions = AISession.objects.select_related("agent", "automation")
-    return get_for(principal, sessions, session_id, perm="ai_sessions.view_aisession", what="session")
+    """A session for a read: another agent's is 404, as an unknown id."""
+    return visible(principal, _sessions(), session_id, what="session")
 
 
-def _own_session(principal: Principal, session_id: UUID) -> AISession:
-    session = _visible_session(principal, session_id)
-    require_owner_agent(principal, "session")
-    return session
+def _session_to_change(principal: Principal, session_id: UUID) -> AISession:
+    """A session to change: another agent's is refused (403, and the refusal is audited)."""
+    return get_for(principal, _sessions(), session_id, perm="ai_sessions.view_aisession", what="session")
 
 
 def _agent(principal: Principal) -> Agent:
@@ -105,7 +108,8 @@ def get_session(request: HttpRequest, session_id: UUID) -> AISession:
 @router.post("/{session_id}/events", operation_id="post_event", response=EventOut)
 def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
     """Apply an AIEvent; 409 (naming `phase` and `event`) when the phase does not allow it."""
-    session = _own_session(request.auth, session_id)
+    session = _session_to_change(request.auth, session_id)
+    require_owner_agent(request.auth, "session")
     outcome = apply_event(session.pk, data.type, data.payload, actor=request.auth)
     return {"state": outcome.session, "next": outcome.next}
 
@@ -123,7 +127,8 @@ def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai",
     """PromptData: level 1 and 2, and the messages the model sees (no NETWORK_ERROR /
     SESSION_TIMEOUT system messages, no excludeFromPrompt messages). With `format`, also the
     provider-ready `system` and `messages` (OpenAI-compatible or Anthropic)."""
-    session = _own_session(request.auth, session_id)
+    session = _visible_session(request.auth, session_id)
+    require_owner_agent(request.auth, "session")
     data, messages = prompt.build(session)
     ready = prompt.provider_ready(data, format) if format else {}
     return {
@@ -137,7 +142,7 @@ def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai",
 @router.post("/{session_id}/stop", operation_id="stop_session", response=AIStateOut)
 def stop_session(request: HttpRequest, session_id: UUID) -> AISession:
     """STOP: ends CANCELLED, never resumes. The owner agent or an operator may stop."""
-    session = _visible_session(request.auth, session_id)
+    session = _session_to_change(request.auth, session_id)
     return scheduler.stop(session, actor=request.auth)
 
 

@@ -1,7 +1,8 @@
 """The one place that decides whether a principal may touch an agent's objects.
 
-Agents are told 403 for another agent's objects (their existence is not a secret inside a
-fleet); operators need the model's view permission.
+A read outside what an agent may see is 404, as if the object did not exist (`visible`); a
+write on another agent's object is 403, and the refusal is audited (`get_for`). Operators need
+the model's view permission.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.http import HttpRequest
 
 from governance.kernel.exceptions import Forbidden, NotFound
 from governance.kernel.principals import Principal
+from governance.kernel.querysets import PrincipalQuerySet
 
 
 def caller(request: HttpRequest) -> Principal:
@@ -30,9 +32,25 @@ def signed_in(request: HttpRequest) -> Principal:
     return Principal(user=user)
 
 
+def visible(principal: Principal, queryset: PrincipalQuerySet, value: object, *, what: str, field: str = "pk") -> Model:
+    """The object a read names (``field`` = ``value``), through ``visible_to``, the one access
+    filter. An operator without the queryset's view permission is refused (403: that is about the
+    account, whatever the object). Anything else the caller may not see (another agent's job,
+    session or agent, a learning outside an agent's memory reach) is 404, word for word the
+    answer for an object that does not exist: a read must not tell an agent what lies outside its
+    reach, nor that it exists."""
+    if principal.agent is None and principal.user is not None and not principal.has_perm(queryset.view_perm):
+        raise Forbidden(f"Your account may not view {what}s.")
+    found = queryset.visible_to(principal).filter(**{field: value}).first()
+    if found is None:
+        raise NotFound(f"No {what} {value!r}." if isinstance(value, str) else f"No {what} {value}.")
+    return found
+
+
 def get_for(principal: Principal, queryset: QuerySet, pk: object, *, perm: str, what: str) -> Model:
-    """An agent-owned object (job, session) by primary key: 404 when it does not exist, 403 for
-    another agent's object or for an operator without ``perm``."""
+    """An agent-owned object (job, session) to change, by primary key: 404 when it does not
+    exist, 403 for another agent's object (a refused write is audited) or for an operator
+    without ``perm``. Reads go through `visible`."""
     found = queryset.filter(pk=pk).first()
     if found is None:
         raise NotFound(f"No {what} {pk}.")

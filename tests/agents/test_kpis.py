@@ -90,7 +90,7 @@ def test_results_feed_the_report(vlevel_api):
 
 @pytest.mark.django_db
 def test_access_and_bad_windows(other_agent_api, viewer_api, vlevel_api, vlevel):
-    assert other_agent_api.get("/agents/agent.seo.vlevel/kpis").status_code == 403
+    assert other_agent_api.get("/agents/agent.seo.vlevel/kpis").status_code == 404  # as an unknown agent
     assert viewer_api.get("/agents/agent.seo.vlevel/kpis").status_code == 200
     bad = vlevel_api.get("/agents/agent.seo.vlevel/kpis", {"window_days": 0})
     assert bad.status_code == 422

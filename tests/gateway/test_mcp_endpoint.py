@@ -387,7 +387,7 @@ def test_a_sessions_prompt_levels_are_prompts_for_its_agent_only(live_server, vl
 
     assert {p.name for p in listed.prompts} == {"session_level1", "session_level2"}
     assert level1.messages[0].content.text.strip()
-    assert refusal == "This session belongs to another agent."
+    assert refusal == f"No session {str(chat.pk)!r}."  # another agent's session is one that does not exist
 
 
 def test_a_get_stream_is_refused_so_no_worker_thread_is_held(live_server, vlevel_key):

@@ -6,9 +6,9 @@ import pytest
 
 
 @pytest.mark.django_db
-def test_403_when_an_agent_key_reads_another_agent(other_agent_api, agent):
+def test_another_agent_is_not_found_by_an_agent_key(other_agent_api, agent):
     response = other_agent_api.get(f"/agents/{agent.agent_id}")
-    assert response.status_code == 403
+    assert response.status_code == 404  # as an agent that does not exist: an agent key sees only its own
     assert response["Content-Type"] == "application/problem+json"
 
 

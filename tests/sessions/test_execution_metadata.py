@@ -47,8 +47,8 @@ def last_ai(session_id: str) -> SessionMessage:
 def test_another_agent_sees_neither_the_session_nor_its_metadata(session_id, other_agent_api, model_server):
     hosted.call_provider(session_id, actor=SYSTEM)
 
-    assert other_agent_api.get(f"/sessions/{session_id}").status_code == 403
-    assert other_agent_api.get(f"/sessions/{session_id}/messages").status_code == 403
+    assert other_agent_api.get(f"/sessions/{session_id}").status_code == 404
+    assert other_agent_api.get(f"/sessions/{session_id}/messages").status_code == 404
 
 
 def test_an_answer_carries_its_execution_metadata_and_names_the_provider_session(session_id, vlevel_api, model_server):

@@ -51,7 +51,7 @@ def hashing_embeddings(settings):
 def test_another_agent_gets_no_prompt_and_no_memory(vlevel_api, other_agent_api):
     session_id = chat(vlevel_api, **STORY)
 
-    assert other_agent_api.get(f"/sessions/{session_id}/prompt").status_code == 403
+    assert other_agent_api.get(f"/sessions/{session_id}/prompt").status_code == 404
     assert not LearningInjection.objects.exists()
 
 

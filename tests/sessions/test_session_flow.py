@@ -146,7 +146,7 @@ def test_an_approval_runs_the_actions_and_removes_the_fallback(vlevel_api, chat,
 @pytest.mark.django_db
 def test_another_agent_cannot_drive_the_session(other_agent_api, chat):
     assert event(other_agent_api, chat, {"type": "UserMessageSent", "payload": {"text": "x"}}).status_code == 403
-    assert other_agent_api.get(f"/sessions/{chat['sessionId']}").status_code == 403
+    assert other_agent_api.get(f"/sessions/{chat['sessionId']}").status_code == 404
 
 
 @pytest.mark.django_db
