@@ -1,4 +1,4 @@
-"""API key format and hashing, and the derived secrets and signatures of webhooks. Pure functions, no Django.
+"""API key format and hashing, and the derived secrets of webhooks (signed in webhooks.py). Pure functions, no Django.
 
 A key reads ``gov_<kind>_<prefix>_<secret>``: the kind (``ag`` agent, ``op`` operator) makes a
 leaked key recognisable in logs and secret scanners, the prefix is the database lookup handle,
@@ -58,9 +58,3 @@ def derived_secret(master: str, purpose: str) -> str:
     """A signing secret derived from the server's ``master`` key for one ``purpose`` (a row and its
     version): nothing to store, and bumping the version in ``purpose`` rotates it."""
     return hmac.new(master.encode(), purpose.encode(), hashlib.sha256).hexdigest()
-
-
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    """The signature of a webhook body, inbound and outbound alike:
-    ``sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">``."""
-    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()

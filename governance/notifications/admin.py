@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from governance.kernel.access import signed_in
 from governance.kernel.admin import NoDelete, ReadOnlyAdmin
 from governance.notifications import services
-from governance.notifications.messages import SIGNATURE_HEADER, TIMESTAMP_HEADER, masked
+from governance.notifications.messages import masked
 from governance.notifications.models import Channel, Delivery, EventKind, NotificationRule
 
 
@@ -48,6 +48,7 @@ class NotificationRuleForm(forms.ModelForm):
             "domain",
             "channel",
             "target",
+            "internal",
             "threshold_percent",
             "window_checks",
         ]
@@ -69,7 +70,7 @@ class NotificationRuleAdmin(NoDelete, admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "enabled", "events"]}),
         ("Scope", {"fields": ["agent", "domain"]}),
-        ("Where", {"fields": ["channel", "target", "signing"]}),
+        ("Where", {"fields": ["channel", "target", "internal", "signing"]}),
         ("Contract compliance", {"fields": ["threshold_percent", "window_checks"]}),
         ("History", {"fields": ["created_at", "created_by", "updated_at"]}),
     ]
@@ -95,11 +96,11 @@ class NotificationRuleAdmin(NoDelete, admin.ModelAdmin):
         if obj.pk is None or obj.channel != Channel.SIGNED_WEBHOOK:
             return "—"
         return format_html(
-            "secret <code>{}</code><br>headers <code>{}</code> (Unix seconds) and "
-            "<code>{}: sha256=HMAC-SHA256(secret, timestamp + '.' + body)</code>",
+            "secret <code>{}</code><br>"
+            'signed as <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> says: headers '
+            "<code>webhook-id</code>, <code>webhook-timestamp</code> and <code>webhook-signature</code> "
+            "(any Standard Webhooks library verifies with this secret as it is)",
             services.signing_secret(obj),
-            TIMESTAMP_HEADER,
-            SIGNATURE_HEADER,
         )
 
     def save_model(self, request: HttpRequest, obj: NotificationRule, form: forms.ModelForm, change: bool) -> None:
@@ -122,7 +123,17 @@ class NotificationRuleAdmin(NoDelete, admin.ModelAdmin):
 
 @admin.register(Delivery)
 class DeliveryAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "event", "rule", "channel", "status", "attempts", "finished_at", "last_error"]
+    list_display = [
+        "created_at",
+        "event",
+        "rule",
+        "channel",
+        "status",
+        "attempts",
+        "finished_at",
+        "last_status",
+        "last_category",
+    ]
     list_filter = ["status", "event", "channel"]
     list_select_related = ["rule"]
     search_fields = ["rule__name"]
@@ -134,7 +145,8 @@ class DeliveryAdmin(ReadOnlyAdmin):
         "target_shown",
         "status",
         "attempts",
-        "last_error",
+        "last_status",
+        "last_category",
         "created_at",
         "next_attempt_at",
         "finished_at",

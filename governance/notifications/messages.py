@@ -6,9 +6,13 @@ Titles and facts are cut here, whatever the caller passed, because some come fro
 approval request's title, a session's name).
 
 Three shapes: Slack-compatible JSON (``text`` for notifications and old clients, ``blocks`` for
-the message), a generic JSON document signed like our inbound webhooks (``X-Governance-Timestamp``
-in Unix seconds, ``X-Governance-Signature: sha256=HMAC(secret, "<timestamp>.<body>")``), and a
-plain-text email.
+the message), a generic JSON document signed as Standard Webhooks says, like our inbound webhooks
+(governance/kernel/webhooks.py), and a plain-text email.
+
+A webhook target passes the outbound guard (sessions/providers/outbound.py, a pure module every
+request the server makes on an operator's behalf goes through): https to public addresses, or
+plain http and private addresses for a rule the operator marked internal; a cloud metadata
+address never.
 """
 
 from __future__ import annotations
@@ -18,17 +22,13 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from governance.kernel import keys
+import sessions.providers.outbound as outbound
 
 TITLE_CHARS = 120
 FACT_CHARS = 120
 MAX_FACTS = 8
-ERROR_CHARS = 200  # the longest error kept on a delivery row (a receiver's reply is not echoed beyond)
 
-SIGNATURE_HEADER = "X-Governance-Signature"
-TIMESTAMP_HEADER = "X-Governance-Timestamp"
 EVENT_HEADER = "X-Governance-Event"
-DELIVERY_HEADER = "X-Governance-Delivery"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 _EMAIL = re.compile(r"^[^@\s,;<>\"]+@[^@\s,;<>\"]+\.[^@\s,;<>\"]+$")
@@ -92,24 +92,20 @@ def body(payload: dict[str, object]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
-def signed_headers(secret: str, timestamp: str, sent: bytes) -> dict[str, str]:
-    return {TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: keys.signature(secret, timestamp, sent)}
+def message_id(delivery_id: int) -> str:
+    """A delivery's ``webhook-id``: the same on every attempt, so a receiver sees a retry as one."""
+    return f"delivery_{delivery_id}"
 
 
-def url_problem(url: str) -> str | None:
-    """Why a webhook target is refused, or None: http(s) with a host, no credentials in it (they
-    would sit in a row and in the admin for every viewer to read)."""
+def url_problem(url: str, *, internal: bool) -> str | None:
+    """Why a webhook target is refused, or None: the outbound guard's rules, the host name resolved
+    (an operator learns at once that an address is refused; sending checks it again)."""
     try:
-        parts = urllib.parse.urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        return "Not a valid URL."
-    if parts.scheme not in ("http", "https"):
-        return "Only http:// and https:// addresses are accepted."
-    if not parts.hostname:
-        return "The address has no host."
-    if parts.username is not None or parts.password is not None:
-        return "Credentials do not belong in the address (user:password@...); the receiver checks the signature."
+        outbound.check(url, internal=internal)
+    except outbound.OutboundRefused as exc:
+        return f"Refused: {exc}."
+    except (OSError, UnicodeError) as exc:  # socket.gaierror: no such name, resolver down
+        return f"The host name does not resolve ({exc})."
     return None
 
 
@@ -144,8 +140,3 @@ def backoff_seconds(attempts: int, base: int, cap: int = 3600) -> int:
 def retryable(status: int) -> bool:
     """A 4xx says the request itself is wrong (retrying sends the same one) except 429, a slow-down."""
     return status == 429 or status >= 500
-
-
-def error_text(text: str) -> str:
-    """What a delivery row keeps of an error or a receiver's answer: short, one line."""
-    return short(text, ERROR_CHARS)

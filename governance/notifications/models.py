@@ -43,7 +43,14 @@ class NotificationRule(models.Model):
     domain = models.CharField(max_length=20, blank=True, help_text="Only agents of this domain; empty: every domain.")
     channel = models.CharField(max_length=20, choices=Channel.choices)
     target = models.CharField(
-        max_length=1000, help_text="The webhook's http(s) URL, or email addresses separated by commas."
+        max_length=1000,
+        help_text="The webhook's https URL (no query string), or email addresses separated by commas.",
+    )
+    internal = models.BooleanField(
+        default=False,
+        db_default=False,  # rules the previous release adds while the new one migrates
+        help_text="The receiver is on your own network: allow plain http and private or loopback addresses "
+        "(cloud metadata addresses stay refused).",
     )
     threshold_percent = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Compliance rules: told once when compliance drops below this percentage."
@@ -64,9 +71,12 @@ class NotificationRule(models.Model):
         return self.name
 
     def clean(self) -> None:
-        """A target the channel can use; a threshold when the rule watches compliance."""
+        """A target the channel can use (a webhook's through the outbound guard, its name resolved);
+        a threshold when the rule watches compliance."""
         problem = (
-            messages.email_problem(self.target) if self.channel == Channel.EMAIL else messages.url_problem(self.target)
+            messages.email_problem(self.target)
+            if self.channel == Channel.EMAIL
+            else messages.url_problem(self.target, internal=self.internal)
         )
         errors: dict[str, str] = {"target": problem} if problem else {}
         if EventKind.CONTRACT_COMPLIANCE in (self.events or []):
@@ -105,6 +115,19 @@ class Delivery(models.Model):
         FAILED = "failed", "Failed"  # refused for good (a 4xx other than 429): not retried
         GAVE_UP = "gave_up", "Gave up"  # NOTIFY_MAX_ATTEMPTS attempts failed
 
+    class Failure(models.TextChoices):
+        """Why the last attempt failed: what the row keeps instead of anything the receiver said,
+        which may hold its internals and which every Viewer would read."""
+
+        HTTP_ERROR = "http_error", "The receiver answered an error status"
+        REFUSED_ADDRESS = "refused_address", "The outbound guard refused the address"
+        CONFIGURATION = "configuration", "The target is not a usable URL"
+        TIMEOUT = "timeout", "The receiver did not answer in time"
+        CONNECTION = "connection", "The receiver could not be reached"
+        MAIL = "mail", "The mail server could not take it"
+        RULE_DISABLED = "rule_disabled", "The rule was disabled before this was sent"
+        INVALID = "invalid", "The stored delivery could not be sent (see the server log)"
+
     rule = models.ForeignKey(NotificationRule, on_delete=models.PROTECT, related_name="deliveries")
     event = models.CharField(max_length=40, choices=EventKind.choices)
     channel = models.CharField(max_length=20, choices=Channel.choices)
@@ -112,7 +135,10 @@ class Delivery(models.Model):
     payload = models.JSONField(help_text="The JSON sent (email: subject and body): links and short facts only.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
-    last_error = models.CharField(max_length=300, blank=True)
+    last_status = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="The HTTP status of the receiver's last answer, when it answered."
+    )
+    last_category = models.CharField(max_length=20, choices=Failure.choices, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     next_attempt_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -8,15 +8,18 @@ happens in the worker, never in the request: a slow receiver can't slow an agent
 A delivery is claimed by moving its ``next_attempt_at`` past the request's timeout in one
 conditional UPDATE, so a redelivered task, the backstop sweep and a retry never send it twice at
 once. Targets come only from rules, and rules only from operators (the admin): nothing an agent
-sends can make the server connect somewhere.
+sends can make the server connect somewhere. A target passes the outbound guard when its rule
+is saved and again at every attempt (DNS answers change), and the request goes to the address
+that was checked. What a receiver answers is not kept: a delivery row holds the HTTP status and
+a category (``Delivery.Failure``), since Viewers read those rows and an error page may show a
+receiver's internals. A delivery that cannot be sent as stored is marked and logged once, not
+retried at every sweep.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import timedelta
 from http.client import HTTPException
@@ -28,7 +31,8 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from governance.kernel import dispatch, keys
+import sessions.providers.outbound as outbound
+from governance.kernel import dispatch, keys, periodic, webhooks
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -38,7 +42,6 @@ from governance.notifications.models import Channel, ComplianceWatch, Delivery, 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "notifications.deliver"
-STOPPED = "the rule was disabled before this was sent"
 
 
 # Rules ------------------------------------------------------------------------------------------
@@ -80,8 +83,10 @@ def rotate_secret(rule: NotificationRule, *, actor: Principal) -> NotificationRu
 
 
 def signing_secret(rule: NotificationRule) -> str:
-    """The rule's signing secret, derived (never stored): SECRET_KEY, the rule, its version."""
-    return keys.derived_secret(settings.SECRET_KEY, f"governance.notification-rule:{rule.pk}:{rule.secret_version}")
+    """The rule's signing secret as its receiver is given it (``whsec_...``), derived (never
+    stored): SECRET_KEY, the rule, its version."""
+    derived = keys.derived_secret(settings.SECRET_KEY, f"governance.notification-rule:{rule.pk}:{rule.secret_version}")
+    return webhooks.secret_text(bytes.fromhex(derived))
 
 
 # Announcing -------------------------------------------------------------------------------------
@@ -177,40 +182,42 @@ class Outcome:
     retry_in: int | None = None  # seconds until the next attempt, when one is due
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer, not a new target: the target is the operator's URL and no other."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
 class _Refused(Exception):
-    """The receiver answered; ``retry`` says whether asking again may help."""
+    """An attempt failed: why (a ``Delivery.Failure``), the receiver's status when it answered, and
+    whether asking again may help. ``detail`` goes to the server log only, never to the row."""
 
-    def __init__(self, message: str, *, retry: bool) -> None:
-        super().__init__(message)
-        self.retry = retry
+    def __init__(self, category: str, *, retry: bool, status: int | None = None, detail: str = "") -> None:
+        super().__init__(category)
+        self.category, self.retry, self.status, self.detail = category, retry, status, detail
 
 
 def _post(delivery: Delivery) -> None:
+    """POST the stored payload to the checked address of the target. Redirects are answers, not
+    new targets (http.client follows none); the receiver's body is never read."""
     sent = messages.body(delivery.payload)
     headers = {"Content-Type": "application/json", "User-Agent": "governance-notifications"}
     if delivery.channel == Channel.SIGNED_WEBHOOK:
-        headers |= messages.signed_headers(signing_secret(delivery.rule), str(int(time.time())), sent)
-        headers |= {messages.EVENT_HEADER: delivery.event, messages.DELIVERY_HEADER: str(delivery.pk)}
-    request = urllib.request.Request(delivery.target, data=sent, headers=headers, method="POST")
+        message_id = messages.message_id(delivery.pk)
+        headers |= webhooks.signed_headers(signing_secret(delivery.rule), message_id, int(time.time()), sent)
+        headers |= {messages.EVENT_HEADER: delivery.event}
     try:
-        with _OPENER.open(request, timeout=settings.NOTIFY_TIMEOUT_SECONDS) as response:
-            response.read(1024)
-    except urllib.error.HTTPError as exc:
-        answer = exc.read(messages.ERROR_CHARS).decode("utf-8", "replace")
-        raise _Refused(f"HTTP {exc.code}: {answer}", retry=messages.retryable(exc.code)) from exc
-    except (urllib.error.URLError, HTTPException, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc.__class__.__name__
-        raise _Refused(f"unreachable: {reason}", retry=True) from exc
+        target = outbound.check(delivery.target, internal=delivery.rule.internal)
+    except outbound.OutboundRefused as exc:
+        raise _Refused(exc.category, retry=False, detail=str(exc)) from exc
+    except (OSError, UnicodeError) as exc:  # socket.gaierror: no such name, resolver down
+        raise _Refused(Delivery.Failure.CONNECTION, retry=True, detail=f"name resolution: {exc}") from exc
+    connection = outbound.connection(target, settings.NOTIFY_TIMEOUT_SECONDS)
+    try:
+        connection.request("POST", target.path, body=sent, headers=headers)
+        status = connection.getresponse().status
+    except TimeoutError as exc:
+        raise _Refused(Delivery.Failure.TIMEOUT, retry=True) from exc
+    except (OSError, HTTPException) as exc:
+        raise _Refused(Delivery.Failure.CONNECTION, retry=True, detail=f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        connection.close()
+    if not 200 <= status < 300:
+        raise _Refused(Delivery.Failure.HTTP_ERROR, retry=messages.retryable(status), status=status)
 
 
 def _mail(delivery: Delivery) -> None:
@@ -222,7 +229,7 @@ def _mail(delivery: Delivery) -> None:
             messages.addresses(delivery.target),
         )
     except (OSError, ValueError) as exc:  # smtplib's errors are OSErrors
-        raise _Refused(f"mail: {exc.__class__.__name__}: {exc}", retry=True) from exc
+        raise _Refused(Delivery.Failure.MAIL, retry=True, detail=f"{exc.__class__.__name__}: {exc}") from exc
 
 
 def _claim(delivery_id: int) -> bool:
@@ -237,35 +244,56 @@ def _claim(delivery_id: int) -> bool:
 
 
 def attempt(delivery_id: int) -> Outcome:
-    """One attempt at a delivery: sent, failed for good (a 4xx other than 429), retried later with
-    a doubling wait, or given up after NOTIFY_MAX_ATTEMPTS. Idempotent: a delivery that is not
-    due, or no longer pending, is left alone."""
+    """One attempt at a delivery: sent, failed for good (a 4xx other than 429, a refused address),
+    retried later with a doubling wait, or given up after NOTIFY_MAX_ATTEMPTS. Idempotent: a
+    delivery that is not due, or no longer pending, is left alone. A delivery that cannot be sent
+    as stored (an error no failure above names) is logged and marked failed, never retried."""
     stopped = Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, rule__enabled=False)
-    if stopped.update(status=Delivery.Status.FAILED, finished_at=timezone.now(), last_error=STOPPED):
+    if stopped.update(
+        status=Delivery.Status.FAILED, finished_at=timezone.now(), last_category=Delivery.Failure.RULE_DISABLED
+    ):
         return Outcome(Delivery.Status.FAILED)  # an operator disabled the rule: its retries stop with it
     if not _claim(delivery_id):
         return Outcome("busy")
-    delivery = Delivery.objects.select_related("rule").get(pk=delivery_id)
+    outcome = Outcome(Delivery.Status.FAILED)
+    with periodic.Failures("notifications").guard(f"delivery {delivery_id}", mark=lambda _: _unsendable(delivery_id)):
+        outcome = _send(Delivery.objects.select_related("rule").get(pk=delivery_id))
+    return outcome
+
+
+def _send(delivery: Delivery) -> Outcome:
     try:
         _mail(delivery) if delivery.channel == Channel.EMAIL else _post(delivery)
     except _Refused as exc:
-        return _after_failure(delivery, str(exc), retry=exc.retry)
+        return _after_failure(delivery, exc)
     Delivery.objects.filter(pk=delivery.pk).update(
-        status=Delivery.Status.SENT, finished_at=timezone.now(), last_error=""
+        status=Delivery.Status.SENT, finished_at=timezone.now(), last_status=None, last_category=""
     )
     return Outcome(Delivery.Status.SENT)
 
 
-def _after_failure(delivery: Delivery, error: str, *, retry: bool) -> Outcome:
+def _unsendable(delivery_id: int) -> None:
+    Delivery.objects.filter(pk=delivery_id).update(
+        status=Delivery.Status.FAILED, finished_at=timezone.now(), last_category=Delivery.Failure.INVALID
+    )
+
+
+def _after_failure(delivery: Delivery, failure: _Refused) -> Outcome:
     now = timezone.now()
-    error = messages.error_text(error.replace(delivery.target, "<target>"))
-    logger.warning("[notifications] delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, error)
-    if retry and delivery.attempts < settings.NOTIFY_MAX_ATTEMPTS:
+    logger.warning(
+        "[notifications] delivery %s attempt %s failed: %s %s",
+        delivery.pk,
+        delivery.attempts,
+        failure.category,
+        f"HTTP {failure.status}" if failure.status else failure.detail,
+    )
+    recorded = {"last_status": failure.status, "last_category": failure.category}
+    if failure.retry and delivery.attempts < settings.NOTIFY_MAX_ATTEMPTS:
         wait = messages.backoff_seconds(delivery.attempts, settings.NOTIFY_RETRY_SECONDS)
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now + timedelta(seconds=wait), last_error=error)
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=now + timedelta(seconds=wait), **recorded)
         return Outcome(Delivery.Status.PENDING, retry_in=wait)
-    status = Delivery.Status.GAVE_UP if retry else Delivery.Status.FAILED
-    Delivery.objects.filter(pk=delivery.pk).update(status=status, finished_at=now, last_error=error)
+    status = Delivery.Status.GAVE_UP if failure.retry else Delivery.Status.FAILED
+    Delivery.objects.filter(pk=delivery.pk).update(status=status, finished_at=now, **recorded)
     return Outcome(status)
 
 

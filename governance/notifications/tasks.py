@@ -13,7 +13,9 @@ from governance.notifications import services
 def deliver(self: Any, delivery_id: int) -> str:
     """One attempt; when it failed and may be tried again, the task comes back after the wait the
     delivery row holds. The row counts the attempts (NOTIFY_MAX_ATTEMPTS), not Celery, so a
-    redelivered message cannot send more than that."""
+    redelivered message cannot send more than that. A row that cannot be sent as stored is logged
+    and marked failed by the attempt (``invalid``): the task ends, the backstop does not queue it
+    again, and every other delivery goes out as usual."""
     outcome = services.attempt(delivery_id)
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)

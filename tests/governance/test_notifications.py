@@ -1,11 +1,13 @@
 """Notifications: reviewers and operators are told by webhook (Slack-compatible or signed JSON)
 and email; what they get is a title, a link and short facts, never an output or a secret; a
-delivery is retried with a doubling wait, and a 4xx other than 429 is not."""
+delivery is retried with a doubling wait, and a 4xx other than 429 is not.
+
+The receiver is a real HTTP server on 127.0.0.1, reached by rules marked internal (the outbound
+guard refuses loopback to any other); rules that are only saved point at a public IP literal, so
+no test needs DNS."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 import time
@@ -19,6 +21,8 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from agents import approvals, escalations, kpi_alerts, tools
 from governance.contracts import services as contracts
@@ -39,6 +43,7 @@ from tests.support.http_servers import serving
 from tests.support.processes import celery_worker, free_port, wait_for
 
 CANARY = "CANARY-7f3a-model-said-this"
+PUBLIC = "https://93.184.216.34"  # a public address, as an IP literal: saved without DNS, never sent to
 
 
 # A receiver over a real socket ---------------------------------------------------------------
@@ -59,7 +64,8 @@ class Received:
 @dataclass
 class Receiver:
     """Answers each POST with the next status of ``statuses`` (the last one repeats) and checks a
-    signed webhook's signature with ``secret``, as a receiver written from the README would."""
+    signed webhook's signature with ``secret`` through the official Standard Webhooks library, as
+    a receiver written from the README would."""
 
     url: str = ""
     statuses: list[int] = field(default_factory=lambda: [200])
@@ -67,13 +73,13 @@ class Receiver:
     got: list[Received] = field(default_factory=list)
 
     def verify(self, headers: dict[str, str], body: bytes) -> bool | None:
-        if self.secret is None or "X-Governance-Signature" not in headers:
+        if self.secret is None or "webhook-signature" not in headers:
             return None
-        stamp = headers["X-Governance-Timestamp"]
-        if abs(time.time() - int(stamp)) > 300:
+        try:
+            Webhook(self.secret).verify(body, headers)
+        except WebhookVerificationError:
             return False
-        expected = hmac.new(self.secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest("sha256=" + expected, headers["X-Governance-Signature"])
+        return True
 
 
 @pytest.fixture
@@ -130,7 +136,9 @@ def events() -> list[str]:
 @pytest.mark.django_db
 def test_a_signed_webhook_verifies_and_links_to_the_item_without_the_output(receiver, admin_operator, vlevel, settings):
     settings.NOTIFY_BASE_URL = "https://ops.example.com"
-    rule = make_rule(admin_operator, target=receiver.url, events=[EventKind.INBOX_VALIDATION, EventKind.ESCALATION])
+    rule = make_rule(
+        admin_operator, target=receiver.url, internal=True, events=[EventKind.INBOX_VALIDATION, EventKind.ESCALATION]
+    )
     receiver.secret = notifications.signing_secret(rule)
 
     item = open_item("session_validation", vlevel)
@@ -140,7 +148,7 @@ def test_a_signed_webhook_verifies_and_links_to_the_item_without_the_output(rece
     assert got.signature_ok is True
     assert got.path == "/hook"
     assert got.headers["X-Governance-Event"] == "inbox.validation"
-    assert got.headers["X-Governance-Delivery"] == str(delivery.pk)
+    assert got.headers["webhook-id"] == f"delivery_{delivery.pk}"
     assert got.json == {
         "event": "inbox.validation",
         "title": "Approve the cart change?",
@@ -154,7 +162,7 @@ def test_a_signed_webhook_verifies_and_links_to_the_item_without_the_output(rece
 
 @pytest.mark.django_db
 def test_a_receiver_with_another_secret_rejects_the_signature(receiver, admin_operator, vlevel):
-    rule = make_rule(admin_operator, target=receiver.url)
+    rule = make_rule(admin_operator, target=receiver.url, internal=True)
     receiver.secret = notifications.signing_secret(rule)
     notifications.rotate_secret(rule, actor=Principal(user=admin_operator))  # the receiver was not told
 
@@ -169,7 +177,7 @@ def test_a_receiver_with_another_secret_rejects_the_signature(receiver, admin_op
 def test_an_escalation_names_the_job_and_its_triggers_never_the_output(receiver, admin_operator, vlevel_api):
     """A real escalation (vlevel's target agent is not loaded: the inbox gets it) whose output
     carries the canary; the inbox item holds the output, the notification does not."""
-    rule = make_rule(admin_operator, target=receiver.url, events=[EventKind.ESCALATION])
+    rule = make_rule(admin_operator, target=receiver.url, internal=True, events=[EventKind.ESCALATION])
     receiver.secret = notifications.signing_secret(rule)
     job = vlevel_api.post("/jobs", envelope()).json()
     scores = [{"url": CANARY, "level": "V2"}]
@@ -189,13 +197,15 @@ def test_an_escalation_names_the_job_and_its_triggers_never_the_output(receiver,
 
 @pytest.mark.django_db
 def test_slack_gets_text_and_blocks_and_a_title_cannot_become_a_link(receiver, admin_operator, vlevel):
-    make_rule(admin_operator, target=receiver.url, channel="slack", events=[EventKind.INBOX_TOOL_APPROVAL])
+    make_rule(
+        admin_operator, target=receiver.url, internal=True, channel="slack", events=[EventKind.INBOX_TOOL_APPROVAL]
+    )
 
     approvals.request_approval(actor=Principal(agent=vlevel), title="<https://evil.test|click> " + "x" * 300)
     send_pending()
 
     (got,) = receiver.got
-    assert "X-Governance-Signature" not in got.headers
+    assert "webhook-signature" not in got.headers
     body = got.json
     assert set(body) == {"text", "blocks"}
     assert body["text"].startswith("New inbox item: tool approval: agent.seo.vlevel: &lt;https://evil.test|click&gt;")
@@ -229,7 +239,7 @@ def test_email_goes_through_the_django_backend_with_the_link(admin_operator, vle
 def test_a_500_is_retried_and_the_delivery_is_sent_on_the_second_attempt(receiver, admin_operator, vlevel, settings):
     settings.NOTIFY_RETRY_SECONDS = 30
     receiver.statuses = [500, 200]
-    make_rule(admin_operator, target=receiver.url)
+    make_rule(admin_operator, target=receiver.url, internal=True)
     open_item("session_validation", vlevel)
     (delivery,) = Delivery.objects.all()
 
@@ -237,18 +247,17 @@ def test_a_500_is_retried_and_the_delivery_is_sent_on_the_second_attempt(receive
 
     delivery.refresh_from_db()
     assert (first.status, first.retry_in, delivery.attempts) == ("pending", 30, 1)
-    assert delivery.last_error.startswith("HTTP 500: refused: xxx")
-    assert len(delivery.last_error) <= 200  # the receiver's 5000-character answer is not kept
+    assert (delivery.last_status, delivery.last_category) == (500, "http_error")  # not the receiver's answer
     assert notifications.attempt(delivery.pk).status == "busy"  # not due yet: no second send
     ((delivery),) = send_pending()
-    assert (delivery.status, delivery.attempts, delivery.last_error) == ("sent", 2, "")
+    assert (delivery.status, delivery.attempts, delivery.last_status, delivery.last_category) == ("sent", 2, None, "")
     assert len(receiver.got) == 2
 
 
 @pytest.mark.django_db
 def test_a_400_fails_at_once_without_a_retry(receiver, admin_operator, vlevel):
     receiver.statuses = [400]
-    make_rule(admin_operator, target=receiver.url)
+    make_rule(admin_operator, target=receiver.url, internal=True)
     open_item("session_validation", vlevel)
 
     (delivery,) = send_pending()
@@ -262,20 +271,20 @@ def test_a_400_fails_at_once_without_a_retry(receiver, admin_operator, vlevel):
 def test_a_429_is_retried_and_the_delivery_gives_up_after_the_last_attempt(receiver, admin_operator, vlevel, settings):
     settings.NOTIFY_MAX_ATTEMPTS = 3
     receiver.statuses = [429, 503]
-    make_rule(admin_operator, target=receiver.url)
+    make_rule(admin_operator, target=receiver.url, internal=True)
     open_item("session_validation", vlevel)
 
     (delivery,) = send_pending()
 
     assert (delivery.status, delivery.attempts) == ("gave_up", 3)
-    assert delivery.last_error.startswith("HTTP 503")
+    assert (delivery.last_status, delivery.last_category) == (503, "http_error")
     assert len(receiver.got) == 3
 
 
 @pytest.mark.django_db
 def test_disabling_a_rule_stops_its_pending_retries(receiver, admin_operator, vlevel):
     receiver.statuses = [503]
-    rule = make_rule(admin_operator, target=receiver.url)
+    rule = make_rule(admin_operator, target=receiver.url, internal=True)
     open_item("session_validation", vlevel)
     (delivery,) = Delivery.objects.all()
     notifications.attempt(delivery.pk)
@@ -284,18 +293,14 @@ def test_disabling_a_rule_stops_its_pending_retries(receiver, admin_operator, vl
     notifications.save_rule(rule, actor=Principal(user=admin_operator), changed=["enabled"])
     (delivery,) = send_pending()
 
-    assert (delivery.status, delivery.attempts, delivery.last_error) == (
-        "failed",
-        1,
-        "the rule was disabled before this was sent",
-    )
+    assert (delivery.status, delivery.attempts, delivery.last_category) == ("failed", 1, "rule_disabled")
     assert len(receiver.got) == 1
 
 
 @pytest.mark.django_db
 def test_an_unreachable_receiver_is_retried_with_a_doubling_wait(admin_operator, vlevel, settings):
     settings.NOTIFY_RETRY_SECONDS = 10
-    make_rule(admin_operator, target=f"http://127.0.0.1:{free_port()}/hook")
+    make_rule(admin_operator, target=f"http://127.0.0.1:{free_port()}/hook", internal=True)
     open_item("session_validation", vlevel)
     (delivery,) = Delivery.objects.all()
 
@@ -306,15 +311,14 @@ def test_an_unreachable_receiver_is_retried_with_a_doubling_wait(admin_operator,
 
     delivery.refresh_from_db()
     assert waits == [10, 20, 40]
-    assert delivery.last_error.startswith("unreachable")
-    assert "127.0.0.1" not in delivery.last_error
+    assert (delivery.last_status, delivery.last_category) == (None, "connection")
 
 
 @pytest.mark.django_db
 def test_the_backstop_queues_again_only_deliveries_overdue_by_a_minute(admin_operator, vlevel):
     """A delivery whose task was lost (broker down at commit) is found again by the beat task;
     one just queued, or waiting for its retry, is left to its own task."""
-    make_rule(admin_operator, target="https://hooks.example.com/x")
+    make_rule(admin_operator, target=f"{PUBLIC}/x")
     for _ in range(3):
         open_item("session_validation", vlevel)
     lost, _just_queued, retrying = Delivery.objects.order_by("pk")
@@ -331,7 +335,7 @@ def test_the_backstop_queues_again_only_deliveries_overdue_by_a_minute(admin_ope
 
 @pytest.mark.django_db
 def test_each_inbox_kind_fires_its_own_event(admin_operator, vlevel):
-    make_rule(admin_operator, target="https://hooks.example.com/x", events=list(EventKind.values), threshold_percent=50)
+    make_rule(admin_operator, target=f"{PUBLIC}/x", events=list(EventKind.values), threshold_percent=50)
 
     for kind in ["session_validation", "session_communication", "tool_approval", "agent.approval"]:
         open_item(kind, vlevel)
@@ -361,7 +365,7 @@ def test_every_inbox_kind_the_code_opens_is_announced_or_announces_itself():
 
 @pytest.mark.django_db
 def test_a_critical_kpi_is_told_once_until_it_recovers(admin_operator, vlevel):
-    make_rule(admin_operator, target="https://hooks.example.com/x", events=list(EventKind.values), threshold_percent=50)
+    make_rule(admin_operator, target=f"{PUBLIC}/x", events=list(EventKind.values), threshold_percent=50)
 
     run(vlevel, BAD, n=3)
 
@@ -374,7 +378,7 @@ def test_a_critical_kpi_is_told_once_until_it_recovers(admin_operator, vlevel):
 
 @pytest.mark.django_db
 def test_an_escalation_routed_to_another_agent_is_told_too(admin_operator, vlevel_api, architect):
-    make_rule(admin_operator, target="https://hooks.example.com/x", events=list(EventKind.values), threshold_percent=50)
+    make_rule(admin_operator, target=f"{PUBLIC}/x", events=list(EventKind.values), threshold_percent=50)
     job = vlevel_api.post("/jobs", envelope()).json()
 
     vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4))
@@ -399,7 +403,7 @@ def test_contract_compliance_is_told_once_when_it_drops_below_and_again_after_it
 ):
     rule = make_rule(
         admin_operator,
-        target="https://hooks.example.com/x",
+        target=f"{PUBLIC}/x",
         events=[EventKind.CONTRACT_COMPLIANCE],
         threshold_percent=75,
         window_checks=4,
@@ -429,7 +433,7 @@ def test_contract_compliance_is_told_once_when_it_drops_below_and_again_after_it
 def test_a_compliance_rule_of_one_agent_measures_only_that_agents_checks(admin_operator, answer_contract, vlevel):
     make_rule(
         admin_operator,
-        target="https://hooks.example.com/x",
+        target=f"{PUBLIC}/x",
         events=[EventKind.CONTRACT_COMPLIANCE],
         agent=vlevel,
         threshold_percent=90,
@@ -446,7 +450,7 @@ def test_a_compliance_rule_of_one_agent_measures_only_that_agents_checks(admin_o
 @pytest.mark.django_db
 def test_rules_are_scoped_by_agent_and_by_domain(admin_operator, vlevel):
     indexer = AgentFactory(agent_id="agent.rag.indexer", domain="rag")
-    hook = "https://hooks.example.com/x"
+    hook = f"{PUBLIC}/x"
     make_rule(admin_operator, name="everyone", target=hook)
     make_rule(admin_operator, name="vlevel only", target=hook, agent=vlevel)
     make_rule(admin_operator, name="indexer only", target=hook, agent=indexer)
@@ -466,7 +470,7 @@ def test_rules_are_scoped_by_agent_and_by_domain(admin_operator, vlevel):
 
 @pytest.mark.django_db
 def test_a_rolled_back_event_leaves_no_delivery(admin_operator, vlevel):
-    make_rule(admin_operator, target="https://hooks.example.com/x")
+    make_rule(admin_operator, target=f"{PUBLIC}/x")
 
     def failing_write() -> None:
         with transaction.atomic():
@@ -484,7 +488,7 @@ def test_a_rolled_back_event_leaves_no_delivery(admin_operator, vlevel):
 
 @pytest.mark.django_db
 def test_the_service_refuses_agents_and_viewers(vlevel, viewer):
-    rule = NotificationRule(name="x", events=["escalation"], channel="slack", target="https://hooks.example.com/x")
+    rule = NotificationRule(name="x", events=["escalation"], channel="slack", target=f"{PUBLIC}/x")
     for actor in (Principal(agent=vlevel), Principal(user=viewer), SYSTEM):
         with pytest.raises(Forbidden):
             notifications.save_rule(rule, actor=actor, changed=[])
@@ -506,7 +510,7 @@ def _form(**changes) -> dict:
         "agent": "",
         "domain": "",
         "channel": "signed_webhook",
-        "target": "https://hooks.example.com/governance",
+        "target": f"{PUBLIC}/governance",
         "threshold_percent": "",
         "window_checks": "20",
     } | changes
@@ -525,16 +529,19 @@ def test_an_admin_adds_a_rule_and_sees_its_signing_secret(client, admin_operator
     assert AuditEvent.objects.filter(action="notification_rule.added", actor="user:alice").exists()
     page = client.get(f"/admin/governance/notificationrule/{rule.pk}/change/").content.decode()
     assert notifications.signing_secret(rule) in page
-    assert "X-Governance-Signature" in page
+    assert notifications.signing_secret(rule).startswith("whsec_")
+    assert "webhook-signature" in page
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"target": "ftp://files.example.com/x"}, "Only http:// and https:// addresses are accepted."),
-        ({"target": "https://user:pw@hooks.example.com/x"}, "Credentials do not belong in the address"),
-        ({"target": "file:///etc/passwd"}, "Only http:// and https://"),
-        ({"target": "https:///nohost"}, "The address has no host."),
+        ({"target": "ftp://93.184.216.34/x"}, "the ftp scheme is never allowed; use https"),
+        ({"target": "https://user:pw@93.184.216.34/x"}, "credentials in the URL are not allowed"),
+        ({"target": "file:///etc/passwd"}, "the file scheme is never allowed"),
+        ({"target": "https:///nohost"}, "the URL has no host name"),
+        ({"target": "https://127.0.0.1/x"}, "127.0.0.1 is a loopback address: refused"),
+        ({"target": "https://no-such-host.invalid/x"}, "The host name does not resolve"),
         ({"channel": "email", "target": "ops@example.com, not-an-address"}, "Not an email address: not-an-address."),
         ({"events": ["contract.compliance_below"]}, "A compliance rule needs a threshold between 1 and 100"),
     ],
@@ -554,7 +561,7 @@ def test_the_admin_shows_why_a_rule_is_refused(client, admin_operator, changes, 
 def test_a_viewer_reads_rules_without_the_secret_or_the_whole_url_and_cannot_change_them(
     client, admin_operator, viewer
 ):
-    rule = make_rule(admin_operator, target="https://hooks.slack.example.com/services/T000/B000/tokentoken")
+    rule = make_rule(admin_operator, target=f"{PUBLIC}/services/T000/B000/tokentoken")
     login(client, viewer)
 
     listing = client.get("/admin/governance/notificationrule/").content.decode()
@@ -567,7 +574,7 @@ def test_a_viewer_reads_rules_without_the_secret_or_the_whole_url_and_cannot_cha
     for html in (listing, page):
         assert "tokentoken" not in html
         assert notifications.signing_secret(rule) not in html
-    assert "https://hooks.slack.example.com/…" in page
+    assert f"{PUBLIC}/…" in page
     assert (refused.status_code, added.status_code, deleted.status_code) == (403, 403, 403)
     rule.refresh_from_db()
     assert rule.target.endswith("tokentoken")
@@ -576,7 +583,7 @@ def test_a_viewer_reads_rules_without_the_secret_or_the_whole_url_and_cannot_cha
 
 @pytest.mark.django_db
 def test_an_admin_disables_a_rule_and_nobody_deletes_one(client, admin_operator):
-    rule = make_rule(admin_operator, target="https://hooks.example.com/x")
+    rule = make_rule(admin_operator, target=f"{PUBLIC}/x")
     login(client, admin_operator)
 
     client.post("/admin/governance/notificationrule/", {"action": "disable", "_selected_action": [rule.pk]})
@@ -590,7 +597,7 @@ def test_an_admin_disables_a_rule_and_nobody_deletes_one(client, admin_operator)
 
 @pytest.mark.django_db
 def test_deliveries_are_read_only_in_the_admin_with_their_status(client, admin_operator, viewer, vlevel):
-    make_rule(admin_operator, target="https://hooks.example.com/secret-path")
+    make_rule(admin_operator, target=f"{PUBLIC}/secret-path")
     open_item("session_validation", vlevel)
     delivery = Delivery.objects.get()
 
@@ -609,7 +616,7 @@ def test_deliveries_are_read_only_in_the_admin_with_their_status(client, admin_o
 
 @pytest.mark.django_db
 def test_an_agent_key_reaches_no_rule_anywhere(client, vlevel_api, admin_operator):
-    rule = make_rule(admin_operator, target="https://hooks.example.com/x")
+    rule = make_rule(admin_operator, target=f"{PUBLIC}/x")
     headers = {"HTTP_AUTHORIZATION": f"Bearer {vlevel_api.key}"}
 
     schema = client.get("/api/v1/openapi.json").content.decode()
@@ -626,7 +633,7 @@ def test_an_agent_key_reaches_no_rule_anywhere(client, vlevel_api, admin_operato
 def test_what_an_agent_writes_never_chooses_where_the_server_connects(receiver, admin_operator, vlevel):
     """An agent's approval request full of addresses: the one request goes to the operator's
     receiver, and the addresses reach it only as escaped text, cut to size."""
-    make_rule(admin_operator, target=receiver.url, events=[EventKind.INBOX_TOOL_APPROVAL])
+    make_rule(admin_operator, target=receiver.url, internal=True, events=[EventKind.INBOX_TOOL_APPROVAL])
     elsewhere = f"http://127.0.0.1:{free_port()}/steal"
 
     approvals.request_approval(
@@ -645,7 +652,7 @@ def test_what_an_agent_writes_never_chooses_where_the_server_connects(receiver, 
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_delivers_after_commit_and_retries_a_500(receiver, admin_operator, tmp_path, settings):
     agent = AgentFactory(agent_id="agent.seo.vlevel", domain="seo")
-    rule = make_rule(admin_operator, target=receiver.url)
+    rule = make_rule(admin_operator, target=receiver.url, internal=True)
     receiver.secret = notifications.signing_secret(rule)
     receiver.statuses = [500, 200]
 
