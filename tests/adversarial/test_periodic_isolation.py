@@ -67,7 +67,7 @@ def test_a_job_stored_with_a_timeout_of_another_era_ends_and_the_fleet_is_swept(
     assert (run.status, run.result["requeued"], run.result["timed_out"], run.result["errors"]) == ("success", 1, 1, 0)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # as beat runs it: no test transaction around the sweep
 def test_a_job_the_sweeper_cannot_read_is_reported_and_ended_and_the_rest_is_swept(world, caplog):
     poisoned = Job.objects.get(pk=world.job_id)
     lease_lost(poisoned, started_at=ago(timedelta(minutes=1)), constraints={**poisoned.constraints, "timeout": "soon"})
