@@ -6,9 +6,9 @@ and named in the task's result (which its TaskRun row keeps), the caller may mar
 not tried again at every beat, and the run goes on with the next row. The guard opens no
 transaction of its own (each item keeps its own, short ones included); inside a caller's
 transaction it adds a savepoint, so that the failed item's writes roll back alone and the
-transaction goes on. Before this, a single row whose data could not be
-handled (a job timeout that overflowed a datetime) ended every run of the job sweeper, and no job
-of any agent was swept any more.
+transaction goes on. Before this, a single row whose data could not be handled (a job timeout that
+overflowed a datetime) ended every run of the job sweeper, and no job of any agent was swept any
+more.
 
 A database that stops answering is not one row's problem: OperationalError and InterfaceError
 (and Celery's time limit) end the run as they did, and the next beat tries again.
