@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -564,6 +565,9 @@ class _Checker:
     def _number(self, expected: Type, value: float, loc: tuple[str | int, ...]) -> None:
         if isinstance(value, float) and not math.isfinite(value):
             self.add(loc, "expected a finite number", "type")
+        elif isinstance(value, int) and abs(value) > sys.float_info.max:
+            # No double holds it (a JavaScript agent's number, Zod's, neither): as 1e999 is refused.
+            self.add(loc, "the number is out of range", "too_big")
         elif expected.integer and not float(value).is_integer():
             self.add(loc, f"expected an integer, got {value:g}", "integer")
         else:

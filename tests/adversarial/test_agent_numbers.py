@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from agents.envelope import MAX_BUDGET_DOLLARS, MAX_TIMEOUT_MS
+from agents.registry import load_manifest
 from governance.kernel.bounds import MAX_COUNT
+from governance.kernel.principals import SYSTEM
+from tests.agents.test_manifest_types import typed_document
+from tests.support.api import Api
+from tests.support.keys import issue_key
 from tests.support.refusals import nothing_written
 from tests.support.world import World
 
@@ -174,3 +179,15 @@ def test_a_message_enrichment_over_a_period_postgresql_cannot_store_is_422(world
 
     assert response.status_code == 422, response.content
     assert ["body", "payload", "segments"] in [error["loc"] for error in response.json()["errors"]]
+
+
+@pytest.mark.django_db
+def test_a_payload_number_no_double_holds_is_422_at_its_path(client):
+    typed = load_manifest(typed_document(), actor=SYSTEM)[0].agent  # options.depth: z.number().int().min(1).max(5)
+    body = job(payload={"urls": ["https://example.com/a"], "options": {"depth": 10**400}})
+
+    with nothing_written():
+        response = Api(client, issue_key(agent=typed)).post("/jobs", body)
+
+    assert response.status_code == 422, response.content
+    assert ["body", "payload", "options", "depth"] in [error["loc"] for error in response.json()["errors"]]
