@@ -445,8 +445,8 @@ class KpiAlertAdmin(ReadOnlyAdmin):
 
 @admin.register(KpiSample)
 class KpiSampleAdmin(ReadOnlyAdmin):
-    list_display = ["agent", "metric_id", "value", "recorded_at", "job"]
-    list_filter = ["agent", "metric_id"]
+    list_display = ["agent", "metric_id", "value", "reported", "recorded_at", "job"]
+    list_filter = ["agent", "metric_id", "reported"]
     list_select_related = ["agent", "job"]
     date_hierarchy = "recorded_at"
 
