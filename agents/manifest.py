@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from typing import Annotated, Any, TypeVar
 
 import yaml
@@ -142,6 +144,8 @@ SchemaDefinition = Annotated[
 ContractName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:\-]+$", max_length=100)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN, max_length=128)]
+# An agent id, or a pattern where * stands for any characters (agent.seo.*, *): no other wildcard.
+AgentPattern = Annotated[str, Field(pattern=r"^[a-z0-9_.*]+$", max_length=128)]
 
 
 class _Strict(BaseModel):
@@ -347,6 +351,21 @@ class SessionSettings(_Strict):
     )
 
 
+class EventSettings(_Strict):
+    """Extension: the other agents whose platform events (``job.finished``) may reach this agent's
+    event automations and event job triggers. Its own events always do, and events of no agent (a
+    learning promoted) too; another agent's job, with its intent and outcome, only when named here."""
+
+    subscribe: list[AgentPattern] = Field(
+        default_factory=list, max_length=100, description="Agent ids, or patterns with * (agent.seo.*)."
+    )
+
+
+def subscribes(patterns: Iterable[str], agent_id: str) -> bool:
+    """Whether ``events.subscribe`` ``patterns`` name ``agent_id``."""
+    return any(fnmatchcase(agent_id, pattern) for pattern in patterns)
+
+
 class Manifest(_Strict):
     id: AgentId
     name: Name
@@ -376,6 +395,7 @@ class Manifest(_Strict):
     )
     quotas: Quotas = Field(default_factory=Quotas)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    events: EventSettings = Field(default_factory=EventSettings)
 
     @field_validator("version", mode="before")
     @classmethod

@@ -20,7 +20,10 @@ event's object), so a firing delivered twice creates one job.
 * **Event**: a job finishing and a learning promoted call ``on_event`` inside their own
   transaction, so the new jobs commit with the event or not at all, and no broker is involved. A
   trigger that cannot create its job (the manifest refuses it) records why and never fails the
-  event's own write. Chains stop at ``JOB_TRIGGER_MAX_CHAIN`` event hops.
+  event's own write. Chains stop at ``JOB_TRIGGER_MAX_CHAIN`` event hops. Another agent's event
+  reaches an agent only when the agent's active manifest subscribes to it (``events.subscribe``):
+  checked when a subscription is saved, and again at every event, for subscriptions saved before
+  the rule, by an operator, or before the manifest changed (``hears``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents import jobs
-from agents.models import Job, JobTrigger
+from agents.manifest import subscribes
+from agents.models import Agent, Job, JobTrigger
+from agents.registry import manifest_document
 from governance.kernel import cron as cron_rules
 from governance.kernel import keys, webhooks
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
@@ -73,6 +78,10 @@ def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -
     trigger.full_clean()  # the model's clean: a template the envelope takes, the kind's fields
     if trigger.enabled and trigger.kind != JobTrigger.Kind.WEBHOOK:
         _check_admissible(trigger)
+    if trigger.enabled and trigger.kind == JobTrigger.Kind.EVENT:
+        refusal = subscription_refusal(trigger.agent, trigger.event_filter)
+        if refusal:
+            raise ValidationError({"event_filter": [refusal]})
     if adding or {"crontab", "kind", "enabled"} & set(changed):
         trigger.next_run_at = _next_run(trigger, timezone.now())
     trigger.save()
@@ -235,6 +244,31 @@ def matches(event_filter: dict[str, Any] | None, facts: dict[str, Any]) -> bool:
     return True
 
 
+def hears(agent: Agent, facts: dict[str, Any]) -> bool:
+    """Whether an event with ``facts`` may reach ``agent``: an event of no agent, of the agent
+    itself, or of an agent its active manifest subscribes to (``events.subscribe``). No manifest,
+    no other agent's events."""
+    source = facts.get("agent")
+    if source is None or source == agent.agent_id:
+        return True
+    if agent.active_manifest_id is None:
+        return False
+    events = manifest_document(agent.active_manifest_id).get("events") or {}
+    return subscribes(events.get("subscribe") or [], str(source))
+
+
+def subscription_refusal(agent: Agent, event_filter: dict[str, Any] | None) -> str | None:
+    """Why ``agent`` may not subscribe to the events ``event_filter`` names, or None. A filter
+    naming no agent is every agent the listener hears (``hears`` decides at each event)."""
+    source = (event_filter or {}).get("agent")
+    if source is None or hears(agent, {"agent": source}):
+        return None
+    return (
+        f"The active manifest of {agent.agent_id} does not subscribe to the events of {source} "
+        "(manifest field events.subscribe)."
+    )
+
+
 def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0) -> list[Job]:
     """Fire the enabled triggers of ``event`` whose filter ``facts`` satisfy; call inside the
     transaction that makes the event happen. ``subject`` names the object (one job per trigger
@@ -244,7 +278,7 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
     )
     created_jobs: list[Job] = []
     for trigger in triggers:
-        if not matches(trigger.event_filter, facts):
+        if not matches(trigger.event_filter, facts) or not hears(trigger.agent, facts):
             continue
         key = f"{event}:{subject}"
         if depth >= settings.JOB_TRIGGER_MAX_CHAIN:

@@ -102,14 +102,16 @@ def check_event(trigger: str, event: str, event_filter: dict[str, Any] | None) -
 
 
 def on_platform_event(event: str, subject: str, facts: dict[str, Any], depth: int) -> None:
-    """Run the enabled EVENT automations of ``event`` whose filter ``facts`` satisfy (registered
-    with agents.triggers in AppConfig.ready, so it runs in the event's own transaction). A run the
-    platform refuses (no manifest, the agent's queue quota) is recorded and never fails the event."""
+    """Run the enabled EVENT automations of ``event`` whose filter ``facts`` satisfy and whose agent
+    may hear the event (its own, or another agent's its manifest subscribes to: checked here too,
+    whoever made the automation and whenever). Registered with agents.triggers in AppConfig.ready,
+    so it runs in the event's own transaction. A run the platform refuses (no manifest, the agent's
+    queue quota) is recorded and never fails the event."""
     found = Automation.objects.select_related("agent", "seed_session").filter(
         trigger=Automation.Trigger.EVENT, enabled=True, event=event
     )
     for automation in found:
-        if not job_triggers.matches(automation.event_filter, facts):
+        if not job_triggers.matches(automation.event_filter, facts) or not job_triggers.hears(automation.agent, facts):
             continue
         try:
             with transaction.atomic():
@@ -194,7 +196,9 @@ def create_automation(
     """An automation of ``agent`` from a SEED session (given, or made from ``messages``).
 
     Everything is checked before anything is written, and it is all one transaction: a refused
-    request leaves no automation and no SEED session behind. ``first_run_at`` (server-side callers
+    request leaves no automation and no SEED session behind. An EVENT automation on another
+    agent's events is Forbidden unless the agent's manifest subscribes to them (whoever asks: the
+    same rule keeps such events from it at every event). ``first_run_at`` (server-side callers
     only) overrides the first scheduled run, which is otherwise one interval from now. ``story``
     (with ``domain`` and ``project``) goes with ``messages``: the SEED made from them keeps it and every run
     copies it, so each run's prompt carries the story's step-0 memory block (sessions.prompt)."""
@@ -204,6 +208,9 @@ def create_automation(
     quotas.check(agent, "automations", Automation.objects.filter(agent=agent), actor=actor)
     parsed = check_schedule(trigger, interval_minutes, cron)
     check_event(trigger, event, event_filter)
+    refusal = job_triggers.subscription_refusal(agent, event_filter)
+    if refusal:
+        raise Forbidden(refusal, subscription=(event_filter or {}).get("agent"))
     profile = find_profile(profile_name, agent=agent, actor=actor)
     if seed_session_id is not None:
         if story or domain or project:

@@ -17,14 +17,16 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from standardwebhooks import Webhook
 
 from agents import triggers
+from agents.manifest import read_text
 from agents.models import Agent, Job, JobTrigger
+from agents.registry import load_manifest
 from governance.kernel import webhooks
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from tests.factories.governance import UserFactory
 from tests.support.jobs import finish_job, submit_job
 from tests.support.keys import issue_key
-from tests.support.manifests import load
+from tests.support.manifests import load, manifest_text
 
 URLS = {"urls": ["https://shop.test/a"]}
 GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
@@ -301,9 +303,16 @@ def test_a_delivery_the_manifest_refuses_is_422_at_the_payload_field(client, vle
 # Events -------------------------------------------------------------------------------------------
 
 
+def subscribed_indexer(*patterns: str) -> Agent:
+    """agent.rag.indexer with a manifest subscribing to the events of ``patterns``."""
+    document = read_text(manifest_text("agent.rag.indexer"))
+    document.update(version="2.1.0", events={"subscribe": list(patterns)})
+    return load_manifest(document, actor=SYSTEM)[0].agent
+
+
 @pytest.mark.django_db
 def test_a_finished_job_fires_the_event_triggers_its_facts_match(vlevel):
-    indexer = load("agent.rag.indexer")
+    indexer = subscribed_indexer("agent.seo.vlevel")
     add_trigger(
         indexer,
         "event",
@@ -346,7 +355,7 @@ def test_an_event_chain_stops_after_its_limit(vlevel, settings):
 
 @pytest.mark.django_db
 def test_a_trigger_the_manifest_refuses_never_fails_the_result_that_fired_it(vlevel):
-    indexer = load("agent.rag.indexer")
+    indexer = subscribed_indexer("agent.seo.*")
     add_trigger(indexer, "event", intent="rag_reindex", payload={"documents": [{"id": 1}]}, event="job.finished")
     JobTrigger.objects.update(payload={})  # the indexer requires documents
 
