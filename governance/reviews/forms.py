@@ -1,7 +1,8 @@
 """Forms of the governance pages: the inbox's filters and a reviewer's decision on one inbox item.
 
 The decision form checks the decision against what the item offers, so a crafted POST cannot answer a
-question with something that was never one of its options, nor "answer" an escalation.
+question with something that was never one of its options, nor "answer" an escalation; and it
+carries the hash of the content the reviewer was shown (``shown``), which the decision binds to.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class DecisionForm(forms.Form):
     )
     answer = forms.CharField(required=False, max_length=2000, strip=False)
     comment = forms.CharField(required=False, max_length=2000)
+    shown = forms.CharField(
+        min_length=64,
+        max_length=64,
+        error_messages={"required": "This page is out of date: reload it and decide on what it shows."},
+    )
 
     def __init__(self, *args: Any, item: ReviewItem, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -21,6 +22,31 @@ KIND_LABELS = {
     "escalation": "Escalation",
     "kpi_critical": "KPI critical",
 }
+
+
+def payload_hash(payload: Any) -> str:
+    """SHA-256 of the canonical JSON of ``payload``: what a decision, a tool grant and an agent's
+    approval request are bound to."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _shown_actions(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The actions an action approval asks to run, each as its words (the validation context's,
+    whose long values are shortened) with its full parameters as JSON: the reviewer reads those
+    before approving. Items from before the actions were kept have their words only."""
+    commands = [command for command in payload.get("actionCommands") or [] if isinstance(command, dict)]
+    words = [str(action) for action in (payload.get("validationContext") or {}).get("actions") or []]
+    if not commands:
+        return [{"words": action, "parameters": None} for action in words]
+    if len(words) != len(commands):
+        words = [f"Run {(command.get('params') or {}).get('tool_id') or command.get('type')}" for command in commands]
+    return [
+        {
+            "words": action,
+            "parameters": json.dumps(command.get("params") or {}, indent=2, sort_keys=True, ensure_ascii=False),
+        }
+        for action, command in zip(words, commands, strict=True)
+    ]
 
 
 def kind_label(kind: str) -> str:
@@ -89,6 +115,16 @@ class ReviewItem(models.Model):
     @property
     def decision_text(self) -> str:
         return _decision_text(self.kind, self.payload if isinstance(self.payload, dict) else {})
+
+    @property
+    def content_hash(self) -> str:
+        """The hash of what the item shows, which a reviewer's decision posts back: a decision on
+        an item whose content changed since it was shown is refused."""
+        return payload_hash(self.payload)
+
+    @property
+    def shown_actions(self) -> list[dict[str, Any]]:
+        return _shown_actions(self.payload if isinstance(self.payload, dict) else {})
 
 
 class ReviewDecision(models.Model):

@@ -16,6 +16,12 @@ class DecisionIn(Schema):
         validate_default=True,
         description='With "decision": "answer" only: one of the MultipleChoice question\'s options.',
     )
+    payloadHash: str | None = Field(
+        None,
+        min_length=64,
+        max_length=64,
+        description="The item's payloadHash as you read it: the decision is refused (409) if the item changed since.",
+    )
 
     @field_validator("response")
     @classmethod
@@ -68,5 +74,6 @@ class ReviewItemOut(Schema):
     status: str
     agent: str | None = Field(None, alias="agent.agent_id")
     payload: dict[str, Any]
+    payloadHash: str = Field(..., alias="content_hash", description="What a decision binds to (send it back).")
     createdAt: datetime = Field(..., alias="created_at")
     expiresAt: datetime | None = Field(None, alias="expires_at")

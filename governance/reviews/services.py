@@ -8,8 +8,6 @@ its app expires that kind itself), so nothing approved late is ever acted on."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +23,9 @@ from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications import services as notifications
 from governance.notifications.models import EventKind
-from governance.reviews.models import ReviewDecision, ReviewItem
+
+# payload_hash: what decisions, tool grants and agents' requests are bound to (reviews.payload_hash).
+from governance.reviews.models import ReviewDecision, ReviewItem, payload_hash
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -65,10 +65,6 @@ def register(kind: str, handler: DecisionHandler, *, expires_itself: bool = Fals
     _handlers[kind] = handler
     if expires_itself:
         _expire_themselves.add(kind)
-
-
-def payload_hash(payload: Any) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def multiple_choice_options(item: ReviewItem) -> tuple[str, ...] | None:
@@ -128,12 +124,22 @@ def _require_reviewer(actor: Principal) -> None:
 
 @transaction.atomic
 def decide(
-    item_id: int, *, actor: Principal, decision: str, comment: str = "", answer: Any = None, notify: bool = True
+    item_id: int,
+    *,
+    actor: Principal,
+    decision: str,
+    comment: str = "",
+    answer: Any = None,
+    notify: bool = True,
+    shown_hash: str | None = None,
 ) -> ReviewDecision:
-    """Decide a pending item once. A second decision is a Conflict naming who decided first.
+    """Decide a pending item once. A second decision is a Conflict naming who decided first, and
+    so is a decision past the item's deadline.
 
-    ``notify=False`` is for the app that opened the item withdrawing it itself: its handler
-    must not react to its own withdrawal."""
+    ``shown_hash`` is the ``content_hash`` of the item as the decider read it (the inbox posts
+    it): when the item's content changed since, the decision is a Conflict, so that it always
+    binds to what was shown. ``notify=False`` is for the app that opened the item withdrawing it
+    itself: its handler must not react to its own withdrawal."""
     is_system = actor.user is None and actor.agent is None
     if not is_system:
         _require_reviewer(actor)
@@ -154,6 +160,15 @@ def decide(
             item=item.pk,
             item_status=ReviewItem.Status.EXPIRED,
             expired_at=item.expires_at.isoformat(),
+            reason="expired",
+        )
+    current = payload_hash(item.payload)
+    if shown_hash is not None and shown_hash != current:
+        raise Conflict(
+            "This item changed since it was shown: read it again before deciding.",
+            item=item.pk,
+            reason="changed",
+            payloadHash=current,
         )
     outcome = ReviewDecision.objects.create(
         item=item,
@@ -163,7 +178,7 @@ def decide(
         decided_by=actor.label,
         user=actor.user,
         minted_by=actor.minted_by,
-        payload_hash=payload_hash(item.payload),
+        payload_hash=current,
     )
     item.status = _STATUS_AFTER[ReviewDecision.Decision(decision)]
     item.save(update_fields=["status"])
@@ -245,7 +260,9 @@ def expire_due() -> dict[str, Any]:
     return {"expired": expired, **failures.as_dict()}
 
 
-def answer(item_id: int, *, actor: Principal, response: str, comment: str = "") -> ReviewDecision:
+def answer(
+    item_id: int, *, actor: Principal, response: str, comment: str = "", shown_hash: str | None = None
+) -> ReviewDecision:
     """A reviewer answers a MultipleChoice question with one of its options (the API's
     ``"decision": "answer"``): the same decision as the inbox's answer button, so the session
     that asked gets the answer through the same handler. The reviewer permission is checked
@@ -260,4 +277,11 @@ def answer(item_id: int, *, actor: Principal, response: str, comment: str = "") 
     if response not in options:
         msg = f"one of the question's options: {', '.join(options)}"
         raise InvalidInput(msg, errors=[{"loc": ["body", "response"], "msg": msg, "type": "not_an_option"}])
-    return decide(item_id, actor=actor, decision=ReviewDecision.Decision.ANSWER, comment=comment, answer=response)
+    return decide(
+        item_id,
+        actor=actor,
+        decision=ReviewDecision.Decision.ANSWER,
+        comment=comment,
+        answer=response,
+        shown_hash=shown_hash,
+    )

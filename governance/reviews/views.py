@@ -192,8 +192,10 @@ def _already(item: ReviewItem) -> str:
 @decide_items
 @require_POST
 def decide(request: HttpRequest, item_id: int) -> HttpResponse:
-    """One reviewer decision. htmx only swaps 2xx answers, so refusals that the row should show
-    (a bad form, someone faster) are 200 for htmx and 400/409 for other clients."""
+    """One reviewer decision, bound to the content the row showed (its hash, posted as ``shown``).
+    htmx only swaps 2xx answers, so refusals that the row should show (a bad form, someone
+    faster, a deadline passed, content changed since it was shown) are 200 for htmx and 400/409
+    for other clients."""
     item = _item(item_id)
     form = DecisionForm(request.POST, item=item)
     if not form.is_valid():
@@ -206,11 +208,15 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
             decision=form.cleaned_data["decision"],
             comment=form.cleaned_data["comment"],
             answer=form.cleaned_data["answer"],
+            shown_hash=form.cleaned_data["shown"],
         )
     except Conflict as exc:
-        item = _item(item_id)
-        notice = _already(item) if item.status != ReviewItem.Status.PENDING else exc.detail  # past its deadline
-        return _row(request, item, status=200 if request.htmx else 409, notice=notice)
+        item, status = _item(item_id), 200 if request.htmx else 409
+        if item.status != ReviewItem.Status.PENDING:
+            return _row(request, item, status=status, notice=_already(item))
+        if exc.extra.get("reason") == "changed":  # shown again as it is now, to decide again
+            return _row(request, item, status=status, error=exc.detail)
+        return _row(request, item, status=status, notice=exc.detail)  # past its deadline
     except Forbidden as exc:
         return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
     return _row(request, _item(item_id))

@@ -9,6 +9,7 @@ from governance.reviews.models import ReviewItem
 from sessions.machine import AGENT_EVENTS, Event
 from sessions.models import AISession
 from tests.governance.test_inbox import CHOICE, waiting_for_answer, waiting_for_validation
+from tests.support.inbox import decide_in_inbox
 from tests.support.refusals import last_audit_id, nothing_written, refusals_since
 
 NOT_THE_AGENTS = sorted(event.value for event in Event if event not in AGENT_EVENTS)
@@ -66,13 +67,11 @@ def test_no_platform_or_reviewer_event_is_accepted_from_an_agent_key(vlevel_api,
 
 @pytest.mark.django_db
 def test_only_a_reviewer_decision_moves_the_session_on(vlevel_api, client, reviewer):
-    from django.urls import reverse
-
     session_id, item = waiting_for_validation(vlevel_api)
     vlevel_api.post(f"/sessions/{session_id}/events", {"type": "ValidationReceived", "payload": {"approved": True}})
     client.force_login(reviewer)
 
-    client.post(reverse("reviews:inbox-decide", args=[item.pk]), {"decision": "approve"})
+    decide_in_inbox(client, item.pk, "approve")
 
     assert ReviewItem.objects.get(pk=item.pk).status == "approved"
     assert AISession.objects.get(pk=session_id).phase == "EXECUTING_ACTIONS"

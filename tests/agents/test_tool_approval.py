@@ -12,6 +12,7 @@ from django.utils import timezone
 from agents.models import ToolCall, ToolGrant
 from governance.kernel.models import AuditEvent
 from governance.reviews.models import ReviewItem
+from tests.support.inbox import decide_in_inbox
 
 SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"
 HOME = {"arguments": {"url": "https://shop.example.com/"}}
@@ -20,7 +21,7 @@ CHECKOUT = {"arguments": {"url": "https://shop.example.com/checkout"}}
 
 def approve(client, reviewer, item_id: int, decision: str = "approve"):
     client.force_login(reviewer)
-    response = client.post(reverse("reviews:inbox-decide", args=[item_id]), {"decision": decision})
+    response = decide_in_inbox(client, item_id, decision)
     client.logout()
     return response
 

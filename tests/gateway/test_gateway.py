@@ -14,6 +14,7 @@ from agents.registry import load_manifest
 from gateway.models import GatewayCall, UpstreamServer
 from governance.kernel.principals import SYSTEM
 from governance.reviews.services import payload_hash
+from tests.support.inbox import decide_in_inbox
 from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
 from tests.support.mcp import mcp_session
@@ -125,7 +126,7 @@ def test_a_call_that_requires_approval_waits_then_goes_through_once(live_server,
         assert upstream.calls == []
 
         client.force_login(reviewer)
-        client.post(f"/inbox/{item_id}/decide/", {"decision": "approve", "comment": "Fine."})
+        decide_in_inbox(client, item_id, "approve", comment="Fine.")
         approved = mcp_session(live_server.url, key, call)
         again = mcp_session(live_server.url, key, call)
 

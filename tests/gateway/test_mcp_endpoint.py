@@ -13,6 +13,7 @@ from mcp.client.session import ClientSession
 
 from agents.models import Job
 from governance.kernel.principals import SYSTEM
+from tests.support.inbox import decide_in_inbox
 from tests.support.keys import issue_key
 from tests.support.manifests import load
 from tests.support.mcp import connected, mcp_session
@@ -307,7 +308,7 @@ def test_an_approval_asked_over_mcp_is_decided_in_the_inbox_and_read_back(live_s
     assert item.agent.agent_id == "agent.seo.vlevel"
 
     client.force_login(reviewer)
-    response = client.post(f"/inbox/{item.pk}/decide/", {"decision": "approve", "comment": "Go."})
+    response = decide_in_inbox(client, item.pk, "approve", comment="Go.")
     assert response.status_code in (200, 302)
 
     async def poll(session: ClientSession) -> Any:

@@ -63,7 +63,9 @@ def waiting_for_answer(api, module: dict, name: str = "Which page") -> tuple[str
 
 
 def decide(client: Client, item: ReviewItem, htmx: bool = True, **data: str):
-    return client.post(reverse("reviews:inbox-decide", args=[item.pk]), data, **(HTMX if htmx else {}))
+    """As the inbox posts it: with the hash of the content the row shows."""
+    form = {"shown": ReviewItem.objects.get(pk=item.pk).content_hash, **data}
+    return client.post(reverse("reviews:inbox-decide", args=[item.pk]), form, **(HTMX if htmx else {}))
 
 
 @pytest.fixture
@@ -310,7 +312,10 @@ def test_a_decision_without_the_csrf_token_is_refused(reviewer, validation):
     page = browser.get(reverse("reviews:inbox"))
     token = str(page.context["csrf_token"])
     accepted = browser.post(
-        reverse("reviews:inbox-decide", args=[item.pk]), {"decision": "approve"}, HTTP_X_CSRFTOKEN=token, **HTMX
+        reverse("reviews:inbox-decide", args=[item.pk]),
+        {"decision": "approve", "shown": item.content_hash},
+        HTTP_X_CSRFTOKEN=token,
+        **HTMX,
     )
     assert accepted.status_code == 200
     assert ReviewItem.objects.get(pk=item.pk).status == "approved"
