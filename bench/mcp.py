@@ -118,7 +118,10 @@ def prepare_gateway(upstream_url: str) -> str:
     text = MANIFEST.read_text(encoding="utf-8").replace('id: "agent.seo.vlevel"', f'id: "{GATEWAY_AGENT}"')
     text = text.replace("rate_limit: 100\n", "rate_limit: 100000\n", 1)
     row, _ = load_manifest(text, actor=SYSTEM)
-    UpstreamServer.objects.update_or_create(name="supabase", defaults={"url": upstream_url, "enabled": True})
+    UpstreamServer.objects.update_or_create(
+        name="supabase",
+        defaults={"url": upstream_url, "internal": True, "enabled": True},  # on this machine
+    )
     _, key = issue_api_key(actor=SYSTEM, name="bench-gateway", agent=row.agent)
     connection.close()
     return key

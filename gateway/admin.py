@@ -1,7 +1,10 @@
-"""Operators register upstream MCP servers here; the credential is a variable's name only. The
-call log is written by the gateway and only read here."""
+"""Operators register upstream MCP servers here; the credential is a variable's name only, and a
+stdio server's command one of those the deployment allows, picked by name. The call log is written
+by the gateway and only read here."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.contrib import admin
@@ -9,20 +12,40 @@ from django.http import HttpRequest
 
 from gateway import services
 from gateway.forms import REFUSALS
-from gateway.models import GatewayCall, UpstreamServer
+from gateway.models import GatewayCall, UpstreamServer, stdio_commands
 from governance.kernel.admin import KnownValuesFilter, NoDelete, ReadOnlyAdmin, UnboundedList
 from governance.kernel.principals import Principal
+
+
+class UpstreamServerForm(forms.ModelForm):
+    """A stdio command is chosen among the deployment's, never typed."""
+
+    command = forms.ChoiceField(
+        required=False,
+        help_text="stdio: one of the commands this deployment allows (GATEWAY_STDIO_COMMANDS); it runs in the workers",
+    )
+
+    class Meta:
+        model = UpstreamServer
+        fields = ["name", "transport", "url", "internal", "command", "secret_name", "enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        command = self.fields["command"]
+        assert isinstance(command, forms.ChoiceField)
+        command.choices = [("", "---------"), *((name, name) for name in sorted(stdio_commands()))]
 
 
 @admin.register(UpstreamServer)
 class UpstreamServerAdmin(NoDelete, admin.ModelAdmin):
     """Kept while calls point at it: an operator disables a server rather than deleting it."""
 
-    list_display = ["name", "transport", "address", "secret_name", "secret", "enabled", "created_at"]
-    list_filter = ["enabled", "transport"]
+    form = UpstreamServerForm
+    list_display = ["name", "transport", "address", "internal", "secret_name", "secret", "enabled", "created_at"]
+    list_filter = ["enabled", "transport", "internal"]
     search_fields = ["name", "url", "command"]
-    fields = ["name", "transport", "url", "command", "secret_name", "secret", "enabled"]
-    readonly_fields = ["secret"]
+    fields = ["name", "transport", "url", "internal", "command", "secret_name", "secret", "enabled", "disabled_reason"]
+    readonly_fields = ["secret", "disabled_reason"]
 
     @admin.display(description="Credential")
     def secret(self, obj: UpstreamServer) -> str:

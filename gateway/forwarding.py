@@ -5,7 +5,8 @@ A manifest names an upstream tool ``mcp__<server>__<tool>``; the server is an en
 :class:`UpstreamServer` of that name. Before anything is forwarded, ``authorize`` runs the same
 rule as the REST path (``agents.tools.record_call``: permission, the rate limit shared by every
 process, a reviewer's approval bound to the arguments' hash, the named job's state, budget and
-dryRun). A refused call is logged and answered; it never reaches the upstream.
+dryRun). A refused call is logged (the call log, and the audit trail as every refusal of a key
+is) and answered; it never reaches the upstream.
 
 A call may name its job and session in the request's ``_meta`` (``jobId``, ``sessionId``); with
 no session named, the agent's active session is the one recorded. Everything here is synchronous
@@ -30,6 +31,7 @@ from django.utils import timezone
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
+from gateway import refusals
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -120,11 +122,13 @@ def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any
 
 
 def refuse(attempt: Attempt, message: str, refusal: str, *, storable: bool = True, **extra: Any) -> Refused:
-    """Log a refused attempt (an operator's key has no agent to log), count it, and build its answer."""
+    """Log a refused attempt (an operator's key has no agent to log) and audit it, count it, and
+    build its answer."""
     metrics.TOOL_REFUSALS.labels(refusal).inc()
     if attempt.principal.agent is not None:
         outcome = Outcome.PENDING if refusal == "PendingApproval" else Outcome.REFUSED
         _log(attempt, outcome, storable=storable, refusal=refusal)
+    refusals.record(attempt.principal, method="tools/call", name=attempt.tool_id, refusal=refusal, detail=message)
     return Refused(message, refusal, **extra)
 
 
@@ -163,7 +167,9 @@ def authorize(
         attempt.job, attempt.session = _where(principal, meta)
         if destructive and grant.permission == "read":
             raise Forbidden(
-                f"{grant.tool_id} is granted read, and the upstream marks it destructive.", tool_id=grant.tool_id
+                f"{grant.tool_id} is granted read, and it is destructive: the upstream marks it so, or does "
+                "not say it is read-only or harmless (MCP's defaults).",
+                tool_id=grant.tool_id,
             )
         allowed = agent_tools.record_call(
             principal.agent, grant.tool_id, actor=principal, arguments=arguments, job=attempt.job
@@ -182,6 +188,16 @@ def authorize(
     if attempt.dry_run:
         _log(attempt, Outcome.DRY_RUN)
     return attempt
+
+
+def hints(annotations: types.ToolAnnotations | None) -> tuple[bool, bool]:
+    """(read-only, destructive) of an upstream tool, with MCP's defaults for what it does not say:
+    not read-only, and then destructive. A tool that says nothing is a tool that may delete."""
+    read_only = bool(annotations and annotations.read_only_hint)
+    if read_only:
+        return True, False
+    said = annotations.destructive_hint if annotations else None
+    return False, True if said is None else said
 
 
 @dataclass(frozen=True)
@@ -210,7 +226,7 @@ def prepare(
     tool = next((t for t in tools if t.name == grant.tool), None)
     if tool is None:
         raise unknown(principal, tool_id, arguments)
-    destructive = bool(tool.annotations and tool.annotations.destructive_hint)
+    _, destructive = hints(tool.annotations)
     return authorize(principal, grant, arguments, destructive=destructive, meta=meta)
 
 

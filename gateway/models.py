@@ -1,28 +1,41 @@
 """Upstream MCP servers the gateway stands in front of (registered by operators, never by agents),
-and the log of every call an agent made through the gateway."""
+what the workers learn of and answer for the stdio ones, and the log of every call an agent made
+through the gateway."""
 
 from __future__ import annotations
 
 import shlex
+import uuid
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from gateway import commands
 from gateway.querysets import GatewayCallQuerySet
 from governance.kernel import secrets
+from sessions.providers import outbound
 
 SERVER_NAME = RegexValidator(
     r"^[a-z0-9][a-z0-9-]*$", "Lower-case letters, digits and dashes, as in mcp__<name>__<tool>."
 )
 
 
+def stdio_commands() -> dict[str, commands.StdioCommand]:
+    """The commands this deployment allows stdio upstreams to run (GATEWAY_STDIO_COMMANDS)."""
+    return commands.allowed(settings.GATEWAY_STDIO_COMMANDS)
+
+
 class UpstreamServer(models.Model):
     """An MCP server whose tools agents reach as ``mcp__<name>__<tool>``, when their active
-    manifest grants them: over Streamable HTTP at ``url``, or a ``command`` each web process
-    starts and talks to over stdio. Its credential is the name of an environment variable of the
-    web processes: sent as a bearer token over HTTP, passed in the environment of a stdio command
-    (which gets nothing else of the server's environment). The value is never stored or shown."""
+    manifest grants them: over Streamable HTTP at ``url``, or over stdio with one of the commands
+    the deployment allows (``command`` names it; the Celery workers run it, never a web process).
+    A URL passes the outbound guard of provider profiles when saved and again at each connection;
+    ``internal`` is the operator saying the server lives on a private network (plain http and
+    private or loopback addresses, never a cloud metadata address). Its credential is the name of
+    an environment variable: sent as a bearer token over HTTP, passed in the environment of a
+    stdio command. The value is never stored or shown."""
 
     class Transport(models.TextChoices):
         HTTP = "http", "Streamable HTTP"
@@ -31,12 +44,18 @@ class UpstreamServer(models.Model):
     name = models.CharField(max_length=50, unique=True, validators=[SERVER_NAME])
     transport = models.CharField(max_length=5, choices=Transport.choices, default=Transport.HTTP)
     url = models.URLField(
-        max_length=500, blank=True, help_text="Streamable HTTP: the server's endpoint, e.g. http://10.0.0.5:8080/mcp"
+        max_length=500,
+        blank=True,
+        help_text="Streamable HTTP: its endpoint, e.g. https://mcp.example.com/mcp (https only, unless internal)",
     )
+    internal = models.BooleanField(
+        default=False, help_text="Allow plain http and private/loopback addresses (a server on the local network)"
+    )
+    # Up to 1000 characters: rows of earlier releases kept a command line here (now disabled).
     command = models.CharField(
         max_length=1000,
         blank=True,
-        help_text="stdio: the command line the web processes run, e.g. npx -y @supabase/mcp-server-supabase",
+        help_text="stdio: one of the commands the deployment allows (GATEWAY_STDIO_COMMANDS), by name",
     )
     secret_name = models.CharField(
         max_length=100,
@@ -44,6 +63,9 @@ class UpstreamServer(models.Model):
         help_text="Environment variable with the upstream's credential (or <NAME>_FILE: a file with it); empty: none",
     )
     enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(
+        max_length=1000, blank=True, help_text="Why the platform disabled the server, and what to do about it"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -63,19 +85,31 @@ class UpstreamServer(models.Model):
         secret_error = secrets.name_error(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
         if secret_error:
             raise ValidationError({"secret_name": secret_error})
-        if self.transport == self.Transport.HTTP and not self.url:
+        if self.transport == self.Transport.HTTP:
+            self._check_url()
+        elif self.stdio_command is None:
+            names = ", ".join(sorted(stdio_commands())) or "none: set GATEWAY_STDIO_COMMANDS"
+            raise ValidationError(
+                {"command": f"Name one of the stdio commands this deployment allows ({names}), never a command line."}
+            )
+
+    def _check_url(self) -> None:
+        """The outbound guard, name resolution included, so an operator learns at once that an
+        address is refused; it runs again at every connection, since DNS answers change."""
+        if not self.url:
             raise ValidationError({"url": "A Streamable HTTP server needs its URL."})
-        if self.transport == self.Transport.STDIO:
-            try:
-                argv = shlex.split(self.command)
-            except ValueError as exc:
-                raise ValidationError({"command": f"Not a command line: {exc}."}) from exc
-            if not argv:
-                raise ValidationError({"command": "A stdio server needs its command."})
+        try:
+            outbound.check(self.url, internal=self.internal)
+        except outbound.OutboundRefused as exc:
+            raise ValidationError({"url": f"{self.url}: {exc}"}) from exc
+        except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
+            raise ValidationError({"url": f"{self.url}: the host name does not resolve ({exc})"}) from exc
 
     @property
-    def argv(self) -> list[str]:
-        return shlex.split(self.command)
+    def stdio_command(self) -> commands.StdioCommand | None:
+        """The allowed command this server names; None for a name the deployment does not allow
+        (or no longer does), or a command line an earlier release kept."""
+        return stdio_commands().get(self.command) if self.transport == self.Transport.STDIO else None
 
     @property
     def secret_status(self) -> str:
@@ -85,7 +119,49 @@ class UpstreamServer(models.Model):
     @property
     def address(self) -> str:
         """Where the server is, as an operator reads it."""
-        return self.url if self.transport == self.Transport.HTTP else self.command
+        if self.transport == self.Transport.HTTP:
+            return self.url
+        command = self.stdio_command
+        if command is None:
+            return f"{self.command} (not a command this deployment allows)"
+        return f"{command.name}: {shlex.join(command.argv)}"
+
+
+class ToolListing(models.Model):
+    """What a worker last learned of a stdio upstream's tools. Web processes never start a
+    command: ``tools/list`` and the servers page read this, and ask a worker to list again
+    (``requested_at``) when it is old."""
+
+    server = models.OneToOneField(UpstreamServer, on_delete=models.CASCADE, primary_key=True, related_name="listing")
+    command = models.CharField(
+        max_length=1000, help_text="The command listed: a server now naming another one is unlisted"
+    )
+    tools = models.JSONField(default=list, help_text="The upstream's tools as MCP lists them; empty after a failure")
+    error = models.CharField(max_length=100, blank=True, help_text="The failure's class, when the last listing failed")
+    answered_at = models.DateTimeField(null=True, blank=True, help_text="When a worker last listed (or failed to)")
+    requested_at = models.DateTimeField(null=True, blank=True, help_text="When a web process last asked a worker")
+
+    def __str__(self) -> str:
+        return f"tools of {self.server_id}"
+
+
+class StdioCall(models.Model):
+    """One ``tools/call`` of a stdio upstream on its way: the web process that received it writes
+    it, a worker runs it (at most once: ``started_at`` is claimed) and writes the answer, the web
+    process reads it and deletes the row. Never an audit: ``GatewayCall`` is."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    server = models.ForeignKey(UpstreamServer, on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="The CallToolResult as MCP sends it")
+    error = models.CharField(max_length=100, blank=True, help_text="The failure's class, when there is no result")
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.pk})"
 
 
 class GatewayCall(models.Model):

@@ -3,7 +3,8 @@
 The HTTP view authenticates the Bearer key before the SDK sees the request and puts the principal
 in ``PRINCIPAL`` (a context variable, so every task the SDK starts for the request inherits it).
 Tool handlers are the synchronous services of the REST API, run in Django's thread for the request
-(``sync_to_async``), so they use the request's database connection and transaction rules.
+(``sync_to_async``), so they use the request's database connection and transaction rules. Every
+refusal of a tool, resource or prompt is audited (gateway/refusals.py), as the REST API audits its own.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
-from gateway import context, forwarding, upstream
+from gateway import context, forwarding, reach, refusals, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -56,21 +57,23 @@ def _tools_for(principal: Principal) -> list[types.Tool]:
 
 def _unlisted(server: UpstreamServer, exc: BaseException) -> None:
     """An upstream that did not list its tools: its tools are left out, and the log says why."""
-    logger.warning("[mcp] upstream %s did not list its tools: %s", server.name, type(upstream.root_cause(exc)).__name__)
+    logger.warning("[mcp] upstream %s did not list its tools: %s", server.name, upstream.failure_class(exc))
 
 
 async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
     """Each granted upstream tool with the upstream's own definition; a server that cannot be
-    reached lists nothing (and is logged), the others still do."""
+    reached lists nothing (and is logged), the others still do. Each server is asked once."""
     found = []
+    listed: dict[int, dict[str, types.Tool]] = {}
     for grant in await sync_to_async(forwarding.grants)(principal):
-        try:
-            listed = {tool.name: tool for tool in await upstream.tools_of(grant.server)}
-        except Exception as exc:
-            _unlisted(grant.server, exc)
-            continue
-        if grant.tool in listed:
-            found.append((grant, listed[grant.tool]))
+        if grant.server.pk not in listed:
+            try:
+                listed[grant.server.pk] = {tool.name: tool for tool in await reach.tools_of(grant.server)}
+            except Exception as exc:
+                _unlisted(grant.server, exc)
+                listed[grant.server.pk] = {}
+        if grant.tool in listed[grant.server.pk]:
+            found.append((grant, listed[grant.server.pk][grant.tool]))
     return found
 
 
@@ -90,15 +93,13 @@ async def _forward(
     """An upstream tool call, governed: refusals are logged and never reach the upstream."""
     prepare = sync_to_async(forwarding.prepare)
     try:
-        prepared = await prepare(principal, name, arguments, meta, upstream.cached_tools)
+        prepared = await prepare(principal, name, arguments, meta, reach.cached_tools)
         if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream
             try:
-                await upstream.tools_of(prepared.server)
+                await reach.tools_of(prepared.server)
             except Exception as exc:
                 _unlisted(prepared.server, exc)
-            prepared = await prepare(
-                principal, name, arguments, meta, lambda server: upstream.cached_tools(server) or []
-            )
+            prepared = await prepare(principal, name, arguments, meta, lambda server: reach.cached_tools(server) or [])
     except forwarding.Refused as refused:
         return _error(refused.message, refusal=refused.refusal, **refused.extra)
     assert isinstance(prepared, forwarding.Attempt)
@@ -114,10 +115,10 @@ async def _forward(
         )
     started = time.perf_counter()
     try:
-        result = await upstream.call(grant.server, grant.tool, arguments)
+        result = await reach.call(grant.server, grant.tool, arguments)
     except Exception as exc:
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        error_class = type(upstream.root_cause(exc)).__name__
+        error_class = upstream.failure_class(exc)
         await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=error_class)
         return _error(f"The upstream server failed ({error_class}).", refusal="UpstreamFailed")
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -134,10 +135,15 @@ def _error(message: str, **data: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
 
 
+def _refused_call(principal: Principal, name: str, message: str, refusal: str, **data: Any) -> types.CallToolResult:
+    refusals.record(principal, method="tools/call", name=name, refusal=refusal, detail=message)
+    return _error(message, refusal=refusal, **data)
+
+
 def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     tool = TOOLS.get(name)
     if tool is None or not any(t.name == name for t in _tools_for(principal)):
-        return _error(f"No tool {name!r} for this key.")
+        return _refused_call(principal, name, f"No tool {name!r} for this key.", "NotGranted")
     # What PostgreSQL would refuse (NUL characters, non-finite numbers, deep nesting) is named
     # here, as the REST API's input guard names it, instead of failing in the database.
     unstorable = json_errors(arguments, ["arguments"])
@@ -151,7 +157,7 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
     try:
         result = tool.run(principal, data)
     except DomainError as exc:
-        return _error(exc.detail, refusal=type(exc).__name__, **exc.data())
+        return _refused_call(principal, name, exc.detail, type(exc).__name__, **exc.data())
     structured = tool.answer(result)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(structured))], structured_content=structured
@@ -171,8 +177,10 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         return _error("The call failed on the server; it was logged.")
 
 
-def _refused(exc: DomainError) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=exc.detail, data={"refusal": type(exc).__name__})
+def _refused(principal: Principal, method: str, name: str, detail: str, refusal: str) -> MCPError:
+    """An audited refusal of a resource or a prompt, as the protocol error the client gets."""
+    refusals.record(principal, method=method, name=name, refusal=refusal, detail=detail)
+    return MCPError(code=INVALID_PARAMS, message=detail, data={"refusal": refusal})
 
 
 async def list_resources(
@@ -201,10 +209,11 @@ async def read_resource(
     ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     uri = str(params.uri)
+    principal = PRINCIPAL.get()
     try:
-        text, mime_type = await sync_to_async(context.read)(PRINCIPAL.get(), uri)
+        text, mime_type = await sync_to_async(context.read)(principal, uri)
     except DomainError as exc:
-        raise _refused(exc) from exc
+        raise await sync_to_async(_refused)(principal, "resources/read", uri, exc.detail, type(exc).__name__) from exc
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
 
 
@@ -221,11 +230,15 @@ async def list_prompts(
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
     session_id = (params.arguments or {}).get("sessionId", "")
+    principal = PRINCIPAL.get()
     try:
-        text = await sync_to_async(context.session_prompt)(PRINCIPAL.get(), params.name, session_id)
-    except (DomainError, InvalidValue) as exc:
-        detail = exc.detail if isinstance(exc, DomainError) else f"No session {session_id!r}."
-        raise MCPError(code=INVALID_PARAMS, message=detail) from exc
+        text = await sync_to_async(context.session_prompt)(principal, params.name, session_id)
+    except DomainError as exc:
+        refused = await sync_to_async(_refused)(principal, "prompts/get", params.name, exc.detail, type(exc).__name__)
+        raise refused from exc
+    except InvalidValue as exc:  # a session id that is no session's
+        detail = f"No session {session_id!r}."
+        raise await sync_to_async(_refused)(principal, "prompts/get", params.name, detail, "NotFound") from exc
     message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
     return types.GetPromptResult(description=context.PROMPTS[params.name][0], messages=[message])
 

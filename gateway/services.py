@@ -12,13 +12,17 @@ from governance.kernel.services import record
 
 @transaction.atomic
 def save_upstream(server: UpstreamServer, *, actor: Principal, changed: list[str]) -> UpstreamServer:
-    """Add or change an upstream server: checked (``clean``: its address, a credential name that
-    is not one of the platform's secrets) and recorded with who and which fields."""
+    """Add or change an upstream server: checked (``clean``: a URL the outbound guard allows, a
+    command the deployment allows, a credential name that is not one of the platform's secrets)
+    and recorded with who and which fields. Saved enabled and valid, a server the platform had
+    disabled (an upgrade) no longer says why: the operator fixed it."""
     adding = server.pk is None
     perm = "gateway.add_upstreamserver" if adding else "gateway.change_upstreamserver"
     if actor.agent is not None or (actor.user is not None and not actor.has_perm(perm)):
         raise Forbidden(f"Registering upstream MCP servers needs the {perm} permission.")
     server.full_clean()
+    if server.enabled:
+        server.disabled_reason = ""
     server.save()
     record(
         actor=actor,

@@ -1,17 +1,24 @@
 """Calls to upstream MCP servers through one long-lived client session per server and process.
 
 Opening an MCP session costs an ``initialize`` round trip (and, over stdio, starting a process),
-several times the cost of a call. So each web process keeps one SDK ``ClientSession`` per
-upstream, opened on first use and shared by every request thread: the sessions live on one event
-loop, in a daemon thread of the process (started again after a fork), and request handlers hand
-their calls to it. The SDK's session multiplexes concurrent requests by id.
+several times the cost of a call. So each process keeps one SDK ``ClientSession`` per upstream,
+opened on first use and shared by every thread: the sessions live on one event loop, in a daemon
+thread of the process (started again after a fork), and callers hand their calls to it. The SDK's
+session multiplexes concurrent requests by id.
+
+Two pools: a web process's (``POOL``) speaks only Streamable HTTP, and refuses to start a command;
+a Celery worker's (``WORKER_POOL``) also runs stdio upstreams, with the commands the deployment
+allows (GATEWAY_STDIO_COMMANDS), for the web processes that ask it (gateway/stdio.py). An HTTP
+upstream is reached through the outbound guard of provider profiles (sessions/providers/outbound.py):
+its URL is checked again whenever a session opens (DNS answers change after an operator saved it),
+and connections go to the addresses that were checked, never to a second resolution of the name.
 
 The agent's key never goes upstream: the only credential sent is the server's own, read from the
 environment variable an operator named: as a bearer token over HTTP, or as that one variable in
-a stdio command's environment (which inherits nothing else of the web process's environment:
-no database URL, no secret key). Tool lists are kept for ``LIST_TTL`` seconds, so an agent's
-``tools/list`` does not ask every upstream every time; an upstream that failed is not asked
-again for ``RETRY_AFTER_FAILURE`` seconds.
+a stdio command's environment, besides the variables its allow-list entry names (it inherits
+nothing else of the worker's environment: no database URL, no secret key). Tool lists are kept
+for ``LIST_TTL`` seconds, so an agent's ``tools/list`` does not ask every upstream every time; an
+upstream that failed is not asked again for ``RETRY_AFTER_FAILURE`` seconds.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+import httpcore2
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
@@ -35,8 +43,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_REQUEST
 
+from gateway.commands import StdioCommand
 from gateway.models import UpstreamServer
 from governance.kernel import secrets
+from sessions.providers import outbound
 
 LIST_TTL = 60.0
 RETRY_AFTER_FAILURE = 15.0
@@ -61,25 +71,97 @@ class Unreachable(Exception):
     """The upstream failed a moment ago; it is asked again after a pause."""
 
 
+class CommandNotAllowed(Exception):
+    """The server names no command the deployment allows (any more)."""
+
+
+class CommandsRunInWorkers(Exception):
+    """A web process's pool was asked to start a command: stdio upstreams run in the workers."""
+
+
+class RemoteFailure(Exception):
+    """A worker reached the upstream for a web process and it failed: ``error_class`` is the
+    failure's class there."""
+
+    def __init__(self, error_class: str) -> None:
+        super().__init__(error_class)
+        self.error_class = error_class
+
+
+def failure_class(exc: BaseException) -> str:
+    """The class of what went wrong, as the call log and the pages name it."""
+    cause = root_cause(exc)
+    return cause.error_class if isinstance(cause, RemoteFailure) else type(cause).__name__
+
+
 @dataclass(frozen=True)
 class Address:
-    """What identifies a live session: a change of any of it (an operator edited the server)
-    opens a new one."""
+    """What identifies a live session: a change of any of it (an operator edited the server, the
+    deployment changed its command) opens a new one."""
 
     pk: int
     name: str
     transport: str
     url: str
-    argv: tuple[str, ...]
+    internal: bool
+    command: StdioCommand | None
     secret_name: str
 
     @classmethod
     def of(cls, server: UpstreamServer) -> Address:
-        argv = tuple(server.argv) if server.transport == UpstreamServer.Transport.STDIO else ()
-        return cls(server.pk, server.name, server.transport, server.url, argv, server.secret_name)
+        return cls(
+            server.pk,
+            server.name,
+            server.transport,
+            server.url,
+            server.internal,
+            server.stdio_command,
+            server.secret_name,
+        )
 
     def secret(self) -> str:
         return secrets.value(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
+
+
+class _CheckedAddresses(httpcore2.AsyncNetworkBackend):
+    """Opens connections to the addresses the outbound guard checked, never to the name: the
+    URL's host stays the Host header and the TLS server name (certificate checks included). A
+    client has one destination (its upstream's URL, and no redirects are followed)."""
+
+    def __init__(self, target: outbound.Target) -> None:
+        self._target = target
+        self._backend = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, **options: Any
+    ) -> httpcore2.AsyncNetworkStream:
+        error: Exception = httpcore2.ConnectError("no checked address to connect to")
+        for address in self._target.addresses:
+            try:
+                return await self._backend.connect_tcp(address, port, timeout, local_address, **options)
+            except httpcore2.ConnectError as exc:
+                error = exc
+        raise error
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> Any:
+        raise httpcore2.ConnectError("an upstream is never reached over a Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+def _checked_transport(target: outbound.Target) -> httpx2.AsyncHTTPTransport:
+    """httpx's transport on a connection pool that connects only to ``target``'s addresses (its
+    constructor takes no network backend, so its pool is replaced by one that does)."""
+    transport = httpx2.AsyncHTTPTransport(verify=_TLS, trust_env=False)
+    transport._pool = httpcore2.AsyncConnectionPool(
+        ssl_context=_TLS,
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0,
+        network_backend=_CheckedAddresses(target),
+    )
+    return transport
 
 
 class _Link:
@@ -110,15 +192,25 @@ class _Link:
     async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         address = self.address
         if address.transport == UpstreamServer.Transport.STDIO:
-            command, *args = address.argv
-            env = {address.secret_name: address.secret()} if address.secret_name else {}
+            if address.command is None:
+                raise CommandNotAllowed(f"{address.name} names no command GATEWAY_STDIO_COMMANDS allows")
+            command, *args = address.command.argv
+            env = {name: os.environ[name] for name in address.command.env if name in os.environ}
+            if address.secret_name:
+                env[address.secret_name] = address.secret()
             params = StdioServerParameters(command=command, args=args, env=env)
             read, write = await stack.enter_async_context(stdio_client(params))
             return read, write
+        # Checked now, not only when saved: a row of an earlier release, or a name that resolves
+        # elsewhere since, is refused before anything is sent.
+        target = await asyncio.to_thread(outbound.check, address.url, internal=address.internal)
         token = address.secret()
         http = await stack.enter_async_context(
             httpx2.AsyncClient(
-                headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=HTTP_TIMEOUT, verify=_TLS
+                headers={"Authorization": f"Bearer {token}"} if token else {},
+                timeout=HTTP_TIMEOUT,
+                transport=_checked_transport(target),
+                trust_env=False,  # no proxy from the environment: it would connect instead of us
             )
         )
         read, write, *_ = await stack.enter_async_context(streamable_http_client(address.url, http_client=http))
@@ -141,9 +233,11 @@ def _session_lost(exc: BaseException, *, idempotent: bool) -> bool:
 
 
 class Pool:
-    """The sessions of one process, on one event loop in a daemon thread."""
+    """The sessions of one process, on one event loop in a daemon thread. Only a pool that
+    ``runs_commands`` (a worker's) starts stdio upstreams."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, runs_commands: bool) -> None:
+        self.runs_commands = runs_commands
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
@@ -164,6 +258,8 @@ class Pool:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._running_loop()))
 
     async def _session(self, address: Address) -> ClientSession:
+        if address.transport == UpstreamServer.Transport.STDIO and not self.runs_commands:
+            raise CommandsRunInWorkers(address.name)
         link = self._links.get(address.pk)
         if link is not None and (link.address != address or link.task.done()):
             link.close()
@@ -196,12 +292,13 @@ class Pool:
                     raise
         raise AssertionError("unreachable")
 
-    async def _tools(self, address: Address) -> list[types.Tool]:
+    async def _tools(self, address: Address, *, kept: bool = True) -> list[types.Tool]:
+        """The upstream's tools: the list kept for a while unless ``kept`` is False (asked now)."""
         now = time.monotonic()
         cached = self._lists.get(address)
-        if cached is not None and now - cached[0] < LIST_TTL:
+        if kept and cached is not None and now - cached[0] < LIST_TTL:
             return cached[1]
-        if now - self._failures.get(address, -RETRY_AFTER_FAILURE) < RETRY_AFTER_FAILURE:
+        if kept and now - self._failures.get(address, -RETRY_AFTER_FAILURE) < RETRY_AFTER_FAILURE:
             raise Unreachable(address.name)
 
         async def listing(session: ClientSession) -> list[types.Tool]:
@@ -246,13 +343,28 @@ class Pool:
     async def call(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         return await self.run(self._call(Address.of(server), tool, arguments))
 
+    def _wait(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the pool's loop and wait for it from a synchronous caller (a task),
+        at most as long as opening a session and one call may take."""
+        future = asyncio.run_coroutine_threadsafe(work, self._running_loop())
+        try:
+            return future.result(OPEN_TIMEOUT + CALL_TIMEOUT)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def list_now(self, server: UpstreamServer) -> list[types.Tool]:
+        """The upstream's tools, asked now: a worker answering for the web processes."""
+        return self._wait(self._tools(Address.of(server), kept=False))
+
+    def call_now(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return self._wait(self._call(Address.of(server), tool, arguments))
+
     def close_all(self) -> None:
         """End every session (stdio commands exit): tests between upstreams, and shutdown."""
         if self._loop is not None and self._pid == os.getpid():
             asyncio.run_coroutine_threadsafe(self._close_all(), self._loop).result(timeout=30)
 
 
-POOL = Pool()
-tools_of = POOL.tools_of
-cached_tools = POOL.cached_tools
-call = POOL.call
+POOL = Pool(runs_commands=False)
+WORKER_POOL = Pool(runs_commands=True)

@@ -482,6 +482,11 @@ CONTRACT_AUDIT_BATCH_MAX = 1000
 
 # false: the gateway's call log keeps the SHA-256 of each call's arguments, not the arguments.
 GATEWAY_STORE_ARGUMENTS = env.boolean("GATEWAY_STORE_ARGUMENTS", True)
+# The commands a stdio upstream may run, named by whoever deploys (an Admin only picks a name):
+# {"<name>": {"argv": ["npx", "-y", "@supabase/mcp-server-supabase"], "env": ["SUPABASE_ACCESS_TOKEN"]}}.
+# They run in the Celery workers, never in a web process; "env" names the variables of the worker's
+# environment the command gets. A bad entry is reported by `manage.py check` (gateway.E001).
+GATEWAY_STDIO_COMMANDS = env.json_document("GATEWAY_STDIO_COMMANDS", {})
 
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ files (Docker/Kubernetes secrets) instead of the process environment.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -87,6 +88,18 @@ def memory_size(name: str, default: str = "") -> str:
     if not _MEMORY_SIZE.fullmatch(raw):
         raise ConfigError(f"{name}={raw!r} is not a memory size (a whole number and kB, MB, GB or TB: 4GB)")
     return raw
+
+
+def json_document(name: str, default: object = None) -> object:
+    """A JSON document, or ``default`` when unset. Only its syntax is checked here: what it must
+    hold is the reading app's to say, in a system check that names the bad entry."""
+    raw = string(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} is not valid JSON: {exc}") from exc
 
 
 def listing(name: str, default: str = "") -> list[str]:

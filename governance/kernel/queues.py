@@ -46,6 +46,8 @@ ROUTES: dict[str, str] = {
     "agents.fire_due_triggers": TICK,
     "agents.escalation_timeouts": TICK,
     "sessions.call_provider": PROVIDERS,
+    "gateway.list_stdio_tools": PROVIDERS,  # stdio upstreams run in workers; an agent waits on them
+    "gateway.call_stdio_tool": PROVIDERS,
     "notifications.deliver": PROVIDERS,
     "notifications.resend_due": PROVIDERS,
     "memory.embed": EMBEDDINGS,

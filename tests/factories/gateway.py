@@ -13,7 +13,8 @@ from tests.factories.agents import AgentFactory
 
 class UpstreamServerFactory(factory.django.DjangoModelFactory[UpstreamServer]):
     """An enabled Streamable HTTP upstream with no credential, at an address nothing answers on
-    unless a test gives a real one."""
+    unless a test gives a real one (on this machine: so it is marked internal, as an operator
+    marks a server on a private network)."""
 
     class Meta:
         model = UpstreamServer
@@ -21,6 +22,7 @@ class UpstreamServerFactory(factory.django.DjangoModelFactory[UpstreamServer]):
 
     name = factory.Sequence(lambda n: f"upstream-{n}")
     url = factory.LazyAttribute(lambda o: f"http://{o.name}.invalid/mcp")
+    internal = True
 
 
 class GatewayCallFactory(factory.django.DjangoModelFactory[GatewayCall]):

@@ -36,7 +36,7 @@ def vlevel_key(*replacements: tuple[str, str]) -> str:
 
 def register(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
-    UpstreamServer.objects.create(name="supabase", url=url, secret_name="UPSTREAM_TOKEN_SUPABASE")
+    UpstreamServer.objects.create(name="supabase", url=url, secret_name="UPSTREAM_TOKEN_SUPABASE", internal=True)
 
 
 def test_an_agent_sees_only_the_upstream_tools_its_manifest_grants(live_server, monkeypatch):
@@ -94,6 +94,26 @@ def test_a_read_grant_never_reaches_a_tool_the_upstream_marks_destructive(live_s
     assert not ToolCall.objects.exists()
 
 
+def test_a_read_grant_never_reaches_a_tool_the_upstream_says_nothing_about(live_server, monkeypatch):
+    """MCP's defaults for a tool without annotations: not read-only, destructive."""
+    wipe = "mcp__supabase__wipe"
+    key = vlevel_key(
+        ("  tools:\n", f"  tools:\n    - tool_id: {wipe}\n      permissions: read\n      rate_limit: 10\n")
+    )
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return await session.call_tool(wipe, {"all": True})
+
+        result = mcp_session(live_server.url, key, work)
+
+    assert result.is_error
+    assert json.loads(result.content[0].text)["refusal"] == "Forbidden"
+    assert upstream.calls == []
+    assert not ToolCall.objects.exists()
+
+
 def test_calls_past_the_manifests_rate_limit_are_refused_before_the_upstream(live_server, monkeypatch):
     key = vlevel_key(("      rate_limit: 100", "      rate_limit: 2"))
     with upstream_server() as upstream:
@@ -141,7 +161,7 @@ def test_an_unreachable_upstream_hides_its_tools_and_nothing_else(live_server):
     from tests.support.processes import free_port
 
     key = vlevel_key()
-    UpstreamServer.objects.create(name="supabase", url=f"http://127.0.0.1:{free_port()}/mcp")
+    UpstreamServer.objects.create(name="supabase", url=f"http://127.0.0.1:{free_port()}/mcp", internal=True)
 
     async def work(session: ClientSession) -> Any:
         listed = await session.list_tools()

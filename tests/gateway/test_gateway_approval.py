@@ -70,7 +70,9 @@ def gated(page: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Ups
     agent = load_manifest(text.replace(*GATED), actor=SYSTEM)[0].agent
     with upstream_server() as upstream:
         monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
-        UpstreamServer.objects.create(name="supabase", url=upstream.url, secret_name="UPSTREAM_TOKEN_SUPABASE")
+        UpstreamServer.objects.create(
+            name="supabase", url=upstream.url, secret_name="UPSTREAM_TOKEN_SUPABASE", internal=True
+        )
         yield issue_key(agent=agent), upstream
 
 

@@ -46,7 +46,7 @@ def classify_entry(contract: str) -> str:
 @pytest.fixture
 def supabase(monkeypatch):
     with upstream_server() as upstream:
-        UpstreamServer.objects.create(name="supabase", url=upstream.url)
+        UpstreamServer.objects.create(name="supabase", url=upstream.url, internal=True)
         yield upstream
 
 

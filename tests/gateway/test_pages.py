@@ -250,14 +250,34 @@ def test_a_disabled_upstream_is_not_asked(client, viewer):
 
 
 @pytest.mark.django_db
-def test_a_stdio_upstream_shows_its_command(client, viewer):
-    UpstreamServerFactory(name="local", transport="stdio", url="", command="npx -y some-mcp-server", enabled=False)
+def test_a_stdio_upstream_shows_the_allowed_command_it_names(client, viewer, settings):
+    settings.GATEWAY_STDIO_COMMANDS = {"some-mcp": {"argv": ["npx", "-y", "some-mcp-server"]}}
+    UpstreamServerFactory(name="local", transport="stdio", url="", command="some-mcp", enabled=False)
     client.force_login(viewer)
 
     card = section_of(html_of(client, reverse("gateway:servers")), "local")
 
     assert "stdio command" in card
-    assert "<code>npx -y some-mcp-server</code>" in card
+    assert "<code>some-mcp: npx -y some-mcp-server</code>" in card
+
+
+@pytest.mark.django_db
+def test_a_stdio_upstream_of_an_earlier_release_says_why_it_is_off(client, viewer):
+    reason = "Disabled by the upgrade: name an allowed command (GATEWAY_STDIO_COMMANDS)."
+    UpstreamServerFactory(
+        name="legacy",
+        transport="stdio",
+        url="",
+        command="npx -y some-mcp-server",
+        enabled=False,
+        disabled_reason=reason,
+    )
+    client.force_login(viewer)
+
+    card = section_of(html_of(client, reverse("gateway:servers")), "legacy")
+
+    assert "(not a command this deployment allows)" in card
+    assert reason in card
 
 
 @pytest.mark.django_db

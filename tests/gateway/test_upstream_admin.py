@@ -1,5 +1,6 @@
 """Operators register upstream servers in the admin: checked, audited, never deleted while the
-call log points at them; the credential is a variable's name, and the platform's own are refused."""
+call log points at them; the credential is a variable's name, and the platform's own are refused.
+(What an Admin may not make the server run or reach: tests/adversarial/test_gateway_upstreams.py.)"""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def viewer(db):
 
 
 def form(**fields: str) -> dict[str, str]:
-    return {"name": "supabase", "transport": "http", "url": "http://10.0.0.5:8080/mcp", "command": "", **fields}
+    """A server on the operator's private network (so marked internal)."""
+    url = "http://10.0.0.5:8080/mcp"
+    return {"name": "supabase", "transport": "http", "url": url, "internal": "on", "command": "", **fields}
 
 
 def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, admin_operator, monkeypatch):

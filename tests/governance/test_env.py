@@ -92,3 +92,13 @@ def test_a_memory_size_reads_the_setting_or_its_default(monkeypatch):
     monkeypatch.delenv("SOME_BUFFERS")
     assert env.memory_size("SOME_BUFFERS", "6144MB") == "6144MB"
     assert env.memory_size("SOME_BUFFERS") == ""  # unset, no default: the caller works one out
+
+
+def test_a_json_document_is_read_or_its_default_and_bad_json_stops_the_start(monkeypatch):
+    monkeypatch.setenv("SOME_COMMANDS", '{"a": {"argv": ["x"]}}')
+    assert env.json_document("SOME_COMMANDS", {}) == {"a": {"argv": ["x"]}}
+    monkeypatch.setenv("SOME_COMMANDS", "{'a': 1}")
+    with pytest.raises(env.ConfigError, match="SOME_COMMANDS is not valid JSON"):
+        env.json_document("SOME_COMMANDS", {})
+    monkeypatch.delenv("SOME_COMMANDS")
+    assert env.json_document("SOME_COMMANDS", {}) == {}

@@ -1,12 +1,11 @@
 """A real upstream MCP server for the gateway tests, written with the SDK: served over
-Streamable HTTP by uvicorn in a thread, or run over stdio as a command (``stdio_command``).
-Each records what reached it (calls; over HTTP the Authorization headers, over stdio the
-environment it was started with), so tests can tell."""
+Streamable HTTP by uvicorn in a thread, or run over stdio as a command (``stdio_argv``, an entry
+of GATEWAY_STDIO_COMMANDS). Each records what reached it (calls; over HTTP the Authorization
+headers, over stdio the environment it was started with and who started it), so tests can tell."""
 
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 import threading
 import time
@@ -66,16 +65,21 @@ def upstream_server(
         thread.join(timeout=10)
 
 
-def stdio_command(record: Path, *, destructive_sql: bool = False) -> str:
-    """The command line of the same upstream over stdio; it appends what it sees to ``record``."""
+def stdio_argv(record: Path, *, destructive_sql: bool = False) -> list[str]:
+    """The program and arguments of the same upstream over stdio; it appends what it sees to ``record``."""
     script = Path(__file__).with_name("upstream_tools.py")
-    flag = " --destructive-sql" if destructive_sql else ""
     # -P: the script's folder (tests/support, which has an mcp.py) must not shadow the SDK.
-    return f"{shlex.quote(sys.executable)} -P {shlex.quote(str(script))} {shlex.quote(str(record))}{flag}"
+    return [sys.executable, "-P", str(script), str(record), *(["--destructive-sql"] if destructive_sql else [])]
 
 
-def stdio_record(record: Path) -> tuple[list[list[str]], list[tuple[str, dict[str, Any]]]]:
-    """(the environment names of each start, the calls) a stdio upstream wrote to ``record``."""
+@dataclass(frozen=True)
+class Start:
+    env: list[str]  # the names of the environment variables the command was started with
+    parent: int  # the process that started it
+
+
+def stdio_record(record: Path) -> tuple[list[Start], list[tuple[str, dict[str, Any]]]]:
+    """(each start, the calls) a stdio upstream wrote to ``record``."""
     lines = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    starts = [line["env"] for line in lines if "env" in line]
+    starts = [Start(line["env"], line["parent"]) for line in lines if "env" in line]
     return starts, [(line["tool"], line["arguments"]) for line in lines if "tool" in line]

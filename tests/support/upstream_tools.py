@@ -6,7 +6,7 @@ environment the gateway gives a stdio command, so it cannot import the project.
     python -P tests/support/upstream_tools.py <record.jsonl> [--destructive-sql]
 
 runs it over stdio, appending to ``record.jsonl`` one line per call and, first, the names of
-the environment variables it was started with.
+the environment variables it was started with and the process that started it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ Record = Callable[[str, dict[str, Any]], None]
 
 def build(record: Record, *, destructive_sql: bool = False) -> MCPServer:
     """``execute_sql`` (read-only, or marked destructive when asked), ``drop_table``
-    (destructive), ``slow_report`` (sleeps) and ``classify_intent`` (a structured result, for contracts)."""
+    (destructive), ``wipe`` (no annotations at all: MCP's defaults make it destructive),
+    ``slow_report`` (sleeps) and ``classify_intent`` (a structured result, for contracts)."""
     server = MCPServer("supabase-test")
     sql_hints = ToolAnnotations(read_only_hint=not destructive_sql, destructive_hint=destructive_sql)
 
@@ -41,6 +42,12 @@ def build(record: Record, *, destructive_sql: bool = False) -> MCPServer:
         """Drop a table."""
         record("drop_table", {"name": name})
         return f"dropped {name}"
+
+    @server.tool()
+    def wipe(all: bool = False) -> str:
+        """Delete data; says nothing of what it does to the world."""
+        record("wipe", {"all": all})
+        return "wiped"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def slow_report(seconds: float) -> str:
@@ -66,7 +73,7 @@ def main() -> None:
             out.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
 
     with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps({"env": sorted(os.environ)}) + "\n")
+        out.write(json.dumps({"env": sorted(os.environ), "parent": os.getppid()}) + "\n")
     build(record, destructive_sql="--destructive-sql" in sys.argv).run("stdio")
 
 

@@ -1,0 +1,40 @@
+"""How a web process reaches an upstream: a Streamable HTTP one directly, through its session pool
+and the outbound guard (gateway/upstream.py); a stdio one through a worker (gateway/stdio.py),
+never by starting its command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+
+from gateway import stdio, upstream
+from gateway.models import UpstreamServer
+
+
+def _stdio(server: UpstreamServer) -> bool:
+    return server.transport == UpstreamServer.Transport.STDIO
+
+
+async def tools_of(server: UpstreamServer) -> list[types.Tool]:
+    """The upstream's tools; a stdio server never listed by a worker is waited for a few seconds."""
+    if _stdio(server):
+        return await sync_to_async(stdio.tools)(server, wait=stdio.LIST_WAIT)
+    return await upstream.POOL.tools_of(server)
+
+
+def cached_tools(server: UpstreamServer) -> list[types.Tool] | None:
+    """The upstream's tools if they are at hand without asking it (synchronous: the database)."""
+    if _stdio(server):
+        try:
+            return stdio.tools(server, wait=0)
+        except (stdio.NotListed, upstream.RemoteFailure):
+            return None
+    return upstream.POOL.cached_tools(server)
+
+
+async def call(server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    if _stdio(server):
+        return await sync_to_async(stdio.call)(server, tool, arguments)
+    return await upstream.POOL.call(server, tool, arguments)
