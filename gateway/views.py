@@ -20,6 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from gateway import refusals
 from gateway.server import PRINCIPAL, SERVER
 from governance.kernel.models import ApiKey
 from governance.kernel.principals import Principal
@@ -27,11 +28,13 @@ from governance.kernel.problems import problem_response
 from governance.kernel.services import authenticate_key
 
 
-def _principal(request: HttpRequest) -> Principal | None:
+def _token(request: HttpRequest) -> str:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return None
-    api_key: ApiKey | None = authenticate_key(token.strip())
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _principal(token: str) -> Principal | None:
+    api_key: ApiKey | None = authenticate_key(token) if token else None
     if api_key is None:
         return None
     return Principal(agent=api_key.agent, user=api_key.user, api_key=api_key)
@@ -96,9 +99,14 @@ async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[by
 
 
 def _read(request: HttpRequest) -> tuple[Principal | None, bytes]:
-    """Who calls, and the body: one trip to Django's thread for both."""
-    principal = _principal(request)
-    return principal, request.body if principal is not None and request.method != "GET" else b""
+    """Who calls, and the body: one trip to Django's thread for both. A caller turned away is
+    audited there when its key is one of ours (gateway/refusals.py)."""
+    token = _token(request)
+    principal = _principal(token)
+    if principal is None:
+        refusals.record_turned_away(token, method=request.method or "", path=request.path)
+        return None, b""
+    return principal, request.body if request.method != "GET" else b""
 
 
 @csrf_exempt

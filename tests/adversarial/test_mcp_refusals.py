@@ -1,7 +1,8 @@
 """Every refusal /mcp gives a caller holding one of our keys is in the audit trail, as on the REST
 API: one ``access.refused`` row naming the caller, the transport (``mcp``) and the refused method
-and tool, resource or prompt. Each case is one request by agent.seo.vlevel's key over the SDK's
-own client; what the request must not do (reach the upstream, write) is the functional suites'."""
+and tool, resource or prompt; a revoked key turned away names whose key it was. Each case is one
+request by agent.seo.vlevel's key over the SDK's own client; what the request must not do (reach
+the upstream, write) is the functional suites'."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
@@ -18,6 +20,7 @@ from agents.models import Agent
 from agents.registry import load_manifest
 from gateway.models import UpstreamServer
 from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import issue_api_key, revoke_api_key
 from sessions import scheduler
 from tests.support.jobs import submit_job
 from tests.support.keys import issue_key
@@ -215,3 +218,22 @@ def test_what_the_gateway_lets_through_or_holds_for_a_reviewer_is_no_refusal(fle
     assert not called.is_error, called.content
     assert not approval.is_error, approval.content
     assert refusals_since(since) == []
+
+
+def test_a_revoked_key_turned_away_from_mcp_is_audited_with_whose_key_it_was(live_server, db):
+    vlevel = load_manifest(manifest_text("agent.seo.vlevel"), actor=SYSTEM)[0].agent
+    row, key = issue_api_key(actor=SYSTEM, name="revoked", agent=vlevel)
+    revoke_api_key(row, actor=SYSTEM)
+    since = last_audit_id()
+
+    response = httpx2.post(
+        f"{live_server.url}/mcp",
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        timeout=30,
+    )
+
+    assert response.status_code == 401
+    (refusal,) = refusals_since(since)
+    assert refusal.actor == f"agent.seo.vlevel (key {row.prefix})"
+    assert (refusal.target_id, refusal.data["transport"], refusal.data["key_revoked"]) == ("POST /mcp", "mcp", True)
