@@ -124,6 +124,7 @@ TEMPLATES = [
             ],
             # Tag libraries kept next to the code they present (outside an app's templatetags/).
             "libraries": {
+                "agent_text": "governance.kernel.templatetags.agent_text",
                 "contract_format": "governance.contracts.templatetags.contract_format",
                 "kpi_charts": "governance.kernel.templatetags.kpi_charts",
             },
