@@ -152,9 +152,11 @@ def _where(principal: Principal, meta: dict[str, Any]) -> tuple[Job | None, AISe
 
 
 def authorize(
-    principal: Principal, grant: Grant, arguments: dict[str, Any], *, destructive: bool, meta: dict[str, Any]
+    principal: Principal, grant: Grant, arguments: dict[str, Any], *, read_only: bool, meta: dict[str, Any]
 ) -> Attempt:
-    """The attempt, recorded as a call (``ToolCall``) the rate limit counts; or ``Refused``."""
+    """The attempt, recorded as a call (``ToolCall``) the rate limit counts; or ``Refused``. A
+    ``read`` grant reaches only a tool its upstream marks read-only: any write, however harmless,
+    under a read grant would skip the reviewer a write grant asks for."""
     attempt = Attempt(principal, grant.tool_id, arguments, grant=grant)
     if principal.agent is None:
         raise refuse(attempt, "Only agents call upstream tools.", "Forbidden")
@@ -165,10 +167,10 @@ def authorize(
         )
     try:
         attempt.job, attempt.session = _where(principal, meta)
-        if destructive and grant.permission == "read":
+        if grant.permission == "read" and not read_only:
             raise Forbidden(
-                f"{grant.tool_id} is granted read, and it is destructive: the upstream marks it so, or does "
-                "not say it is read-only or harmless (MCP's defaults).",
+                f"{grant.tool_id} is granted read, and it may change data: the upstream does not mark it "
+                "read-only (readOnlyHint, false when unsaid).",
                 tool_id=grant.tool_id,
             )
         allowed = agent_tools.record_call(
@@ -226,8 +228,8 @@ def prepare(
     tool = next((t for t in tools if t.name == grant.tool), None)
     if tool is None:
         raise unknown(principal, tool_id, arguments)
-    _, destructive = hints(tool.annotations)
-    return authorize(principal, grant, arguments, destructive=destructive, meta=meta)
+    read_only, _ = hints(tool.annotations)
+    return authorize(principal, grant, arguments, read_only=read_only, meta=meta)
 
 
 def unknown(principal: Principal, tool_id: str, arguments: dict[str, Any]) -> Refused:

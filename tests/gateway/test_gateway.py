@@ -114,6 +114,27 @@ def test_a_read_grant_never_reaches_a_tool_the_upstream_says_nothing_about(live_
     assert not ToolCall.objects.exists()
 
 
+def test_a_read_grant_never_reaches_a_tool_that_writes_even_harmlessly(live_server, monkeypatch):
+    """Only a tool the upstream marks read-only is read: an additive write under a read grant
+    would skip the reviewer a write grant asks for."""
+    add_note = "mcp__supabase__add_note"
+    key = vlevel_key(
+        ("  tools:\n", f"  tools:\n    - tool_id: {add_note}\n      permissions: read\n      rate_limit: 10\n")
+    )
+    with upstream_server() as upstream:
+        register(upstream.url, monkeypatch)
+
+        async def work(session: ClientSession) -> Any:
+            return await session.call_tool(add_note, {"text": "planted"})
+
+        result = mcp_session(live_server.url, key, work)
+
+    assert result.is_error
+    assert json.loads(result.content[0].text)["refusal"] == "Forbidden"
+    assert upstream.calls == []
+    assert not ToolCall.objects.exists()
+
+
 def test_calls_past_the_manifests_rate_limit_are_refused_before_the_upstream(live_server, monkeypatch):
     key = vlevel_key(("      rate_limit: 100", "      rate_limit: 2"))
     with upstream_server() as upstream:

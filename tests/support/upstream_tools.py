@@ -26,7 +26,8 @@ Record = Callable[[str, dict[str, Any]], None]
 
 def build(record: Record, *, destructive_sql: bool = False) -> MCPServer:
     """``execute_sql`` (read-only, or marked destructive when asked), ``drop_table``
-    (destructive), ``wipe`` (no annotations at all: MCP's defaults make it destructive),
+    (destructive), ``add_note`` (writes, not destructive), ``wipe`` (no annotations at all: MCP's
+    defaults make it destructive),
     ``slow_report`` (sleeps) and ``classify_intent`` (a structured result, for contracts)."""
     server = MCPServer("supabase-test")
     sql_hints = ToolAnnotations(read_only_hint=not destructive_sql, destructive_hint=destructive_sql)
@@ -42,6 +43,12 @@ def build(record: Record, *, destructive_sql: bool = False) -> MCPServer:
         """Drop a table."""
         record("drop_table", {"name": name})
         return f"dropped {name}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    def add_note(text: str) -> str:
+        """Add a note: changes data without destroying any (additive)."""
+        record("add_note", {"text": text})
+        return "added"
 
     @server.tool()
     def wipe(all: bool = False) -> str:
