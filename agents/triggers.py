@@ -49,6 +49,7 @@ from agents.registry import manifest_document
 from governance.kernel import cron as cron_rules
 from governance.kernel import keys, webhooks
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
+from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 
@@ -138,10 +139,13 @@ def _refused(trigger: JobTrigger, key: str, exc: DomainError) -> None:
 # Cron ---------------------------------------------------------------------------------------------
 
 
-def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, int]:
-    """Beat task body: fire each cron trigger whose slot has come, once, and move it on."""
+def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, Any]:
+    """Beat task body: fire each cron trigger whose slot has come, once, and move it on. A trigger
+    that cannot be handled (its crontab edited into nonsense) is reported and switched off, and
+    the others fire."""
     now = now or timezone.now()
     counts = {"fired": 0, "replayed": 0, "refused": 0}
+    failures = Failures("triggers")
     while True:
         with transaction.atomic():
             due = list(
@@ -151,19 +155,35 @@ def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, int]
                 .order_by("next_run_at")[:batch]
             )
             for trigger in due:
-                slot = trigger.next_run_at
-                assert slot is not None  # the filter above
-                try:
-                    with transaction.atomic():
-                        _, created = _fire(trigger, key=slot.isoformat())
-                    counts["fired" if created else "replayed"] += 1
-                except DomainError as exc:
-                    _refused(trigger, slot.isoformat(), exc)
-                    counts["refused"] += 1
-                trigger.next_run_at = _next_run(trigger, now)
-                trigger.save(update_fields=["next_run_at"])
+                with failures.guard(f"trigger {trigger.pk}", mark=lambda exc, t=trigger: _switch_off(t, exc)):
+                    counts[_fire_slot(trigger, now)] += 1
         if len(due) < batch:
-            return counts
+            return {**counts, **failures.as_dict()}
+
+
+def _fire_slot(trigger: JobTrigger, now: datetime) -> str:
+    """Fire the trigger's due slot and move it to the next one; which count it adds to. The next
+    slot is read first, so a schedule that cannot be read fires nothing."""
+    slot = trigger.next_run_at
+    assert slot is not None  # fire_due's filter
+    following = _next_run(trigger, now)
+    try:
+        with transaction.atomic():
+            _, created = _fire(trigger, key=slot.isoformat())
+        outcome = "fired" if created else "replayed"
+    except DomainError as exc:
+        _refused(trigger, slot.isoformat(), exc)
+        outcome = "refused"
+    trigger.next_run_at = following
+    trigger.save(update_fields=["next_run_at"])
+    return outcome
+
+
+def _switch_off(trigger: JobTrigger, exc: Exception) -> None:
+    """A trigger its run could not handle stops firing (an operator sees why in the audit log),
+    instead of failing again at every beat."""
+    JobTrigger.objects.filter(pk=trigger.pk).update(enabled=False)
+    record(actor=SYSTEM, action="trigger.disabled", target=trigger, reason=f"{type(exc).__name__}: {exc}"[:500])
 
 
 # Webhooks -----------------------------------------------------------------------------------------

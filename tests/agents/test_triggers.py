@@ -58,8 +58,8 @@ def test_a_cron_slot_creates_one_job_with_source_cron_then_waits_for_the_next_sl
     slot = trigger.next_run_at
     assert slot > timezone.now() - timedelta(seconds=1)
 
-    assert triggers.fire_due(now=slot) == {"fired": 1, "replayed": 0, "refused": 0}
-    assert triggers.fire_due(now=slot) == {"fired": 0, "replayed": 0, "refused": 0}
+    assert triggers.fire_due(now=slot) == {"fired": 1, "replayed": 0, "refused": 0, "errors": 0}
+    assert triggers.fire_due(now=slot) == {"fired": 0, "replayed": 0, "refused": 0, "errors": 0}
 
     job = Job.objects.get(agent=vlevel)
     assert (job.context["source"], job.priority, job.payload) == ("cron", "high", URLS)
@@ -91,6 +91,28 @@ def test_two_beats_firing_at_once_create_one_job_per_slot():
 
     assert sum(r["fired"] + r["replayed"] for r in results) == 1
     assert Job.objects.filter(agent=vlevel).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_trigger_whose_schedule_cannot_be_read_is_reported_and_switched_off_and_the_rest_fire(vlevel):
+    """A crontab edited by hand into nonsense (beat's table has no check of its own) used to end
+    the whole run at that trigger, at every beat: no later trigger of any agent fired."""
+    broken = add_trigger(vlevel, "cron", crontab=every_minute())
+    healthy = add_trigger(vlevel, "cron", crontab=every_minute())
+    CrontabSchedule.objects.filter(pk=broken.crontab_id).update(minute="banana")
+    JobTrigger.objects.filter(pk=broken.pk).update(next_run_at=healthy.next_run_at - timedelta(seconds=1))
+
+    counts = triggers.fire_due(now=healthy.next_run_at)
+
+    assert (counts["fired"], counts["errors"]) == (1, 1)
+    assert counts["error_items"][0]["item"] == f"trigger {broken.pk}"
+    assert list(Job.objects.values_list("idempotency_key", flat=True)) == [
+        f"trigger:{healthy.name}:{healthy.next_run_at.isoformat()}"
+    ]
+    broken.refresh_from_db()
+    assert not broken.enabled
+    assert AuditEvent.objects.get(action="trigger.disabled").data["reason"].startswith("ValueError")
+    assert triggers.fire_due(now=healthy.next_run_at)["errors"] == 0  # not tried again at every beat
 
 
 @pytest.mark.django_db
