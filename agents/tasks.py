@@ -24,7 +24,7 @@ def sweep_jobs() -> dict[str, Any]:
 
 
 @shared_task(name="agents.fire_due_triggers", ignore_result=True, acks_late=True)
-def fire_due_triggers() -> dict[str, int]:
+def fire_due_triggers() -> dict[str, Any]:
     """Cron job triggers whose slot has come: each fires once per slot (SKIP LOCKED, and the
     slot is the job's idempotency key), however many beats or redeliveries run it."""
     return triggers.fire_due()
