@@ -41,13 +41,19 @@ def allow_profiles(*names: str) -> None:
 def test_an_operator_creates_a_profile_naming_a_secret_variable(admin_api, monkeypatch):
     monkeypatch.setenv("PROVIDER_KEY_OPENAI_MAIN", "sk-never-shown")
 
-    response = admin_api.post("/automations/provider-profiles", {**PROFILE_BODY, "secretName": "PROVIDER_KEY_OPENAI_MAIN"})
+    response = admin_api.post(
+        "/automations/provider-profiles", {**PROFILE_BODY, "secretName": "PROVIDER_KEY_OPENAI_MAIN"}
+    )
 
     assert response.status_code == 201, response.content
     assert response.json()["secretStatus"] == "set"
     assert "sk-never-shown" not in response.content.decode()
     event = AuditEvent.objects.get(action="provider_profile.created")
-    assert (event.actor, event.data["secret_name"], event.data["base_url"]) == ("user:alice", "PROVIDER_KEY_OPENAI_MAIN", PUBLIC)
+    assert (event.actor, event.data["secret_name"], event.data["base_url"]) == (
+        "user:alice",
+        "PROVIDER_KEY_OPENAI_MAIN",
+        PUBLIC,
+    )
     assert "sk-never-shown" not in str(event.data)
 
 
