@@ -225,6 +225,14 @@ ATTEMPTS = [
         (OUTSIDER, REVIEWER),
         content_type="text/markdown",
     ),
+    Attempt("post", "/approvals", fixed("/approvals"), fixed({"action": "publish"}), (OUTSIDER, REVIEWER)),
+    Attempt(
+        "post",
+        "/reviews/decisions",
+        fixed("/reviews/decisions"),
+        lambda w: {"ids": [w.review_item_id], "decision": "approve"},
+        (OWNER, OTHER, OUTSIDER),
+    ),
     Attempt(
         "post",
         "/reviews/{item_id}/decision",
