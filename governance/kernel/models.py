@@ -33,6 +33,8 @@ class ApiKey(models.Model):
     minted_by = models.CharField(
         max_length=200,
         blank=True,
+        default="",
+        db_default="",  # keys the previous release issues while the new one migrates
         editable=False,
         help_text="Who minted this operator key for its user (a superuser, the create_api_key command); "
         "empty when the user minted it.",

@@ -150,7 +150,13 @@ class ReviewDecision(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    minted_by = models.CharField(max_length=200, blank=True, help_text="minter of the decider's key, if not them")
+    minted_by = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",  # decisions the previous release records while the new one migrates
+        help_text="minter of the decider's key, if not them",
+    )
     decided_at = models.DateTimeField(auto_now_add=True)
     payload_hash = models.CharField(max_length=64)
 
