@@ -59,12 +59,15 @@ def row(browser: Client, item: ReviewItem) -> str:
 
 
 def shown_hash(html: str) -> str:
-    return re.search(r'name="shown" value="([0-9a-f]{64})"', html).group(1)
+    found = re.search(r'name="shown" value="([0-9a-f]{64})"', html)
+    assert found, "the row posts no hash of what it shows"
+    return found.group(1)
 
 
 def decide(browser: Client, item: ReviewItem, shown: str | None, htmx: bool = False, **data: str) -> Any:
     form = {"decision": "approve", **data, **({"shown": shown} if shown is not None else {})}
-    return browser.post(reverse("reviews:inbox-decide", args=[item.pk]), form, **(HTMX if htmx else {}))
+    headers: dict[str, Any] = HTMX if htmx else {}
+    return browser.post(reverse("reviews:inbox-decide", args=[item.pk]), form, **headers)
 
 
 @pytest.mark.django_db
@@ -90,7 +93,7 @@ def test_a_long_parameter_is_collapsed_but_whole(vlevel_api, browser):
 def long_items(agent) -> list[ReviewItem]:
     """One pending item of every kind the inbox renders, each with a long part ending in TAIL."""
     session = {"session": "00000000-0000-0000-0000-000000000000", "sessionName": "S", "lastAiMessage": LONG}
-    payloads = {
+    payloads: dict[str, dict[str, Any]] = {
         "session_validation": {
             **session,
             "validationContext": {"actions": ["Run db_query with sql=…"], "reasons": [LONG], "warnings": [LONG]},

@@ -11,6 +11,7 @@ import logging
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +26,6 @@ from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from governance.reviews.tasks import expire_due
 from tests.agents.test_job_lifecycle import result
-from tests.factories.governance import UserFactory
 from tests.support.refusals import nothing_written
 
 SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"
@@ -37,9 +37,10 @@ def overdue(item_id: int, by: timedelta = timedelta(days=3)) -> None:
     ReviewItem.objects.filter(pk=item_id).update(expires_at=timezone.now() - by)
 
 
-def reviewer_browser(username: str = "rita") -> Client:
+def reviewer_browser() -> Client:
+    """rita, the world's reviewer, signed in."""
     browser = Client()
-    browser.force_login(UserFactory(username=username, roles=["Reviewer"]))
+    browser.force_login(get_user_model().objects.get(username="rita"))
     return browser
 
 
@@ -78,7 +79,7 @@ def test_an_expired_approval_is_never_used_and_the_agent_must_ask_again(world):
 @pytest.mark.django_db
 def test_a_late_decision_in_the_browser_is_refused_and_says_so(world):
     overdue(world.review_item_id)
-    browser = reviewer_browser("ruth")
+    browser = reviewer_browser()
     url = reverse("reviews:inbox-decide", args=[world.review_item_id])
     shown = ReviewItem.objects.get(pk=world.review_item_id).payload
     form = {"decision": "approve", "shown": reviews.payload_hash(shown)}
