@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.db.models import QuerySet
-
 from agents.models import Agent, Job
+from agents.querysets import JobQuerySet
 from governance.kernel import tracing
 from governance.kernel.access import get_for, require_owner_agent, visible
 from governance.kernel.exceptions import Forbidden, NotFound
@@ -39,7 +38,7 @@ def get_agent_for(principal: Principal, agent_id: str) -> Agent:
     return agent
 
 
-def _jobs() -> QuerySet[Job]:
+def _jobs() -> JobQuerySet:
     return Job.objects.select_related("agent", "manifest")
 
 

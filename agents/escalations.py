@@ -210,14 +210,14 @@ def _overdue(escalation: Escalation) -> str:
         if escalation.review_item is None:
             _route_to_human(escalation)
         else:
-            ReviewItem.objects.filter(pk=escalation.review_item_id).update(expires_at=escalation.deadline)
+            ReviewItem.objects.filter(pk=escalation.review_item.pk).update(expires_at=escalation.deadline)
         escalation.save()
         return "reescalated"
     escalation.status = Escalation.Status.EXPIRED
     _step(escalation, "expired")
     escalation.save()
     if escalation.review_item is not None and escalation.review_item.status == ReviewItem.Status.PENDING:
-        reviews.decide(escalation.review_item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)
+        reviews.decide(escalation.review_item.pk, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)
     return "expired"
 
 

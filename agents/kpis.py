@@ -44,7 +44,7 @@ def record_samples(job: Job, output: AgentOutput, *, at: datetime, from_result: 
     the result's `metrics` give for a KPI is kept as a reported sample beside them. Work that never
     reported (``from_result=False``: the sweeper failed it) counts as a failure, but the time until
     it was given up is no processing time, so no duration is derived for it."""
-    samples = []
+    samples: list[KpiSample] = []
     for kpi in manifest_kpis(job.manifest_id):
         derived = _derived(kpi, job, output, at=at, from_result=from_result)
         claimed = _number(output.metrics.get(kpi.metric_id))

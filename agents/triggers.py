@@ -28,6 +28,7 @@ event's object), so a firing delivered twice creates one job.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -155,7 +156,7 @@ def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, Any]
                 .order_by("next_run_at")[:batch]
             )
             for trigger in due:
-                with failures.guard(f"trigger {trigger.pk}", mark=lambda exc, t=trigger: _switch_off(t, exc)):
+                with failures.guard(f"trigger {trigger.pk}", mark=functools.partial(_switch_off, trigger)):
                     counts[_fire_slot(trigger, now)] += 1
         if len(due) < batch:
             return {**counts, **failures.as_dict()}

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import mcp_types as types
 from django.db.models import Q
@@ -133,7 +133,7 @@ def tools(server: UpstreamServer, *, wait: float) -> list[types.Tool]:
     return found.tools
 
 
-def _reached(call_id: Any, stage: str) -> dict[str, Any] | None:
+def _reached(call_id: Any, stage: Literal["started_at", "answered_at"]) -> Mapping[str, Any] | None:
     """The call's progress once its ``stage`` (``started_at``, ``answered_at``) is set, else None."""
     progress = StdioCall.objects.filter(pk=call_id).values("started_at", "answered_at", "result", "error").first()
     return progress if progress is not None and progress[stage] is not None else None

@@ -28,7 +28,7 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -133,17 +133,24 @@ class _CheckedAddresses(httpcore2.AsyncNetworkBackend):
         self._backend = httpcore2.AnyIOBackend()
 
     async def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, **options: Any
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
         error: Exception = httpcore2.ConnectError("no checked address to connect to")
         for address in self._target.addresses:
             try:
-                return await self._backend.connect_tcp(address, port, timeout, local_address, **options)
+                return await self._backend.connect_tcp(address, port, timeout, local_address, socket_options)
             except httpcore2.ConnectError as exc:
                 error = exc
         raise error
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> Any:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
         raise httpcore2.ConnectError("an upstream is never reached over a Unix socket")
 
     async def sleep(self, seconds: float) -> None:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -106,7 +107,7 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
             continue
         with failures.guard(f"learning {learning.pk}"):
             try:
-                outcome = _propose(learning, target, mode)
+                outcome = _propose(learning, learning.score, target, mode)
             except IntegrityError:
                 continue  # a concurrent run (a task delivered twice) proposed this step first
             report.proposed += 1
@@ -116,12 +117,12 @@ def propose_promotions(*, mode: str | None = None) -> LifecycleReport:
     return report
 
 
-def _propose(learning: Learning, target: scope.Scope, mode: str) -> str:
-    """One step up for ``learning``: applied at once in `auto` mode, else an inbox item; returns
-    the proposal's status."""
+def _propose(learning: Learning, score: Decimal, target: scope.Scope, mode: str) -> str:
+    """One step up for ``learning`` (its reuse ``score``, annotated by `_candidates`): applied at
+    once in `auto` mode, else an inbox item; returns the proposal's status."""
     with transaction.atomic():
         proposal = PromotionProposal.objects.create(
-            learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=learning.score
+            learning=learning, from_scope=learning.scope, to_scope=target.value, reuse_score=score
         )
         if mode == "auto":
             return _apply(proposal, actor=SYSTEM)
@@ -134,7 +135,7 @@ def _propose(learning: Learning, target: scope.Scope, mode: str) -> str:
                 "learning": learning.pk,
                 "from": learning.scope,
                 "to": target.value,
-                "reuse_score": str(learning.score),
+                "reuse_score": str(score),
                 "text": learning.text[:2000],
                 "tags": learning.tags,
                 "domain": learning.domain,

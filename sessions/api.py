@@ -18,6 +18,7 @@ from sessions import automations as automation_actions
 from sessions import profiles, prompt, scheduler
 from sessions.models import AISession, Automation, ProviderProfile, SessionMessage
 from sessions.processor import apply_event
+from sessions.querysets import SessionQuerySet
 from sessions.schemas import (
     AIStateOut,
     AutomationIn,
@@ -37,18 +38,22 @@ router = Router(tags=["sessions"])
 automations = Router(tags=["automations"])
 
 
-def _sessions() -> QuerySet[AISession]:
+def _sessions() -> SessionQuerySet:
     return AISession.objects.select_related("agent", "automation")
 
 
 def _visible_session(principal: Principal, session_id: UUID) -> AISession:
     """A session for a read: another agent's is 404, as an unknown id."""
-    return visible(principal, _sessions(), session_id, what="session")
+    session = visible(principal, _sessions(), session_id, what="session")
+    assert isinstance(session, AISession)
+    return session
 
 
 def _session_to_change(principal: Principal, session_id: UUID) -> AISession:
     """A session to change: another agent's is refused (403, and the refusal is audited)."""
-    return get_for(principal, _sessions(), session_id, perm="ai_sessions.view_aisession", what="session")
+    session = get_for(principal, _sessions(), session_id, perm="ai_sessions.view_aisession", what="session")
+    assert isinstance(session, AISession)
+    return session
 
 
 def _agent(principal: Principal) -> Agent:
@@ -96,21 +101,22 @@ def create_session(request: HttpRequest, data: SessionIn) -> Status:
 @router.get("/next", operation_id="next_session", response={200: AIStateOut, 204: None})
 def next_session(request: HttpRequest) -> Status:
     """The session this agent should work on now, or 204 when there is none."""
-    session = scheduler.next_session(_agent(request.auth))
+    session = scheduler.next_session(_agent(caller(request)))
     return Status(200, session) if session else Status(204, None)
 
 
 @router.get("/{session_id}", operation_id="get_session", response=AIStateOut)
 def get_session(request: HttpRequest, session_id: UUID) -> AISession:
-    return _visible_session(request.auth, session_id)
+    return _visible_session(caller(request), session_id)
 
 
 @router.post("/{session_id}/events", operation_id="post_event", response=EventOut)
 def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
     """Apply an AIEvent; 409 (naming `phase` and `event`) when the phase does not allow it."""
-    session = _session_to_change(request.auth, session_id)
-    require_owner_agent(request.auth, "session")
-    outcome = apply_event(session.pk, data.type, data.payload, actor=request.auth)
+    actor = caller(request)
+    session = _session_to_change(actor, session_id)
+    require_owner_agent(actor, "session")
+    outcome = apply_event(session.pk, data.type, data.payload, actor=actor)
     return {"state": outcome.session, "next": outcome.next}
 
 
@@ -118,7 +124,7 @@ def post_event(request: HttpRequest, session_id: UUID, data: EventIn) -> dict:
 @paginate(BoundedLimitOffsetPagination)
 def list_messages(request: HttpRequest, session_id: UUID) -> QuerySet[SessionMessage]:
     """Messages in order (withdrawn fallbacks are not listed)."""
-    session = _visible_session(request.auth, session_id)
+    session = _visible_session(caller(request), session_id)
     return session.messages.filter(removed_at__isnull=True).order_by("seq")
 
 
@@ -127,8 +133,9 @@ def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai",
     """PromptData: level 1 and 2, and the messages the model sees (no NETWORK_ERROR /
     SESSION_TIMEOUT system messages, no excludeFromPrompt messages). With `format`, also the
     provider-ready `system` and `messages` (OpenAI-compatible or Anthropic)."""
-    session = _visible_session(request.auth, session_id)
-    require_owner_agent(request.auth, "session")
+    actor = caller(request)
+    session = _visible_session(actor, session_id)
+    require_owner_agent(actor, "session")
     data, messages = prompt.build(session)
     ready = prompt.provider_ready(data, format) if format else {}
     return {
@@ -142,8 +149,9 @@ def get_prompt(request: HttpRequest, session_id: UUID, format: Literal["openai",
 @router.post("/{session_id}/stop", operation_id="stop_session", response=AIStateOut)
 def stop_session(request: HttpRequest, session_id: UUID) -> AISession:
     """STOP: ends CANCELLED, never resumes. The owner agent or an operator may stop."""
-    session = _session_to_change(request.auth, session_id)
-    return scheduler.stop(session, actor=request.auth)
+    actor = caller(request)
+    session = _session_to_change(actor, session_id)
+    return scheduler.stop(session, actor=actor)
 
 
 def _automation_agent(principal: Principal, agent_id: str | None) -> Agent:
@@ -163,11 +171,12 @@ def _automation_agent(principal: Principal, agent_id: str | None) -> Agent:
 def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
     """An automation from a SEED session (given, or made from `messages`) with a schedule, hosted
     on `providerProfile` when given (sessions/automations.py holds the rules)."""
-    agent = _automation_agent(request.auth, data.agentId)
+    actor = caller(request)
+    agent = _automation_agent(actor, data.agentId)
     automation_actions.check_seed_messages([m.dict() for m in data.messages] if data.messages else None)
     automation = automation_actions.create_automation(
         agent,
-        actor=request.auth,
+        actor=actor,
         name=data.name,
         trigger=data.trigger,
         interval_minutes=data.intervalMinutes,
@@ -188,7 +197,8 @@ def create_automation(request: HttpRequest, data: AutomationIn) -> Status:
 @automations.get("/provider-profiles", operation_id="list_provider_profiles", response=list[ProviderProfileOut])
 def list_provider_profiles(request: HttpRequest) -> QuerySet[ProviderProfile]:
     """Operators only: profiles name internal URLs and secret variables, which agents need not see."""
-    if request.auth.agent is not None or not request.auth.has_perm("ai_sessions.view_providerprofile"):
+    principal = caller(request)
+    if principal.agent is not None or not principal.has_perm("ai_sessions.view_providerprofile"):
         raise Forbidden("Listing provider profiles needs the ai_sessions.view_providerprofile permission.")
     return ProviderProfile.objects.all()
 
@@ -197,7 +207,7 @@ def list_provider_profiles(request: HttpRequest) -> QuerySet[ProviderProfile]:
 def create_provider_profile(request: HttpRequest, data: ProviderProfileIn) -> Status:
     """Operators with ai_sessions.add_providerprofile; the base URL must pass the outbound guard."""
     profile = profiles.create_profile(
-        actor=request.auth,
+        actor=caller(request),
         name=data.name,
         provider=data.provider,
         model=data.model,
@@ -224,7 +234,7 @@ def execute_automation(request: HttpRequest, automation_id: int) -> Status:
     automation = Automation.objects.select_related("agent").filter(pk=automation_id).first()
     if automation is None:
         raise NotFound(f"No automation {automation_id}.")
-    principal = request.auth
+    principal = caller(request)
     if principal.agent is not None and principal.agent.pk != automation.agent_id:
         raise Forbidden("This automation belongs to another agent.")
     if principal.agent is None and not principal.has_perm("ai_sessions.change_automation"):

@@ -3,11 +3,12 @@ records: API keys (the secret is shown once, at creation), the audit trail and t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.paginator import Paginator
 from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
@@ -118,7 +119,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         offers no one else, and another user's id posted anyway is refused); a superuser mints
         for anyone, and the key records them as its minter (``issue_api_key``)."""
         if db_field.name == "user" and not request.user.is_superuser:
-            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+            kwargs["queryset"] = get_user_model().objects.filter(pk=cast(AbstractBaseUser, request.user).pk)
             kwargs["help_text"] = "Your own key only: another user's key comes from them or a superuser."
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import functools
 import json
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, PermissionsMixin
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -105,7 +105,7 @@ def _minter(actor: Principal, user: AbstractBaseUser, named: str) -> str:
     person (an Admin would otherwise decide as anyone, the superuser included). Empty for one's own."""
     if actor.user is not None and actor.user.pk == user.pk:
         return ""
-    if actor.agent is not None or (actor.user is not None and not actor.user.is_superuser):
+    if actor.agent is not None or (actor.user is not None and not cast(PermissionsMixin, actor.user).is_superuser):
         raise Forbidden(
             "An operator key is minted only for yourself: another user's key comes from them or a superuser."
         )

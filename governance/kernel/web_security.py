@@ -60,9 +60,8 @@ class LoginThrottleHandler(AxesDatabaseHandler):
         return failures
 
     def address_failures(self, request: HttpRequest) -> int:
-        recent = AccessAttempt.objects.filter(
-            ip_address=request.axes_ip_address, attempt_time__gte=get_cool_off_threshold(request)
-        )
+        address: str | None = getattr(request, "axes_ip_address")  # noqa: B009 - set at runtime by axes' proxy handler
+        recent = AccessAttempt.objects.filter(ip_address=address, attempt_time__gte=get_cool_off_threshold(request))
         return recent.aggregate(total=Sum("failures_since_start"))["total"] or 0
 
 

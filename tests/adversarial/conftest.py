@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.base_user import AbstractBaseUser
 
 from agents import triggers
-from agents.models import JobTrigger
+from agents.models import Agent, JobTrigger
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import issue_api_key, revoke_api_key
 from memory.subjects import documents as subject_documents
@@ -27,8 +28,8 @@ def world(client, db) -> World:
     vlevel = load("agent.seo.vlevel")
     indexer = load("agent.rag.indexer")
 
-    def key(**owner: object) -> str:
-        return issue_api_key(actor=SYSTEM, name="adversarial", **owner)[1]
+    def key(*, agent: Agent | None = None, user: AbstractBaseUser | None = None) -> str:
+        return issue_api_key(actor=SYSTEM, name="adversarial", agent=agent, user=user)[1]
 
     revoked_row, revoked_key = issue_api_key(actor=SYSTEM, name="revoked", agent=vlevel)
     revoke_api_key(revoked_row, actor=SYSTEM)
@@ -61,8 +62,8 @@ def world(client, db) -> World:
     return World(
         owner=owner,
         other=Api(client, key(agent=indexer)),
-        outsider=Api(client, key(user=UserFactory(username="oscar"))),
-        reviewer=Api(client, key(user=UserFactory(username="rita", roles=["Reviewer"]))),
+        outsider=Api(client, key(user=UserFactory.create(username="oscar"))),
+        reviewer=Api(client, key(user=UserFactory.create(username="rita", roles=["Reviewer"]))),
         revoked=Api(client, revoked_key),
         anonymous=Api(client),
         job_id=job.json()["jobId"],

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp_types import RequestParamsMeta, TextContent
 
 from agents.models import Agent
 from agents.registry import load_manifest
@@ -87,10 +88,12 @@ class Refusal:
 
 def tool(name: str, arguments: Callable[[Fleet], dict[str, Any]], **meta: Callable[[Fleet], Any]) -> Work:
     async def work(session: ClientSession, fleet: Fleet) -> Any:
-        sent_meta = {key: value(fleet) for key, value in meta.items()} or None
+        sent_meta = cast(RequestParamsMeta, {key: value(fleet) for key, value in meta.items()}) if meta else None
         result = await session.call_tool(name, arguments(fleet), meta=sent_meta)
         assert result.is_error, result.content
-        return json.loads(result.content[0].text)
+        content = result.content[0]
+        assert isinstance(content, TextContent), content
+        return json.loads(content.text)
 
     return work
 

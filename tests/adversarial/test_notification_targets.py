@@ -60,10 +60,8 @@ def receiver() -> Iterator[Receiver]:
         yield state
 
 
-def save(admin_operator, target: str, **fields: object) -> NotificationRule:
-    rule = NotificationRule(
-        name=fields.pop("name", "ops"), events=[EventKind.ESCALATION], channel="signed_webhook", target=target, **fields
-    )
+def save(admin_operator, target: str, *, name: str = "ops", **fields: object) -> NotificationRule:
+    rule = NotificationRule(name=name, events=[EventKind.ESCALATION], channel="signed_webhook", target=target, **fields)
     return notifications.save_rule(rule, actor=Principal(user=admin_operator), changed=[])
 
 

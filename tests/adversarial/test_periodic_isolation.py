@@ -9,7 +9,7 @@ today's checks (or by a bug) would be."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -26,7 +26,7 @@ from tests.support.jobs import submit_job
 LONG_AGO = timedelta(days=8)  # past the longest timeout a job may have (7 days)
 
 
-def ago(delta: timedelta) -> timezone.datetime:
+def ago(delta: timedelta) -> datetime:
     return timezone.now() - delta
 
 

@@ -168,11 +168,11 @@ def sight(world, client, settings) -> Sight:
     broken = {"scores": [{"url": "not a url", "level": "V9"}], "recommendations": []}  # fails at once: artifacts
     assert finish_job(Job.objects.get(pk=world.job_id), {"success": True, "data": broken}).finished_at is not None
     ContractFactory(name="retrieval_answer")
-    admin = Principal(user=UserFactory(username="ada", roles=["Admin"]))
+    admin = Principal(user=UserFactory.create(username="ada", roles=["Admin"]))
     restrict(Subject.objects.get(key="alice"), ["agent.seo.vlevel"], actor=admin)
     approval = world.owner.post("/approvals", {"action": "purge the cache", "reason": "stale prices"})
     assert approval.status_code == 202, approval.content
-    viewer = Api(client, issue_key(user=UserFactory(username="victor", roles=["Viewer"])))
+    viewer = Api(client, issue_key(user=UserFactory.create(username="victor", roles=["Viewer"])))
     return Sight(world, viewer, approval.json()["approvalId"], {name: item.pk for name, item in made.items()})
 
 
