@@ -51,10 +51,17 @@ def test_people_need_the_view_permission_and_the_system_sees_everything(fleet, m
 
 
 @pytest.mark.django_db
-def test_learnings_are_shared_by_the_whole_fleet(fleet):
+def test_an_agent_sees_the_learnings_its_manifests_memory_reaches(fleet):
+    """Its own domain's at any scope; another domain's only once promoted, and only with shared
+    memory on (memory/reach.py): the indexer (RAG, shared memory off) never reads SEO's."""
     vlevel, indexer, _ = fleet
-    assert Learning.objects.visible_to(Principal(agent=vlevel)).count() == 1
-    assert Learning.objects.visible_to(Principal(agent=indexer)).count() == 1
+    story = LearningFactory(domain="SEO", text="seo, story scope")
+    LearningFactory(domain="RAG", text="rag, global", scope=Learning.Scope.GLOBAL)  # not a namespace of vlevel's
+    LearningFactory(domain="RAG", text="rag, story scope")
+
+    assert {row.pk for row in Learning.objects.visible_to(Principal(agent=vlevel))} == {story.pk}
+    seen_by_indexer = {row.text for row in Learning.objects.visible_to(Principal(agent=indexer))}
+    assert seen_by_indexer == {"rag, global", "rag, story scope"}
 
 
 @pytest.mark.django_db
