@@ -20,9 +20,9 @@ from django.utils import timezone
 from agents import quotas
 from agents.models import Agent
 from governance.kernel.exceptions import Conflict, Forbidden, NotFound
-from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
-from governance.reviews.models import ReviewDecision, ReviewItem
+from governance.reviews.models import ReviewItem
 
 REVIEW_KIND = "agent.approval"
 
@@ -51,23 +51,10 @@ def approval(principal: Principal, item_id: int) -> ReviewItem:
     if item is None:
         raise NotFound(f"No approval request {item_id}.")
     if item.status == ReviewItem.Status.PENDING and item.expires_at is not None and item.expires_at <= timezone.now():
-        _expire(item.pk)
+        with contextlib.suppress(Conflict):  # decided meanwhile: that decision stands
+            reviews.expire(item.pk)
         item.refresh_from_db()
     return item
-
-
-def expire_due() -> int:
-    """Expire every pending approval request past its deadline (run by the escalation sweep)."""
-    due = ReviewItem.objects.filter(kind=REVIEW_KIND, status=ReviewItem.Status.PENDING, expires_at__lte=timezone.now())
-    ids = list(due.values_list("pk", flat=True))
-    for item_id in ids:
-        _expire(item_id)
-    return len(ids)
-
-
-def _expire(item_id: int) -> None:
-    with contextlib.suppress(Conflict):  # decided meanwhile: that decision stands
-        reviews.decide(item_id, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment="Not decided in time.")
 
 
 def describe(item: ReviewItem) -> dict[str, Any]:

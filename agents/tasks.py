@@ -6,14 +6,14 @@ from typing import Any
 
 from celery import shared_task
 
-from agents import approvals, escalations, jobs, kpi_alerts, triggers
+from agents import escalations, jobs, kpi_alerts, triggers
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
 def escalation_timeouts() -> dict[str, Any]:
-    """Re-escalate escalations not handled in time; expire those already re-escalated, and the
-    agents' approval requests past their deadline."""
-    return {**escalations.process_overdue(), "approvals_expired": approvals.expire_due()}
+    """Re-escalate escalations not handled in time; expire those already re-escalated (other
+    review items past their deadline, approval requests included, are reviews.expire_due's)."""
+    return escalations.process_overdue()
 
 
 @shared_task(name="agents.sweep_jobs", ignore_result=True, acks_late=True)

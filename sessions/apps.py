@@ -12,6 +12,7 @@ class SessionsConfig(AppConfig):
         from governance.reviews import services as reviews
         from sessions import automations, inbox, processor
 
-        reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided)
-        reviews.register(processor.REVIEW_KINDS["communication"], inbox.on_communication_decided)
+        # The scheduler's tick expires these (seconds, not beat's minute): reviews.expire_due leaves them.
+        reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided, expires_itself=True)
+        reviews.register(processor.REVIEW_KINDS["communication"], inbox.on_communication_decided, expires_itself=True)
         triggers.listen(automations.on_platform_event)  # seed 003's EVENT trigger

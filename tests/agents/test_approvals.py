@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from agents import approvals
-from agents.tasks import escalation_timeouts
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.reviews.models import ReviewItem
+from governance.reviews.tasks import expire_due
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +20,9 @@ def test_a_request_past_its_deadline_is_expired_by_the_sweep(vlevel):
     item = approvals.request_approval(actor=Principal(agent=vlevel), title="Publish")
     ReviewItem.objects.filter(pk=item.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
 
-    counts = escalation_timeouts()
+    counts = expire_due()
 
-    assert counts["approvals_expired"] == 1
+    assert counts["expired"] == 1
     item.refresh_from_db()
     assert item.status == ReviewItem.Status.EXPIRED
     assert item.decision.decided_by == "system"
