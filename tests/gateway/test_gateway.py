@@ -94,38 +94,28 @@ def test_a_read_grant_never_reaches_a_tool_the_upstream_marks_destructive(live_s
     assert not ToolCall.objects.exists()
 
 
-def test_a_read_grant_never_reaches_a_tool_the_upstream_says_nothing_about(live_server, monkeypatch):
-    """MCP's defaults for a tool without annotations: not read-only, destructive."""
-    wipe = "mcp__supabase__wipe"
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        # No annotations: MCP's defaults make a tool not read-only, and destructive.
+        pytest.param("mcp__supabase__wipe", {"all": True}, id="unannotated"),
+        # Writes, not destructive: an additive write under a read grant would skip the reviewer a
+        # write grant asks for.
+        pytest.param("mcp__supabase__add_note", {"text": "planted"}, id="additive-write"),
+    ],
+)
+def test_a_read_grant_never_reaches_a_tool_the_upstream_does_not_mark_read_only(
+    live_server, monkeypatch, tool, arguments
+):
+    """Only a tool the upstream marks read-only is read."""
     key = vlevel_key(
-        ("  tools:\n", f"  tools:\n    - tool_id: {wipe}\n      permissions: read\n      rate_limit: 10\n")
+        ("  tools:\n", f"  tools:\n    - tool_id: {tool}\n      permissions: read\n      rate_limit: 10\n")
     )
     with upstream_server() as upstream:
         register(upstream.url, monkeypatch)
 
         async def work(session: ClientSession) -> Any:
-            return await session.call_tool(wipe, {"all": True})
-
-        result = mcp_session(live_server.url, key, work)
-
-    assert result.is_error
-    assert json.loads(result.content[0].text)["refusal"] == "Forbidden"
-    assert upstream.calls == []
-    assert not ToolCall.objects.exists()
-
-
-def test_a_read_grant_never_reaches_a_tool_that_writes_even_harmlessly(live_server, monkeypatch):
-    """Only a tool the upstream marks read-only is read: an additive write under a read grant
-    would skip the reviewer a write grant asks for."""
-    add_note = "mcp__supabase__add_note"
-    key = vlevel_key(
-        ("  tools:\n", f"  tools:\n    - tool_id: {add_note}\n      permissions: read\n      rate_limit: 10\n")
-    )
-    with upstream_server() as upstream:
-        register(upstream.url, monkeypatch)
-
-        async def work(session: ClientSession) -> Any:
-            return await session.call_tool(add_note, {"text": "planted"})
+            return await session.call_tool(tool, arguments)
 
         result = mcp_session(live_server.url, key, work)
 
