@@ -49,6 +49,20 @@ def vlevel_finishes_a_job() -> Job:
     return finish_job(submit_job(Agent.objects.get(agent_id="agent.seo.vlevel"), URLS, key=str(uuid.uuid4())), GOOD)
 
 
+def trigger_on_vlevels_jobs(agent: Agent, *, name: str) -> JobTrigger:
+    """An event job trigger (not saved) for ``agent``, firing on agent.seo.vlevel's finished jobs."""
+    return JobTrigger(
+        name=name,
+        agent=agent,
+        kind="event",
+        intent="rag_reindex",
+        entity_type="page",
+        payload={"documents": [{"id": 1}]},
+        event="job.finished",
+        event_filter={"agent": "agent.seo.vlevel"},
+    )
+
+
 def runs(automation_id: int) -> list[AISession]:
     return list(AISession.objects.filter(automation_id=automation_id))
 
@@ -113,16 +127,7 @@ def test_subscriptions_made_before_the_rule_or_by_an_operator_deliver_nothing(wo
         event_filter={"agent": "agent.seo.vlevel"},
         created_by="user:alice",
     )
-    JobTrigger.objects.create(
-        name="legacy",
-        agent=indexer,
-        kind="event",
-        intent="rag_reindex",
-        entity_type="page",
-        payload={"documents": [{"id": 1}]},
-        event="job.finished",
-        event_filter={"agent": "agent.seo.vlevel"},
-    )
+    trigger_on_vlevels_jobs(indexer, name="legacy").save()
 
     vlevel_finishes_a_job()
 
@@ -132,16 +137,7 @@ def test_subscriptions_made_before_the_rule_or_by_an_operator_deliver_nothing(wo
 
 def test_an_operator_cannot_save_a_job_trigger_the_listeners_manifest_does_not_allow(world):
     indexer = Agent.objects.get(agent_id="agent.rag.indexer")
-    trigger = JobTrigger(
-        name="follow-vlevel",
-        agent=indexer,
-        kind="event",
-        intent="rag_reindex",
-        entity_type="page",
-        payload={"documents": [{"id": 1}]},
-        event="job.finished",
-        event_filter={"agent": "agent.seo.vlevel"},
-    )
+    trigger = trigger_on_vlevels_jobs(indexer, name="follow-vlevel")
 
     with pytest.raises(ValidationError) as refused:
         triggers.save_trigger(trigger, actor=SYSTEM, changed=[])
