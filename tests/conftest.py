@@ -90,6 +90,18 @@ def viewer(db):
 
 
 @pytest.fixture
+def staff_admin(db):
+    """alice as an Admin who may also sign in to the Django admin site (not a superuser)."""
+    return UserFactory(username="alice", roles=["Admin"], is_staff=True)
+
+
+@pytest.fixture
+def staff_viewer(db):
+    """victor as a Viewer who may also sign in to the Django admin site."""
+    return UserFactory(username="victor", roles=["Viewer"], is_staff=True)
+
+
+@pytest.fixture
 def outsider(db):
     """A valid account that belongs to no role."""
     return UserFactory(username="oscar")

@@ -18,7 +18,6 @@ from agents.registry import load_manifest
 from gateway import services
 from gateway.models import GatewayCall, UpstreamServer
 from governance.kernel.principals import SYSTEM, Principal
-from tests.factories.governance import UserFactory
 from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
 from tests.support.mcp import mcp_session
@@ -27,16 +26,6 @@ from tests.support.upstream import upstream_server
 ADD = "/admin/gateway/upstreamserver/add/"
 SUPABASE = {"supabase": {"argv": ["npx", "-y", "@supabase/mcp-server-supabase"]}}
 SQL = "mcp__supabase__execute_sql"
-
-
-@pytest.fixture
-def admin_user(db):
-    return UserFactory(username="alice", roles=["Admin"], is_staff=True)
-
-
-@pytest.fixture
-def viewer_user(db):
-    return UserFactory(username="victor", roles=["Viewer"], is_staff=True)
 
 
 def form(**fields: str) -> dict[str, str]:
@@ -52,9 +41,9 @@ def errors_of(response: Any) -> dict[str, Any]:
 
 
 @pytest.mark.django_db
-def test_an_admin_cannot_type_a_command_line_into_the_form(client, admin_user, settings):
+def test_an_admin_cannot_type_a_command_line_into_the_form(client, staff_admin, settings):
     settings.GATEWAY_STDIO_COMMANDS = SUPABASE
-    client.force_login(admin_user)
+    client.force_login(staff_admin)
 
     response = client.post(ADD, form(command="sh -c 'sha256sum var/secret_key'"))
 
@@ -63,21 +52,21 @@ def test_an_admin_cannot_type_a_command_line_into_the_form(client, admin_user, s
 
 
 @pytest.mark.django_db
-def test_the_service_refuses_a_command_the_deployment_does_not_name(admin_user, settings):
+def test_the_service_refuses_a_command_the_deployment_does_not_name(staff_admin, settings):
     settings.GATEWAY_STDIO_COMMANDS = SUPABASE
     server = UpstreamServer(name="evil", transport="stdio", command="sh -c 'id'")
 
     with pytest.raises(ValidationError) as refused:
-        services.save_upstream(server, actor=Principal(user=admin_user), changed=["command"])
+        services.save_upstream(server, actor=Principal(user=staff_admin), changed=["command"])
 
     assert "command" in refused.value.message_dict
     assert not UpstreamServer.objects.exists()
 
 
 @pytest.mark.django_db
-def test_an_admin_picks_one_of_the_commands_the_deployment_names(client, admin_user, settings):
+def test_an_admin_picks_one_of_the_commands_the_deployment_names(client, staff_admin, settings):
     settings.GATEWAY_STDIO_COMMANDS = SUPABASE
-    client.force_login(admin_user)
+    client.force_login(staff_admin)
 
     page = client.get(ADD).content.decode()
     response = client.post(ADD, form(name="supabase", command="supabase"))
@@ -113,8 +102,8 @@ def never_appears(path: Path, seconds: float = 1.5) -> bool:
 
 
 @pytest.mark.django_db
-def test_a_viewer_opening_the_gateway_starts_no_command_in_the_web_process(client, viewer_user, tripwire):
-    client.force_login(viewer_user)
+def test_a_viewer_opening_the_gateway_starts_no_command_in_the_web_process(client, staff_viewer, tripwire):
+    client.force_login(staff_viewer)
 
     response = client.get("/gateway/")
 
@@ -146,8 +135,8 @@ def test_an_agents_tool_list_starts_no_command_in_the_web_process(live_server, t
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("internal", ["", "on"])
-def test_a_cloud_metadata_address_is_refused_even_for_an_internal_server(client, admin_user, internal):
-    client.force_login(admin_user)
+def test_a_cloud_metadata_address_is_refused_even_for_an_internal_server(client, staff_admin, internal):
+    client.force_login(staff_admin)
 
     response = client.post(
         ADD, form(name="meta", transport="http", url="http://169.254.169.254/latest/meta-data/", internal=internal)
@@ -159,8 +148,8 @@ def test_a_cloud_metadata_address_is_refused_even_for_an_internal_server(client,
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/mcp", "http://10.0.0.5:8080/mcp", "https://localhost/mcp"])
-def test_a_private_address_is_allowed_only_once_the_operator_marks_the_server_internal(client, admin_user, url):
-    client.force_login(admin_user)
+def test_a_private_address_is_allowed_only_once_the_operator_marks_the_server_internal(client, staff_admin, url):
+    client.force_login(staff_admin)
 
     refused = client.post(ADD, form(name="local", transport="http", url=url))
     assert "url" in errors_of(refused)
@@ -188,9 +177,9 @@ def test_a_row_saved_before_the_guard_never_reaches_a_loopback_upstream(live_ser
 
 
 @pytest.mark.django_db
-def test_the_gateway_refuses_to_connect_to_a_metadata_address_a_row_names(client, viewer_user):
+def test_the_gateway_refuses_to_connect_to_a_metadata_address_a_row_names(client, staff_viewer):
     UpstreamServer.objects.create(name="meta", url="http://169.254.169.254/mcp", internal=True)
-    client.force_login(viewer_user)
+    client.force_login(staff_viewer)
 
     page = client.get("/gateway/").content.decode()
 

@@ -8,21 +8,10 @@ import pytest
 
 from gateway.models import UpstreamServer
 from governance.kernel.models import AuditEvent
-from tests.factories.governance import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 ADD = "/admin/gateway/upstreamserver/add/"
-
-
-@pytest.fixture
-def admin_operator(db):
-    return UserFactory(username="alice", roles=["Admin"], is_staff=True)
-
-
-@pytest.fixture
-def viewer(db):
-    return UserFactory(username="victor", roles=["Viewer"], is_staff=True)
 
 
 def form(**fields: str) -> dict[str, str]:
@@ -31,9 +20,9 @@ def form(**fields: str) -> dict[str, str]:
     return {"name": "supabase", "transport": "http", "url": url, "internal": "on", "command": "", **fields}
 
 
-def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, admin_operator, monkeypatch):
+def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, staff_admin, monkeypatch):
     monkeypatch.setenv("UPSTREAM_TOKEN_SUPABASE", "upstream-secret-token")
-    client.force_login(admin_operator)
+    client.force_login(staff_admin)
 
     response = client.post(ADD, form(secret_name="UPSTREAM_TOKEN_SUPABASE", enabled="on"))
     listing = client.get("/admin/gateway/upstreamserver/")
@@ -42,14 +31,14 @@ def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, admi
     server = UpstreamServer.objects.get()
     assert (server.name, server.secret_name, server.secret_status) == ("supabase", "UPSTREAM_TOKEN_SUPABASE", "set")
     event = AuditEvent.objects.get(action="gateway.upstream_added")
-    assert event.actor == f"user:{admin_operator.username}"
+    assert event.actor == f"user:{staff_admin.username}"
     assert "upstream-secret-token" not in listing.content.decode()
     assert "upstream-secret-token" not in str(event.data)
 
 
 @pytest.mark.parametrize("secret_name", ["SECRET_KEY", "DATABASE_URL", "sk-live-123", "TOKEN_FILE"])
-def test_a_credential_name_is_a_variable_and_never_the_platforms_own(client, admin_operator, secret_name):
-    client.force_login(admin_operator)
+def test_a_credential_name_is_a_variable_and_never_the_platforms_own(client, staff_admin, secret_name):
+    client.force_login(staff_admin)
 
     response = client.post(ADD, form(secret_name=secret_name, enabled="on"))
 
@@ -66,8 +55,8 @@ def test_a_credential_name_is_a_variable_and_never_the_platforms_own(client, adm
         ({"transport": "stdio", "command": "'"}, "command"),
     ],
 )
-def test_each_transport_needs_its_address(client, admin_operator, fields, field):
-    client.force_login(admin_operator)
+def test_each_transport_needs_its_address(client, staff_admin, fields, field):
+    client.force_login(staff_admin)
 
     response = client.post(ADD, form(**fields))
 
@@ -75,12 +64,12 @@ def test_each_transport_needs_its_address(client, admin_operator, fields, field)
     assert not UpstreamServer.objects.exists()
 
 
-def test_a_viewer_sees_upstreams_but_registers_none_and_nobody_deletes_one(client, viewer, admin_operator):
+def test_a_viewer_sees_upstreams_but_registers_none_and_nobody_deletes_one(client, staff_viewer, staff_admin):
     server = UpstreamServer.objects.create(name="supabase", url="http://10.0.0.5:8080/mcp")
-    client.force_login(viewer)
+    client.force_login(staff_viewer)
 
     assert client.get("/admin/gateway/upstreamserver/").status_code == 200
     assert client.post(ADD, form(name="other")).status_code == 403
-    client.force_login(admin_operator)
+    client.force_login(staff_admin)
     assert client.post(f"/admin/gateway/upstreamserver/{server.pk}/delete/", {"post": "yes"}).status_code == 403
     assert UpstreamServer.objects.count() == 1
