@@ -15,7 +15,6 @@ from agents.registry import load_manifest
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from tests.factories.agents import AgentFactory, KpiSampleFactory
-from tests.factories.governance import UserFactory
 from tests.support.jobs import finish_job, submit_job
 from tests.support.manifests import load_seed_manifests, manifest_text
 
@@ -26,14 +25,6 @@ DIFF = "admin:agents_agentmanifest_diff"
 @pytest.fixture
 def fleet(db) -> dict[str, Agent]:
     return load_seed_manifests()
-
-
-@pytest.fixture
-def staff_viewer(db):
-    user = UserFactory(username="vera", roles=["Viewer"])
-    user.is_staff = True
-    user.save()
-    return user
 
 
 def rate(agent: Agent, value: float) -> None:
