@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -21,7 +20,7 @@ from governance.kernel.principals import Principal
 from governance.notifications import services as notifications
 from governance.notifications import tasks
 from governance.notifications.models import Delivery, EventKind, NotificationRule
-from tests.support.http_servers import serving
+from tests.support.http_servers import answering_posts, serving
 from tests.support.refusals import nothing_written
 
 pytestmark = pytest.mark.django_db
@@ -42,20 +41,11 @@ class Receiver:
 def receiver() -> Iterator[Receiver]:
     state = Receiver()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            state.hits += 1
-            answer = CANARY.encode() * 20
-            self.send_response(state.status)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
+    def answer(path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        state.hits += 1
+        return state.status, CANARY.encode() * 20
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as url:
+    with serving(answering_posts(answer)) as url:
         state.url = url + "/hook"
         yield state
 

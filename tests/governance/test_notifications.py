@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.core import mail
@@ -39,7 +38,7 @@ from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope
 from tests.agents.test_kpi_alerts import BAD, run
 from tests.factories.agents import AgentFactory
-from tests.support.http_servers import serving
+from tests.support.http_servers import answering_posts, serving
 from tests.support.processes import celery_worker, free_port, wait_for
 
 CANARY = "CANARY-7f3a-model-said-this"
@@ -86,22 +85,12 @@ class Receiver:
 def receiver() -> Iterator[Receiver]:
     state = Receiver()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            headers = dict(self.headers.items())
-            state.got.append(Received(self.path, headers, body, state.verify(headers, body)))
-            status = state.statuses.pop(0) if len(state.statuses) > 1 else state.statuses[0]
-            answer = b"refused: " + b"x" * 5000 if status >= 400 else b"ok"
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
+    def answer(path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        state.got.append(Received(path, headers, body, state.verify(headers, body)))
+        status = state.statuses.pop(0) if len(state.statuses) > 1 else state.statuses[0]
+        return status, (b"refused: " + b"x" * 5000 if status >= 400 else b"ok")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as url:
+    with serving(answering_posts(answer)) as url:
         state.url = url + "/hook"
         yield state
 

@@ -1,5 +1,5 @@
-"""Local HTTP servers standing in for what lies outside the product (a remote LLM provider), so
-provider tests go over a real socket without the internet."""
+"""Local HTTP servers standing in for what lies outside the product (a remote LLM provider, a
+webhook receiver), so provider and notification tests go over a real socket without the internet."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,6 +33,25 @@ def serving(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> I
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def answering_posts(answer: Callable[[str, dict[str, str], bytes], tuple[int, bytes]]) -> type[BaseHTTPRequestHandler]:
+    """A handler for ``serving`` that reads each POST's body and sends back the status and body
+    ``answer(path, headers, body)`` returns; it logs nothing."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            status, reply = answer(self.path, dict(self.headers.items()), body)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
 
 
 class SlowOllama:
