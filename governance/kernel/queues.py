@@ -45,6 +45,7 @@ ROUTES: dict[str, str] = {
     "agents.sweep_jobs": TICK,
     "agents.fire_due_triggers": TICK,
     "agents.escalation_timeouts": TICK,
+    "reviews.expire_due": TICK,  # deadlines: a late approval must not be usable
     "sessions.call_provider": PROVIDERS,
     "gateway.list_stdio_tools": PROVIDERS,  # stdio upstreams run in workers; an agent waits on them
     "gateway.call_stdio_tool": PROVIDERS,
