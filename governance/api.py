@@ -218,7 +218,10 @@ def _forbidden(request: HttpRequest, exc: Exception) -> HttpResponse:
 @api.exception_handler(Http404)
 @api.exception_handler(ObjectDoesNotExist)
 def _not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return problem_response(404, detail=getattr(exc, "detail", "") or "Not found.")
+    detail = getattr(exc, "detail", "") or "Not found."
+    if getattr(exc, "hidden", False):  # it exists, outside the caller's reach: told nothing more
+        _audit_refusal(request, 404, detail, hidden=True)
+    return problem_response(404, detail=detail)
 
 
 @api.exception_handler(exceptions.RateLimited)

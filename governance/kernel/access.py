@@ -38,12 +38,14 @@ def visible(principal: Principal, queryset: PrincipalQuerySet, value: object, *,
     account, whatever the object). Anything else the caller may not see (another agent's job,
     session or agent, a learning outside an agent's memory reach) is 404, word for word the
     answer for an object that does not exist: a read must not tell an agent what lies outside its
-    reach, nor that it exists."""
+    reach, nor that it exists. The attempt on an object that exists is audited all the same."""
     if principal.agent is None and principal.user is not None and not principal.has_perm(queryset.view_perm):
         raise Forbidden(f"Your account may not view {what}s.")
     found = queryset.visible_to(principal).filter(**{field: value}).first()
     if found is None:
-        raise NotFound(f"No {what} {value!r}." if isinstance(value, str) else f"No {what} {value}.")
+        missing = NotFound(f"No {what} {value!r}." if isinstance(value, str) else f"No {what} {value}.")
+        missing.hidden = queryset.filter(**{field: value}).exists()
+        raise missing
     return found
 
 

@@ -30,7 +30,12 @@ class Forbidden(DomainError):
 
 
 class NotFound(DomainError):
-    """No such object, or one the caller may not know exists (404)."""
+    """No such object, or one the caller may not know exists (404). ``hidden``: it does exist,
+    outside the caller's reach; the caller is told word for word what a missing one tells, and
+    the edge audits the attempt as a refusal (an attribute, not a subclass, whose name would
+    reach an MCP caller)."""
+
+    hidden = False
 
 
 class RateLimited(DomainError):

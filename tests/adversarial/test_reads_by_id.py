@@ -31,6 +31,7 @@ from tests.support.api import Api
 from tests.support.jobs import finish_job
 from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
+from tests.support.refusals import last_audit_id, refusals_since
 from tests.support.world import World
 
 OWNER, OTHER, VIEWER, OUTSIDER = "seo agent (owner)", "rag agent", "viewer", "operator without permission"
@@ -276,3 +277,22 @@ def test_an_agent_reads_by_id_the_live_learnings_its_search_and_block_serve(clie
         answer = api.get(f"/memory/learnings/{made[name].pk}")
         assert answer.status_code == 404
         assert answer.json()["detail"] == f"No learning {made[name].pk}."
+
+
+@pytest.mark.django_db
+def test_a_hidden_read_is_audited_as_a_refusal_and_a_missing_one_is_not(world):
+    """The agent is told nothing (404 either way); the audit trail keeps the attempt on what
+    exists, as it keeps every other refusal of a key of ours."""
+    seo = learning("seo, story scope", story="PD-301", domain="seo")
+    before = last_audit_id()
+
+    hidden = [world.other.get(f"/jobs/{world.job_id}"), world.other.get(f"/memory/learnings/{seo.pk}")]
+    missing = [world.other.get("/jobs/00000000-0000-4000-8000-000000000000"), world.other.get("/memory/learnings/0")]
+
+    assert [response.status_code for response in hidden + missing] == [404] * 4
+    refusals = refusals_since(before)
+    assert [(row.target_id, row.data["status"]) for row in refusals] == [
+        (f"GET /api/v1/jobs/{world.job_id}", 404),
+        (f"GET /api/v1/memory/learnings/{seo.pk}", 404),
+    ]
+    assert {row.actor for row in refusals} == {"agent:agent.rag.indexer"}
