@@ -1,8 +1,10 @@
-"""Admin of the fleet: read-only records, manifest upload through the registry, version diffs.
+"""Admin of the fleet: read-only records, manifest upload through the registry, version diffs,
+and the registries of domains, intents, entity types and roles.
 
 Nothing here is deletable or editable by hand: manifests change only through
 ``agents.registry.load_manifest`` (validated, versioned, audited), jobs and escalations only
-through their services, and the platform archives rather than deletes.
+through their services, registry values only through ``agents.registries`` (added, relabelled,
+retired by an action, never deleted), and the platform archives rather than deletes.
 """
 
 from __future__ import annotations
@@ -24,13 +26,24 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agents import registry, skills, triggers
-from agents.forms import KPI_STATUSES, ManifestDiffForm, ManifestUploadForm, SkillForm
+from agents import registries, registry, skills, triggers
+from agents.forms import (
+    KPI_STATUSES,
+    JobTriggerForm,
+    ManifestDiffForm,
+    ManifestUploadForm,
+    RegistryEntryForm,
+    SkillForm,
+)
 from agents.kpis import worst_statuses
 from agents.models import (
     Agent,
     AgentManifest,
+    AgentRole,
+    Domain,
+    EntityType,
     Escalation,
+    Intent,
     Job,
     JobArtifact,
     JobTrigger,
@@ -41,6 +54,8 @@ from agents.models import (
     Skill,
     ToolCall,
 )
+from agents.models.registries import RegistryEntry
+from agents.vocabulary import Registry
 from governance.kernel.access import signed_in
 from governance.kernel.admin import (
     KnownValuesFilter,
@@ -91,6 +106,34 @@ class KpiStatusFilter(admin.SimpleListFilter):
         return queryset.filter(pk__in=[pk for pk, status in statuses.items() if status == self.value()])
 
 
+class RegistryFilter(KnownValuesFilter):
+    """A column that holds a registry's values: the registry lists them (retired ones too, since
+    rows keep them), by label, instead of a ``SELECT DISTINCT`` over the table."""
+
+    registry: Registry
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return registries.choices(self.registry)
+
+
+class RoleFilter(RegistryFilter):
+    title = "role"
+    parameter_name = "role__exact"
+    registry = Registry.ROLES
+
+
+class DomainFilter(RegistryFilter):
+    title = "domain"
+    parameter_name = "domain__exact"
+    registry = Registry.DOMAINS
+
+
+class IntentFilter(RegistryFilter):
+    title = "intent"
+    parameter_name = "intent__exact"
+    registry = Registry.INTENTS
+
+
 class AgentChangeList(ChangeList):
     """Rates the agents of the page in two queries, instead of two per row."""
 
@@ -113,7 +156,7 @@ class ManifestVersionInline(ReadOnlyTabular):
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
     list_display = ["agent_id", "name", "role", "domain", "owner", "active_version", "worst_kpi_status"]
-    list_filter = ["role", "domain", "owner", HasActiveManifestFilter, KpiStatusFilter]
+    list_filter = [RoleFilter, DomainFilter, "owner", HasActiveManifestFilter, KpiStatusFilter]
     list_select_related = ["active_manifest"]
     search_fields = ["agent_id", "name", "owner"]
     inlines = [ManifestVersionInline]
@@ -159,6 +202,69 @@ class SkillAdmin(NoDelete, admin.ModelAdmin):
         obj.pk = skill.pk  # the admin's log entry and redirect name the saved row
 
 
+# Registries -------------------------------------------------------------------------------------
+
+
+class RegistryEntryAdmin(NoDelete, admin.ModelAdmin):
+    """One registry's values: added and relabelled through the form, retired by the action, never
+    deleted. Every write goes through ``agents.registries`` (the API's and the command's service)
+    with the signed-in operator as its actor; the value itself is read-only once added."""
+
+    registry: Registry
+    form = RegistryEntryForm
+    list_display = ["value", "label", "active", "created_at", "created_by", "retired_at", "retired_by"]
+    list_filter = [("retired_at", admin.EmptyFieldListFilter)]
+    search_fields = ["value", "label"]
+    actions = ["retire"]
+    details = ["created_at", "created_by", "retired_at", "retired_by"]
+
+    def get_fields(self, request: HttpRequest, obj: RegistryEntry | None = None) -> Any:
+        return ["value", "label", *self.details] if obj is not None else ["value", "label"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: RegistryEntry | None = None) -> list[str]:
+        return ["value", *self.details] if obj is not None else []
+
+    @admin.display(boolean=True, description="Active", ordering="retired_at")
+    def active(self, obj: RegistryEntry) -> bool:
+        return not obj.retired
+
+    def save_model(self, request: HttpRequest, obj: RegistryEntry, form: forms.ModelForm, change: bool) -> None:
+        actor = signed_in(request)
+        if change:
+            saved = registries.relabel_value(self.registry, obj.value, obj.label, actor=actor)
+        else:
+            saved, _ = registries.add_value(self.registry, obj.value, label=obj.label, actor=actor)
+        obj.pk, obj.created_at, obj.created_by = saved.pk, saved.created_at, saved.created_by
+
+    @admin.action(
+        description="Retire the selected values (new use is refused; nothing is deleted)", permissions=["change"]
+    )
+    def retire(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = signed_in(request)
+        retired = [registries.retire_value(self.registry, entry.value, actor=actor).value for entry in queryset]
+        self.message_user(request, f"Retired: {', '.join(retired)}. What already uses them keeps them.")
+
+
+@admin.register(Domain)
+class DomainAdmin(RegistryEntryAdmin):
+    registry = Registry.DOMAINS
+
+
+@admin.register(Intent)
+class IntentAdmin(RegistryEntryAdmin):
+    registry = Registry.INTENTS
+
+
+@admin.register(EntityType)
+class EntityTypeAdmin(RegistryEntryAdmin):
+    registry = Registry.ENTITY_TYPES
+
+
+@admin.register(AgentRole)
+class AgentRoleAdmin(RegistryEntryAdmin):
+    registry = Registry.ROLES
+
+
 # Job triggers -----------------------------------------------------------------------------------
 
 
@@ -167,8 +273,9 @@ class JobTriggerAdmin(NoDelete, admin.ModelAdmin):
     """Cron, webhook and event triggers that create jobs for an agent. Saved through
     ``agents.triggers.save_trigger`` (audited); disabled rather than deleted."""
 
+    form = JobTriggerForm
     list_display = ["name", "agent", "kind", "when", "intent", "priority", "enabled", "fired_count", "last_fired_at"]
-    list_filter = ["kind", "enabled", "event"]
+    list_filter = ["kind", "enabled", "event", IntentFilter]
     list_select_related = ["agent", "crontab"]
     search_fields = ["name", "agent__agent_id", "description"]
     autocomplete_fields = ["agent"]
@@ -407,7 +514,7 @@ class EscalationInline(ReadOnlyStacked):
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
     list_display = ["job_id", "agent", "intent", "status", "created_at", "attempts", "is_escalated"]
-    list_filter = ["status", "intent", "agent", EscalatedFilter]
+    list_filter = ["status", IntentFilter, "agent", EscalatedFilter]
     list_select_related = ["agent"]
     search_fields = ["agent__agent_id", "intent"]
     date_hierarchy = "created_at"

@@ -1,6 +1,8 @@
 """JobEnvelope, GraphState updates and AgentOutput (seed 001) as pydantic models. Pure: no Django.
 
-Field names stay camelCase as in the seed, since agents written against it send them so.
+Field names stay camelCase as in the seed, since agents written against it send them so. ``intent``
+and ``scope.entityType`` take values of the operators' registries (agents/vocabulary.py): their
+shape is judged here, their membership when a job is admitted (agents/jobs.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from agents.manifest import JobIntent
+from agents.vocabulary import Value
 from governance.kernel.bounds import MAX_COUNT, Count, Moment
 
 # The most a job may ask for (README, *Numbers and times*): a week of run time, and a spending
@@ -29,14 +31,6 @@ def _lower(value: Any) -> Any:
 
 
 Lower = BeforeValidator(_lower)
-
-
-class EntityType(StrEnum):
-    GAMME = "gamme"
-    VEHICLE = "vehicle"
-    ARTICLE = "article"
-    PAGE = "page"
-    ALL = "all"
 
 
 class Source(StrEnum):
@@ -58,7 +52,7 @@ class _Strict(BaseModel):
 
 
 class JobScope(_Strict):
-    entityType: Annotated[EntityType, Lower]
+    entityType: Value = Field(description="A value of the entityTypes registry (GET /api/v1/registries).")
     entityIds: list[Annotated[str, Field(max_length=500)]] | None = Field(None, max_length=10_000)
     filters: dict[str, Any] | None = None
     limit: int = Field(1000, ge=1, le=10_000)
@@ -105,7 +99,7 @@ class JobEnvelopeIn(_Strict):
     jobId: UUID | None = None
     traceId: UUID | None = None
     parentJobId: UUID | None = None
-    intent: Annotated[JobIntent, Lower]
+    intent: Value = Field(description="A value of the intents registry (GET /api/v1/registries).")
     scope: JobScope
     payload: dict[str, Any] = Field(default_factory=dict)
     constraints: JobConstraints = Field(default_factory=JobConstraints)
@@ -130,7 +124,7 @@ class JobEnvelopeIn(_Strict):
             return self.idempotencyKey
         if strategy == "hash" and self.idempotencyKey:
             return self.idempotencyKey
-        document = {**self.model_dump(mode="json"), "intent": self.intent.value}
+        document = self.model_dump(mode="json")
         values = {field: _at(document, field) for field in fields}
         if strategy == "hash":
             return stable_hash(values)
@@ -146,7 +140,7 @@ class JobEnvelopeIn(_Strict):
         """What a caller's idempotency key stands for: the work asked (intent, scope, payload and
         constraints), not the ids or times a retrying client may regenerate."""
         return content_hash(
-            self.intent.value,
+            self.intent,
             self.scope.model_dump(mode="json"),
             self.payload,
             self.constraints.model_dump(mode="json"),

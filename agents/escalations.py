@@ -12,9 +12,10 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from agents import conditions
+from agents import conditions, registries
 from agents.envelope import AgentOutput
 from agents.models import Agent, Escalation, Job
+from agents.vocabulary import Registry
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -85,10 +86,14 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
     )
     _step(escalation, "opened", by=by, triggers=fired)
     target = Agent.objects.filter(agent_id=config["target_agent"]).select_related("active_manifest").first()
-    if not human and target is not None and target.active_manifest is not None:
+    ready = not human and target is not None and target.active_manifest is not None
+    refused = _registry_refusals(job) if ready else []
+    if ready and not refused and target is not None:
         _route_to_agent(escalation, target)
     else:
-        if not human:
+        if refused:  # the child job would be new use of a value retired since the job was admitted
+            _step(escalation, "target_refused", targetAgent=config["target_agent"], reasons=refused)
+        elif not human:
             _step(escalation, "target_unavailable", targetAgent=config["target_agent"])
         _route_to_human(escalation)
     escalation.save()
@@ -113,6 +118,16 @@ def _announce(escalation: Escalation) -> None:
             "deadline": escalation.deadline.isoformat(timespec="minutes"),
         },
     )
+
+
+def _registry_refusals(job: Job) -> list[str]:
+    """Why a child job with ``job``'s intent and entity type could not be created now (values
+    retired since ``job`` was admitted), as the registries word it; empty when it could."""
+    uses = [registries.Use(Registry.INTENTS, job.intent, ("intent",))]
+    entity_type = job.scope.get("entityType") if isinstance(job.scope, dict) else None
+    if isinstance(entity_type, str):
+        uses.append(registries.Use(Registry.ENTITY_TYPES, entity_type, ("scope", "entityType")))
+    return [problem["msg"] for problem in registries.problems(uses)]
 
 
 def _route_to_agent(escalation: Escalation, target: Agent) -> None:

@@ -1,38 +1,52 @@
 """Forms of the agents pages and admin: GET filters (never invalid for the page: a bad value is
-ignored, not an error page), the manifest upload and the skill form."""
+ignored, not an error page), the manifest upload, the skill form and the job trigger form. Roles,
+domains, intents and entity types are offered from their registries (agents/registries.py), read
+when the form is made, so a value an operator added is offered at once."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from agents.manifest import AgentRole, Domain, JobIntent
-from agents.models import Agent, Job, Skill
+from agents import registries
+from agents.models import Agent, Job, JobTrigger, Skill
+from agents.models.registries import RegistryEntry
 from agents.skills import SkillSpec, version_problem
+from agents.vocabulary import Registry, label_problem
 from governance.kernel.forms import ANY, FilterForm
 
 KPI_STATUSES = [("critical", "Critical"), ("warning", "Warning"), ("ok", "OK"), ("no_data", "No data")]
 MAX_MANIFEST_BYTES = 1024 * 1024
 
 
+def _offer(field: forms.Field, choices: list[tuple[str, str]]) -> None:
+    """Set a choice field's choices read when the form is made (a registry's values)."""
+    cast(forms.ChoiceField, field).choices = choices
+
+
 class AgentFilterForm(FilterForm):
-    role = forms.ChoiceField(required=False, choices=[ANY, *((r.value, r.name.title()) for r in AgentRole)])
-    domain = forms.ChoiceField(required=False, choices=[ANY, *((d.value, d.name) for d in Domain)])
+    role = forms.ChoiceField(required=False)
+    domain = forms.ChoiceField(required=False)
     owner = forms.ChoiceField(required=False)
     status = forms.ChoiceField(required=False, choices=[ANY, *KPI_STATUSES], label="KPI status")
 
     def __init__(self, *args: Any, owners: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        found = registries.listing([Registry.ROLES, Registry.DOMAINS])  # one query for both
+        _offer(self.fields["role"], [ANY, *registries.choices(Registry.ROLES, entries=found[Registry.ROLES])])
+        _offer(self.fields["domain"], [ANY, *registries.choices(Registry.DOMAINS, entries=found[Registry.DOMAINS])])
+        # The rows show roles and domains by label: from the same read, not one more per page.
+        self.labels = {registry.value: {e.value: e.label for e in entries} for registry, entries in found.items()}
         self.fields["owner"].choices = [ANY, *((owner, owner) for owner in owners)]
 
 
 class JobFilterForm(FilterForm):
     status = forms.ChoiceField(required=False, choices=[ANY, *Job.Status.choices])
-    intent = forms.ChoiceField(required=False, choices=[ANY, *((i.value, i.value) for i in JobIntent)])
+    intent = forms.ChoiceField(required=False)
     agent = forms.ModelChoiceField(required=False, queryset=Agent.objects.none(), to_field_name="agent_id")
     escalated = forms.TypedChoiceField(
         required=False,
@@ -43,6 +57,7 @@ class JobFilterForm(FilterForm):
 
     def __init__(self, *args: Any, agents: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        _offer(self.fields["intent"], [ANY, *registries.choices(Registry.INTENTS)])
         self.fields["agent"].queryset = agents
         self.fields["agent"].empty_label = "Any"
 
@@ -146,3 +161,51 @@ class SkillForm(forms.ModelForm):
                 self.add_error("version", problem)
         data["spec"] = spec
         return data
+
+
+class JobTriggerForm(forms.ModelForm):
+    """The admin's trigger form: the job's intent and entity type chosen among the registries'
+    values (a retired one stays offered on the trigger that has it; ``save_trigger`` refuses it
+    for a new trigger or a changed value)."""
+
+    intent = forms.ChoiceField()
+    entity_type = forms.ChoiceField(label="Entity type")
+
+    class Meta:
+        model = JobTrigger
+        fields = [
+            "name",
+            "agent",
+            "kind",
+            "enabled",
+            "description",
+            "intent",
+            "entity_type",
+            "payload",
+            "constraints",
+            "priority",
+            "crontab",
+            "event",
+            "event_filter",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _offer(self.fields["intent"], registries.choices(Registry.INTENTS, self.instance.intent))
+        _offer(self.fields["entity_type"], registries.choices(Registry.ENTITY_TYPES, self.instance.entity_type))
+
+
+class RegistryEntryForm(forms.ModelForm):
+    """A registry value in the admin: the value's shape is the model's (a lowercase slug), the
+    label's is the API's (``label_problem``), so the admin refuses what the service would."""
+
+    class Meta:
+        model = RegistryEntry
+        fields = ["value", "label"]
+
+    def clean_label(self) -> str:
+        label = self.cleaned_data.get("label") or ""
+        problem = label_problem(label)
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return label.strip()

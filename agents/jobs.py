@@ -22,7 +22,7 @@ from django.db.models import DateTimeField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from agents import artifacts, conditions, escalations, kpi_alerts, kpis, triggers
+from agents import artifacts, conditions, escalations, kpi_alerts, kpis, registries, triggers
 from agents import types as typelang
 from agents.envelope import (
     MAX_TIMEOUT_MS,
@@ -36,6 +36,7 @@ from agents.kpi import backoff_seconds
 from agents.models import Agent, IdempotencyKey, Job
 from agents.models.job import PRIORITY_RANK
 from agents.registry import manifest_document, manifest_types
+from agents.vocabulary import Registry
 from governance.contracts import services as contracts
 from governance.kernel import metrics, rows
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
@@ -60,7 +61,7 @@ def _evaluate(specs: list[dict[str, Any]], context: dict[str, Any]) -> list[dict
 
 def _input_context(envelope: JobEnvelopeIn) -> dict[str, Any]:
     scope = envelope.scope.model_dump(mode="json")
-    return {**envelope.payload, "input": envelope.payload, "scope": scope, "intent": envelope.intent.value}
+    return {**envelope.payload, "input": envelope.payload, "scope": scope, "intent": envelope.intent}
 
 
 def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelopeIn) -> list[dict[str, Any]]:
@@ -69,9 +70,9 @@ def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelo
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest, so it may not run jobs.")
     document = manifest_document(manifest_id)
     intents = document.get("intents")
-    if intents is not None and envelope.intent.value not in intents:
+    if intents is not None and envelope.intent not in intents:
         raise Forbidden(
-            f"Intent {envelope.intent.value!r} is not among the intents of {agent.agent_id} {document['version']}.",
+            f"Intent {envelope.intent!r} is not among the intents of {agent.agent_id} {document['version']}.",
             allowed_intents=intents,
         )
     if envelope.expiresAt is not None and envelope.expiresAt <= timezone.now():
@@ -133,10 +134,22 @@ def idempotency_key(envelope: JobEnvelopeIn) -> str:
         raise InvalidInput(str(exc), errors=[{"loc": ["body", *exc.loc], "msg": str(exc), "type": "missing"}]) from exc
 
 
+def check_registries(envelope: JobEnvelopeIn) -> None:
+    """The intent and entity type are active values of their registries (one query); a job
+    admitted before a value was retired goes on with it."""
+    registries.check(
+        [
+            registries.Use(Registry.INTENTS, envelope.intent, ("body", "intent")),
+            registries.Use(Registry.ENTITY_TYPES, envelope.scope.entityType, ("body", "scope", "entityType")),
+        ]
+    )
+
+
 def admit(envelope: JobEnvelopeIn, *, actor: Principal) -> Admission:
-    """Every check a submission passes (R1, intents, expiry, parent, inputs, pre-conditions),
-    without writing: the one code path of POST /jobs and POST /jobs/validate."""
+    """Every check a submission passes (registries, R1, intents, expiry, parent, inputs,
+    pre-conditions), without writing: the one code path of POST /jobs and POST /jobs/validate."""
     agent = _submitter(actor)
+    check_registries(envelope)
     manifest_id = agent.active_manifest_id
     pre_conditions = _check_admissible(agent, manifest_id, envelope)
     return Admission(agent, manifest_id, idempotency_key(envelope), pre_conditions)
@@ -178,7 +191,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
                 parent_id=envelope.parentJobId,
                 agent=agent,
                 manifest_id=manifest_id,
-                intent=envelope.intent.value,
+                intent=envelope.intent,
                 scope=envelope.scope.model_dump(mode="json"),
                 payload=envelope.payload,
                 constraints=envelope.constraints.model_dump(mode="json"),

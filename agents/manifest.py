@@ -3,7 +3,9 @@
 pydantic plays the part Zod played in the seed: a manifest that loads here is one the platform
 can enforce (tools and their permissions, rate limits, conditions that parse, coherent KPI
 thresholds, input and output types in the Zod subset of agents/types.py). Enum values are
-accepted in any case (`EXECUTOR`, `executor`) and stored lower-case.
+accepted in any case (`EXECUTOR`, `executor`) and stored lower-case. ``role``, ``domain`` and
+``intents`` take values of the operators' registries (agents/vocabulary.py): their shape is judged
+here, their membership where the manifest is stored (agents/registry.py), since it needs the database.
 
 Reading a document is bounded (size, nesting, YAML aliases): a manifest is loaded by people
 with keys, and a 450 KB alias fan-out or 10,000 nested brackets must cost a refusal, not
@@ -25,6 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 
 from agents import conditions
 from agents import types as typelang
+from agents.vocabulary import Value
 
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
 SEMVER_PATTERN = (
@@ -33,24 +36,6 @@ SEMVER_PATTERN = (
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 _SEMVER = re.compile(SEMVER_PATTERN)
-
-
-class AgentRole(StrEnum):
-    ARCHITECT = "architect"
-    ANALYZER = "analyzer"
-    EXECUTOR = "executor"
-    VALIDATOR = "validator"
-    ORCHESTRATOR = "orchestrator"
-
-
-class Domain(StrEnum):
-    CORE = "core"
-    INFRA = "infra"
-    DATA = "data"
-    SEO = "seo"
-    RAG = "rag"
-    CART = "cart"
-    AICOS = "aicos"
 
 
 class Permission(StrEnum):
@@ -63,15 +48,6 @@ class Storage(StrEnum):
     SUPABASE = "supabase"
     REDIS = "redis"
     VECTOR = "vector"
-
-
-class JobIntent(StrEnum):
-    SEO_AUDIT = "seo_audit"
-    CONTENT_GENERATE = "content_generate"
-    RAG_REINDEX = "rag_reindex"
-    KG_DIAGNOSE = "kg_diagnose"
-    ROUTES_SYNC = "routes_sync"
-    SITEMAP_BUILD = "sitemap_build"
 
 
 class KpiDirection(StrEnum):
@@ -369,8 +345,8 @@ def subscribes(patterns: Iterable[str], agent_id: str) -> bool:
 class Manifest(_Strict):
     id: AgentId
     name: Name
-    role: Annotated[AgentRole, Lower]
-    domain: Annotated[Domain, Lower]
+    role: Value = Field(description="A value of the roles registry (GET /api/v1/registries).")
+    domain: Value = Field(description="A value of the domains registry.")
     version: Annotated[str, Field(pattern=SEMVER_PATTERN, max_length=100)]
     owner: Name
     schemas: dict[SchemaName, SchemaDefinition] = Field(
@@ -386,8 +362,9 @@ class Manifest(_Strict):
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     escalation: EscalationConfig = Field(default_factory=EscalationConfig)
     kpis: list[KpiSpec] = Field(default_factory=list)
-    intents: list[Annotated[JobIntent, Lower]] | None = Field(
-        None, description="Extension: the job intents this agent accepts; absent means all."
+    intents: list[Value] | None = Field(
+        None,
+        description="Extension: the job intents this agent accepts (values of the intents registry); absent: all.",
     )
     provider_profiles: list[Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=100)]] = Field(
         default_factory=list,

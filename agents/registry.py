@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 from django.db import IntegrityError, transaction
 
-from agents import skills
+from agents import registries, skills
 from agents import types as typelang
 from agents.manifest import (
     Manifest,
@@ -25,6 +25,7 @@ from agents.manifest import (
     version_key,
 )
 from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
+from agents.vocabulary import Registry, Value
 from governance.contracts.models import Contract
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
@@ -64,7 +65,9 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text
     try:
         manifest = Manifest.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise InvalidInput("The manifest is invalid.", errors=validation_errors(exc)) from exc
+        # Every error at once: the values the registries do not have, among the others.
+        errors = validation_errors(exc) + registries.problems(_raw_registry_uses(data))
+        raise InvalidInput("The manifest is invalid.", errors=errors) from exc
     if agent_id is not None and manifest.id != agent_id:
         msg = f"manifest id {manifest.id!r} does not match the agent {agent_id!r} in the URL"
         raise InvalidInput(msg, errors=[{"loc": ["body", "id"], "msg": msg, "type": "id_mismatch"}])
@@ -90,6 +93,43 @@ def _check_contracts(manifest: Manifest) -> None:
     ]
     if errors:
         raise InvalidInput("The manifest names contracts the catalog does not have.", errors=errors)
+
+
+_VALUE = pydantic.TypeAdapter(Value)
+
+
+def _raw_registry_uses(data: dict[str, Any]) -> list[registries.Use]:
+    """The role, domain and intents of a document that failed validation elsewhere, those of a
+    registry value's shape (a misshapen one has its own error already)."""
+    named: list[tuple[Registry, Any, tuple[str | int, ...]]] = [
+        (Registry.ROLES, data.get("role"), ("body", "role")),
+        (Registry.DOMAINS, data.get("domain"), ("body", "domain")),
+    ]
+    intents = data.get("intents")
+    if isinstance(intents, list):
+        named += [(Registry.INTENTS, intent, ("body", "intents", i)) for i, intent in enumerate(intents)]
+    uses = []
+    for registry, value, loc in named:
+        try:
+            uses.append(registries.Use(registry, _VALUE.validate_python(value), loc))
+        except pydantic.ValidationError:
+            continue
+    return uses
+
+
+def _check_registries(manifest: Manifest) -> None:
+    """The role, domain and intents are values of their registries, active ones (one query). Run
+    when a version is stored, not when the active one is sent again: a retired domain refuses a
+    new version, never the agent that already has it."""
+    uses = [
+        registries.Use(Registry.ROLES, manifest.role, ("body", "role")),
+        registries.Use(Registry.DOMAINS, manifest.domain, ("body", "domain")),
+        *(
+            registries.Use(Registry.INTENTS, intent, ("body", "intents", i))
+            for i, intent in enumerate(manifest.intents or [])
+        ),
+    ]
+    registries.check(uses)
 
 
 def _check_skills(manifest: Manifest) -> None:
@@ -132,6 +172,9 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
     document = manifest.document()
     digest = content_hash(document)
     active = agent.active_manifest
+    if active is not None and active.version == manifest.version and _same_content(active, digest):
+        return active, False
+    _check_registries(manifest)
     same_version = agent.manifests.filter(version=manifest.version).first()
     if same_version is not None and not _same_content(same_version, digest):
         raise Conflict(
@@ -140,8 +183,6 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
             agent_id=manifest.id,
             version=manifest.version,
         )
-    if active is not None and active.version == manifest.version and _same_content(active, digest):
-        return active, False
     if active is not None and version_key(manifest.version) <= version_key(active.version):
         raise Conflict(
             f"Version {manifest.version} is not above the active version {active.version}; versions only go up.",
@@ -187,8 +228,8 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
     agent.active_manifest = row
     agent.name, agent.role, agent.domain, agent.owner = (
         manifest.name,
-        manifest.role.value,
-        manifest.domain.value,
+        manifest.role,
+        manifest.domain,
         manifest.owner,
     )
     agent.save(update_fields=["active_manifest", "name", "role", "domain", "owner"])

@@ -10,6 +10,7 @@ from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from agents.manifest import AGENT_ID_PATTERN, Permission
+from agents.vocabulary import ExactValue, Label
 
 
 class AgentIn(Schema):
@@ -206,3 +207,27 @@ class TriggeredJobOut(Schema):
 
     jobId: UUID
     status: str
+
+
+class RegistryValueIn(Schema):
+    """A value to add to a registry, as it will be stored (no case folding), and its label."""
+
+    value: ExactValue = Field(..., examples=["summarize_ticket"])
+    label: Label | None = Field(None, description="What pages show; the value, capitalised, when absent.")
+
+
+class RegistryLabelIn(Schema):
+    label: Label
+
+
+class RegistryValueOut(Schema):
+    value: str
+    label: str
+    retired: bool = Field(..., description="Retired: what already has the value keeps it; new use is 422.")
+
+
+class RegistriesOut(Schema):
+    domains: list[RegistryValueOut]
+    intents: list[RegistryValueOut]
+    entityTypes: list[RegistryValueOut]
+    roles: list[RegistryValueOut]

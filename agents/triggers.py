@@ -43,10 +43,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import jobs
+from agents import jobs, registries
 from agents.manifest import subscribes
 from agents.models import Agent, Job, JobTrigger
 from agents.registry import manifest_document
+from agents.vocabulary import Registry
 from governance.kernel import cron as cron_rules
 from governance.kernel import keys, webhooks
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
@@ -78,6 +79,8 @@ def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -
     if actor.is_agent or (actor.is_operator and not actor.has_perm(perm)):
         raise Forbidden(f"Managing job triggers needs the {perm} permission.")
     trigger.full_clean()  # the model's clean: a template the envelope takes, the kind's fields
+    if adding or {"intent", "entity_type"} & set(changed):
+        _check_registries(trigger)
     if trigger.enabled and trigger.kind != JobTrigger.Kind.WEBHOOK:
         _check_admissible(trigger)
     if trigger.enabled and trigger.kind == JobTrigger.Kind.EVENT:
@@ -95,6 +98,21 @@ def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -
         fields=sorted(changed),
     )
     return trigger
+
+
+def _check_registries(trigger: JobTrigger) -> None:
+    """A new trigger, or a changed intent or entity type, takes active registry values; a trigger
+    saved before its value was retired keeps it through other edits (its firings are refused
+    at admission like any new job)."""
+    uses = [
+        registries.Use(Registry.INTENTS, trigger.intent, ("intent",)),
+        registries.Use(Registry.ENTITY_TYPES, trigger.entity_type, ("entity_type",)),
+    ]
+    errors: dict[str, list[str]] = {}
+    for problem in registries.problems(uses):
+        errors.setdefault(str(problem["loc"][0]), []).append(problem["msg"])
+    if errors:
+        raise ValidationError(errors)
 
 
 def _check_admissible(trigger: JobTrigger) -> None:

@@ -113,15 +113,16 @@ def loaded(size: Size) -> dict[str, Any] | None:
 def fleet() -> dict[str, Any]:
     """Contracts (the shipped catalog), agents, upstream servers and the operator: few rows,
     through the services and the ORM as an operator would create them."""
-    from agents.manifest import AgentRole, Domain
     from agents.models import Agent
+    from agents.registries import active_values
+    from agents.vocabulary import Registry
     from gateway.models import UpstreamServer
     from governance.contracts import services as contracts
     from governance.contracts.models import Contract
     from governance.kernel.principals import SYSTEM
 
     contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
-    roles, domains = list(AgentRole), list(Domain)
+    roles, domains = active_values(Registry.ROLES), active_values(Registry.DOMAINS)
     agents = [
         Agent.objects.get_or_create(
             agent_id=f"agent.scale.fleet_{n:02d}",

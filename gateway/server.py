@@ -25,6 +25,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
+from agents.registries import listing
+from agents.vocabulary import Registry
 from gateway import context, forwarding, reach, refusals, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
@@ -77,6 +79,14 @@ async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, 
     return found
 
 
+def _active_values(tools: list[types.Tool]) -> dict[Registry, list[str]]:
+    """The active values of the registries the listed tools' arguments take (one query)."""
+    wanted = {registry for tool in tools for registry, _ in TOOLS[tool.name].registry_fields}
+    if not wanted:
+        return {}
+    return {registry: [e.value for e in entries if not e.retired] for registry, entries in listing(wanted).items()}
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
@@ -84,7 +94,16 @@ async def list_tools(
     upstream_tools = [
         tool.model_copy(update={"name": grant.tool_id}) for grant, tool in await _upstream_tools(principal)
     ]
-    return types.ListToolsResult(tools=_tools_for(principal) + upstream_tools)
+    platform = _tools_for(principal)
+    active = await sync_to_async(_active_values)(platform)
+    if active:  # the registries change while a process lives: their values are read at each listing
+        platform = [
+            tool.model_copy(update={"input_schema": TOOLS[tool.name].with_registry_values(tool.input_schema, active)})
+            if TOOLS[tool.name].registry_fields
+            else tool
+            for tool in platform
+        ]
+    return types.ListToolsResult(tools=platform + upstream_tools)
 
 
 async def _forward(

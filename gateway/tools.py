@@ -9,6 +9,7 @@ tool error the agent can read.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from agents.access import owned_job, traced
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.jobs_api import serialize
 from agents.schemas import JobOut, JobResultOut
+from agents.vocabulary import Registry
 from governance.contracts import services as contracts
 from governance.contracts.api import ReportOut, ValidateIn
 from governance.kernel.access import agent_or_perm
@@ -131,6 +133,10 @@ class SubmittedJobOut(JobOut):
     created: bool = Field(..., description="False when the idempotency key replayed an earlier job.")
 
 
+# Where an argument takes a registry's values, as a path into the input schema.
+RegistryFields = tuple[tuple[Registry, tuple[str, ...]], ...]
+
+
 @dataclass(frozen=True)
 class PlatformTool:
     name: str
@@ -139,9 +145,24 @@ class PlatformTool:
     output: type[BaseModel]
     run: Callable[[Principal, Any], Any]
     read_only: bool = False
+    registry_fields: RegistryFields = ()
 
     def input_schema(self) -> dict[str, Any]:
         return self.arguments.model_json_schema(by_alias=True)
+
+    def with_registry_values(self, schema: dict[str, Any], active: dict[Registry, list[str]]) -> dict[str, Any]:
+        """``schema`` (the input schema) with an ``enum`` of the registry's active values on each
+        of ``registry_fields``: an agent reading tools/list sees what is accepted today, the
+        values operators added included. A registry with no active value gets no enum (an empty
+        one would read as a schema error to some clients); admission refuses anything then."""
+        schema = copy.deepcopy(schema)
+        for registry, path in self.registry_fields:
+            node = schema
+            for key in path:
+                node = node[key]
+            if active.get(registry):
+                node["enum"] = active[registry]
+        return schema
 
     def output_schema(self) -> dict[str, Any]:
         return self.output.model_json_schema(mode="serialization", by_alias=False)
@@ -241,6 +262,10 @@ TOOLS: dict[str, PlatformTool] = {
             JobEnvelopeIn,
             SubmittedJobOut,
             _submit_job,
+            registry_fields=(
+                (Registry.INTENTS, ("properties", "intent")),
+                (Registry.ENTITY_TYPES, ("$defs", "JobScope", "properties", "entityType")),
+            ),
         ),
         PlatformTool(
             "lease_job",

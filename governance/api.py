@@ -345,6 +345,7 @@ def _mount_routers() -> None:
     from agents.api import router as agents_router
     from agents.approvals_api import router as approvals_router
     from agents.jobs_api import router as jobs_router
+    from agents.registries_api import router as registries_router
     from agents.triggers_api import router as triggers_router
     from governance.contracts.api import router as contracts_router
     from governance.reviews.api import router as reviews_router
@@ -356,6 +357,7 @@ def _mount_routers() -> None:
     api.add_router("/jobs", jobs_router)
     api.add_router("/triggers", triggers_router)
     api.add_router("/approvals", approvals_router)
+    api.add_router("/registries", registries_router)
     api.add_router("/reviews", reviews_router)
     api.add_router("/sessions", sessions_router)
     api.add_router("/automations", automations_router)

@@ -36,8 +36,9 @@ import yaml
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import jobs
+from agents import jobs, registries
 from agents.models import Agent, Job
+from agents.vocabulary import Registry
 from governance.kernel.principals import SYSTEM, Principal
 from memory import clarifications, lifecycle, scoring, watch_notes
 from memory.learnings import create_learning
@@ -456,6 +457,8 @@ def load(out: TextIO) -> None:
     now, today = timezone.now(), timezone.localdate()
     plans = _plan(rng, today, now)
     authors = _authors()
+    for area in DOMAINS:  # checkout and platform are not among the seeds' domains: the demo adds them
+        registries.add_value(Registry.DOMAINS, area.name, actor=SYSTEM)
     created = [
         (
             create_learning(

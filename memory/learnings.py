@@ -12,6 +12,8 @@ from typing import NamedTuple
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents import registries
+from agents.vocabulary import Registry
 from governance.kernel.access import agent_or_perm
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -33,8 +35,10 @@ def create_learning(
     text: str,
     date_created: date | None = None,
 ) -> Learning:
-    """A new learning starts at scope `story`; its vector is computed after commit, by a worker."""
+    """A new learning starts at scope `story`; its vector is computed after commit, by a worker.
+    Its domain is an active value of the domains registry (agents/registries.py)."""
     agent_or_perm(actor, "memory.add_learning")
+    registries.check([registries.Use(Registry.DOMAINS, domain, ("body", "domain"))])
     learning = Learning.objects.create(
         story=story,
         gate=gate,

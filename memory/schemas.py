@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
+from agents.vocabulary import Value
 from memory import clarifications
 
 Story = Field(..., min_length=1, max_length=100)
@@ -17,7 +18,7 @@ Name = Field(..., min_length=1, max_length=100)
 class LearningIn(Schema):
     story: str = Story
     gate: int = Field(..., ge=0, le=99)
-    domain: str = Name
+    domain: Value = Field(..., description="A value of the domains registry (GET /api/v1/registries).")
     project: str = Name
     tags: list[str] = Field(default_factory=list, max_length=100)
     text: str = Field(..., min_length=1, max_length=100_000)

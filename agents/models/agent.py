@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.core.validators import RegexValidator
 from django.db import models
 
-from agents.manifest import AGENT_ID_PATTERN, AgentRole, Domain, KpiDirection, Permission
+from agents.manifest import AGENT_ID_PATTERN, KpiDirection, Permission
 from agents.querysets import AgentQuerySet
+from agents.vocabulary import MAX_VALUE_LENGTH
 
 
 class Agent(models.Model):
@@ -19,8 +20,8 @@ class Agent(models.Model):
         help_text="Stable identifier, dotted snake_case (agent.seo.vlevel).",
     )
     name = models.CharField(max_length=200, blank=True)
-    role = models.CharField(max_length=20, choices=[(r.value, r.name.title()) for r in AgentRole], blank=True)
-    domain = models.CharField(max_length=20, choices=[(d.value, d.name) for d in Domain], blank=True)
+    role = models.CharField(max_length=MAX_VALUE_LENGTH, blank=True, help_text="A value of the roles registry.")
+    domain = models.CharField(max_length=MAX_VALUE_LENGTH, blank=True, help_text="A value of the domains registry.")
     owner = models.CharField(max_length=200, blank=True)
     active_manifest = models.OneToOneField(
         "agents.AgentManifest", null=True, blank=True, on_delete=models.PROTECT, related_name="active_for"

@@ -10,8 +10,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
-from agents.envelope import EntityType, JobEnvelopeIn, Priority, Source
-from agents.manifest import JobIntent
+from agents.envelope import JobEnvelopeIn, Priority, Source
+from agents.vocabulary import MAX_VALUE_LENGTH
 
 
 class _JobFinishedFilter(pydantic.BaseModel):
@@ -75,8 +75,8 @@ class JobTrigger(models.Model):
     description = models.TextField(blank=True)
 
     # The job each firing creates (JobEnvelope fields; the trigger sets context.source).
-    intent = models.CharField(max_length=50, choices=[(i.value, i.value) for i in JobIntent])
-    entity_type = models.CharField(max_length=20, choices=[(e.value, e.value) for e in EntityType])
+    intent = models.CharField(max_length=MAX_VALUE_LENGTH, help_text="A value of the intents registry.")
+    entity_type = models.CharField(max_length=MAX_VALUE_LENGTH, help_text="A value of the entity types registry.")
     payload = models.JSONField(default=dict, blank=True, help_text="The job's payload (a webhook's body is merged in).")
     constraints = models.JSONField(default=dict, blank=True, help_text="JobEnvelope constraints; defaults when empty.")
     priority = models.CharField(max_length=10, choices=[(p.value, p.value) for p in Priority], default="normal")

@@ -228,6 +228,27 @@ ATTEMPTS = [
     Attempt("post", "/approvals", fixed("/approvals"), fixed({"action": "publish"}), (OUTSIDER, REVIEWER)),
     Attempt(
         "post",
+        "/registries/{registry}",
+        fixed("/registries/intents"),
+        fixed({"value": "exfiltrate_all", "label": "Exfiltrate"}),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "patch",
+        "/registries/{registry}/{value}",
+        fixed("/registries/intents/seo_audit"),
+        fixed({"label": "Do nothing"}),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "post",
+        "/registries/{registry}/{value}/retire",
+        fixed("/registries/intents/seo_audit/retire"),
+        fixed(None),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "post",
         "/reviews/decisions",
         fixed("/reviews/decisions"),
         lambda w: {"ids": [w.review_item_id], "decision": "approve"},

@@ -66,8 +66,8 @@ def test_permission_is_accepted_for_permissions(seed):
 @pytest.mark.parametrize(
     ("path", "value", "loc"),
     [
-        (("role",), "boss", ("role",)),
-        (("domain",), "finance", ("domain",)),
+        (("role",), "the boss", ("role",)),
+        (("domain",), "fin@nce", ("domain",)),
         (("version",), "1.0", ("version",)),
         (("id",), "Agent-SEO", ("id",)),
         (("tools", 0, "permissions"), "admin", ("tools", 0, "permissions")),

@@ -64,7 +64,7 @@ def fleet(db) -> None:
         submit_job(vlevel, {"urls": [f"https://shop.test/{n}"]})
     for n in range(5):
         learning = learnings.create_learning(
-            actor=SYSTEM, story=f"PD-{n}", gate=3, domain="tooling", project="gov", tags=["t"], text=f"lesson {n}"
+            actor=SYSTEM, story=f"PD-{n}", gate=3, domain="core", project="gov", tags=["t"], text=f"lesson {n}"
         )
         EmbeddingFactory.create(kind="learning", object_id=learning.pk, embedding=[0.1 * n, -1.5, 3.25e-7])
     session = AISessionFactory.create(agent=vlevel)

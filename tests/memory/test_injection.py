@@ -181,7 +181,7 @@ def test_the_api_always_answers_200_with_the_block(vlevel_api, settings):
 def test_learnings_through_the_api(agent_api, viewer_api, outsider_api):
     created = agent_api.post(
         "/memory/learnings",
-        {"story": "PD-5", "gate": 3, "domain": "tooling", "project": "gov", "tags": ["B", "#a", "a"], "text": "t"},
+        {"story": "PD-5", "gate": 3, "domain": "core", "project": "gov", "tags": ["B", "#a", "a"], "text": "t"},
     )
     assert created.status_code == 201
     body = created.json()
