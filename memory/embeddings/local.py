@@ -9,6 +9,7 @@ The model is loaded once per process, on first use (a web worker's start: ``prel
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import threading
 from pathlib import Path
@@ -18,6 +19,8 @@ from memory.embeddings.base import EmbeddingError, _check_texts, _check_vectors,
 
 if TYPE_CHECKING:
     from memory.embeddings.minilm import MiniLM
+
+logger = logging.getLogger(__name__)
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"  # same name as memory.vector_index.DEFAULT_MODEL: rows and indexes match
 LOCAL_DIMENSION = 384
@@ -83,6 +86,7 @@ def _load_local_model(threads: int = 1) -> MiniLM:
                 raise EmbeddingError(
                     f"local embedding backend needs numpy, safetensors and tokenizers ({INSTALL})"
                 ) from exc
+            logger.info("[embeddings] reading the local model from %s", path)
             try:
                 model = MiniLM(Path(path))
             except Exception as exc:  # a corrupt or partial install: report it as a backend failure

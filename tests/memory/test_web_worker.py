@@ -13,7 +13,7 @@ from tests.support.keys import issue_key
 from tests.support.manifests import load
 from tests.support.processes import gunicorn, wait_for
 
-LOADING = "Loading SentenceTransformer model"
+LOADING = "[embeddings] reading the local model from"
 LOADED = "[embeddings] local model loaded in"
 
 
