@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from agents.models import AgentRole, Domain, EntityType, Intent
@@ -175,9 +175,12 @@ def seed(*, actor: Principal = SYSTEM) -> None:
         )
 
 
-def seed_after_migrate(sender: Any, **kwargs: Any) -> None:
-    """After every migrate of the agents app, and after a flush (test databases)."""
-    seed()
+def seed_after_migrate(sender: Any, using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
+    """After every migrate of the agents app, and after a flush (test databases); not after a
+    migrate to a point before the registries existed."""
+    tables = set(connections[using].introspection.table_names())
+    if all(model._meta.db_table in tables for model in MODELS.values()):
+        seed()
 
 
 # Reads ------------------------------------------------------------------------------------------
