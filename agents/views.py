@@ -7,6 +7,7 @@ the same query string renders the same rows inside the layout, so pushed URLs st
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,6 +26,7 @@ from governance.kernel.views import is_partial, render_page
 
 JOBS_PER_PAGE = 50
 RECENT_JOBS = 20
+EXAMPLE_MANIFEST = Path(__file__).resolve().parent / "manifests" / "agent.seo.vlevel.yaml"  # seed 001's, unchanged
 
 view_agents = permission_required("agents.view_agent", raise_exception=True)
 view_jobs = permission_required("agents.view_job", raise_exception=True)
@@ -42,8 +44,26 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     filters = form.values()
     status = filters.pop("status", "")
     agents = visible.filtered(**filters).ranked_by_kpi_status(settings.KPI_WINDOW_DAYS, status=status)
-    context = {"form": form, "agents": agents, "window_days": settings.KPI_WINDOW_DAYS}
+    context = {
+        "form": form,
+        "agents": agents,
+        "window_days": settings.KPI_WINDOW_DAYS,
+        # No agent at all, not filters matching none: the page then says how to add one.
+        "fleet_is_empty": not agents and not visible.exists(),
+    }
     return render_page(request, "agents/agent_list.html", "agents/partials/agent_rows.html", context)
+
+
+@login_required
+@view_agents
+def example_manifest(request: HttpRequest) -> HttpResponse:
+    """Seed 001's example manifest as shipped, to download from the empty fleet page and upload
+    back (edited or not): a first agent starts from a document that validates."""
+    return HttpResponse(
+        EXAMPLE_MANIFEST.read_bytes(),
+        content_type="application/yaml; charset=utf-8",
+        headers={"Content-Disposition": content_disposition_header(as_attachment=True, filename=EXAMPLE_MANIFEST.name)},
+    )
 
 
 def _kpi_rows(agent: Agent, window_days: int) -> list[dict[str, Any]]:

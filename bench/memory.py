@@ -1462,8 +1462,7 @@ def report(result: dict[str, Any]) -> str:
 def run(cfg: Config | None = None) -> dict[str, Any]:
     """Prepare the database, then every size (largest last), then scoring and eviction."""
     cfg = cfg or Config()
-    for noisy in ("faiss", "sentence_transformers"):  # their INFO lines would bury the table
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("faiss").setLevel(logging.WARNING)  # its INFO lines would bury the table
     load_before = os.getloadavg()
     database = prepare_database(DB_NAME, check=require_bench_database)
     from memory import scope

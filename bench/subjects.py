@@ -991,7 +991,6 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
     cfg = cfg or Config()
     if max(cfg.one_sizes) > cfg.rows or min(cfg.one_sizes) < 1:
         raise ValueError(f"one-subject sizes must be between 1 and --rows ({cfg.rows})")
-    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
     load_before = os.getloadavg()
     database = prepare_database(DB_NAME, check=require_bench_database)
     from memory import search
@@ -1075,10 +1074,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         spec=ClusterSpec(clusters=args.clusters),
     )
     try:
-        # numpy's OpenBLAS threads (busy after each ground-truth product) and torch's OpenMP threads
+        # The ground truth's BLAS threads (busy after each product) and the query embedding's
         # starve each other on 2 cores: a 10 ms MiniLM query took 150-600 ms right after numpy
         # work. One BLAS thread costs the truth nothing noticeable and leaves the cores to the code
-        # measured. (threadpoolctl comes with sentence-transformers, through scikit-learn.)
+        # measured. (threadpoolctl is the local embedder's, requirements/embeddings.in.)
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1, user_api="blas"):

@@ -498,9 +498,10 @@ EMBEDDING_MODEL = env.string("EMBEDDING_MODEL")
 EMBEDDING_DIMENSION = env.integer("EMBEDDING_DIMENSION", 0) or None
 EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env.integer("EMBEDDING_TIMEOUT_SECONDS", 30)
-# The local model's torch threads per process (web workers and Celery workers each have their own):
+# The local model's BLAS threads per process (web workers and Celery workers each have their own):
 # one by default, so processes never fight over the cores; more for a dedicated embedding worker.
-EMBEDDING_TORCH_THREADS = env.integer("EMBEDDING_TORCH_THREADS", 1)
+# EMBEDDING_TORCH_THREADS is its name from the torch days, still read (docs/upgrade.md).
+EMBEDDING_THREADS = env.integer("EMBEDDING_THREADS", env.integer("EMBEDDING_TORCH_THREADS", 1))
 # Candidates asked of the HNSW index per search (= hnsw.ef_search): 80 gives recall@5 0.99 at 100k
 # learnings; at 1M it takes 160-320 (bench/README.md, memory results).
 MEMORY_SEARCH_CANDIDATES = env.integer("MEMORY_SEARCH_CANDIDATES", 80)

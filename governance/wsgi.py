@@ -14,5 +14,5 @@ tracing.setup("governance-web")
 application = get_wsgi_application()
 # A web worker answers the agents' injection blocks, which embed their query: the model is loaded
 # as the worker starts, not by the first block. In the background: gunicorn kills a worker whose
-# start outlasts its 30 s timeout, and eight workers loading torch at once on 2 cores took 26 s.
+# start outlasts its 30 s timeout (eight workers loading the model at once on 2 cores once took 26 s).
 threading.Thread(target=embeddings.preload, name="embeddings-preload", daemon=True).start()

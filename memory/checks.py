@@ -10,8 +10,9 @@ from memory.embeddings import local
 
 @register()
 def local_embedder_installed(app_configs: object, **kwargs: object) -> list[Error]:
-    """The default backend needs requirements/embeddings.txt, which a runtime-only install leaves out: without
-    it every embedding would fail one row at a time, so the start stops here instead."""
+    """The default backend needs the local embedder (requirements.txt has it), which a runtime-only install
+    (requirements/runtime.txt) leaves out: without it every embedding would fail one row at a time, so the start
+    stops here instead."""
     if settings.EMBEDDING_BACKEND != "local":
         return []
     missing = local.missing_packages()

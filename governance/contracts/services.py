@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 CATALOG = Path(__file__).resolve().parents[1] / "catalog" / "llm_output_contracts.md"
 _INDEX = re.compile(r"\[\d+\]")
+CATALOG_LOCK = "governance.contracts.add_missing"  # the advisory lock of the catalog's additions
 
 
 # --- Catalog -------------------------------------------------------------------------------------
@@ -148,18 +149,47 @@ def save_contract(doc: contract_catalog.ContractDoc, *, actor: Principal) -> tup
     return contract, status
 
 
+def _parse_catalog(text: str) -> list[contract_catalog.ContractDoc]:
+    try:
+        return contract_catalog.parse(text)
+    except contract_catalog.CatalogError as exc:
+        raise InvalidInput("The document is not a contract catalog.", [{"loc": ["document"], "msg": str(exc)}]) from exc
+
+
 def import_catalog(text: str, *, actor: Principal) -> ImportReport:
     """Every contract of a seed-000 shaped document, in one transaction: a document with one bad
     row imports nothing."""
-    try:
-        docs = contract_catalog.parse(text)
-    except contract_catalog.CatalogError as exc:
-        raise InvalidInput("The document is not a contract catalog.", [{"loc": ["document"], "msg": str(exc)}]) from exc
+    docs = _parse_catalog(text)
     report = ImportReport()
     with transaction.atomic():
         for doc in docs:
             _, status = save_contract(doc, actor=actor)
             getattr(report, status).append(doc.name)
+    return report
+
+
+def add_missing(text: str, *, actor: Principal) -> ImportReport:
+    """The contracts of ``text`` the catalog has no version of, stored as their first version;
+    every other one is left as it is (reported unchanged), whatever the document says of it.
+
+    What every start of the plane runs with the shipped catalog (``serve``): an operator's edit
+    is a later version that the shipped text must never replace, while a contract a new release
+    ships still reaches the plane at its next start. Contracts are never deleted, so nothing an
+    operator removed comes back. One transaction under an advisory lock: two starts at once add
+    each contract once."""
+    docs = _parse_catalog(text)
+    report = ImportReport()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [CATALOG_LOCK])
+        names = [doc.name for doc in docs]
+        known = set(Contract.objects.filter(name__in=names).order_by().values_list("name", flat=True))
+        for doc in docs:
+            if doc.name in known:
+                report.unchanged.append(doc.name)
+            else:
+                save_contract(doc, actor=actor)
+                report.created.append(doc.name)
     return report
 
 

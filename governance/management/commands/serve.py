@@ -1,7 +1,8 @@
 """Run the control plane in the foreground: all of it (``make run``), or one role of a host.
 
-``--role all`` (the default, what ``make run`` calls) migrates, loads the demo data (demo accounts
-and keys only on the first start, on an empty database; ``--no-demo`` skips it), starts the web
+``--role all`` (the default, what ``make run`` calls) migrates, adds the shipped contracts the
+catalog lacks (with or without the demo: see ``_add_missing_contracts``), loads the demo data (demo
+accounts and keys only on the first start, on an empty database; ``--no-demo`` skips it), starts the web
 server, the Celery workers and Celery beat, says which broker it found, prints where to go once
 the API answers healthy (on the first start also the demo accounts and keys just made, since the
 workers' output has buried load_demo's; on later starts only where the credentials file is), and
@@ -41,7 +42,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kombu.utils.url import maybe_sanitize_url
 
 from governance import demo_credentials
+from governance.contracts import services as contracts
 from governance.kernel import embedded_db, metrics, queues, runtime
+from governance.kernel.principals import SYSTEM
 
 _PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 20
@@ -187,6 +190,7 @@ class Command(BaseCommand):
                 # This process supervises every process of the host: last run's metric files go.
                 metrics.reset_multiprocess_dir()
                 call_command("migrate", interactive=False, verbosity=0)
+                self._add_missing_contracts()
                 if not no_demo:
                     first_start = demo_credentials.is_empty_install()
                     call_command("load_demo", stdout=self.stdout)
@@ -216,6 +220,24 @@ class Command(BaseCommand):
                 self.stdout.write("Embedded PostgreSQL stopped.")
         if exit_code:
             sys.exit(exit_code)
+
+    def _add_missing_contracts(self) -> None:
+        """The shipped contract catalog, on every start of ``--role all``, demo or not: a plane
+        without it audits no LLM output. The rest a plane needs comes with ``migrate``: the
+        Viewer/Reviewer/Admin groups and the shipped skills after every migrate (post_migrate,
+        governance/kernel/roles.py, agents/skills.py), the periodic tasks from data migrations
+        (governance/kernel/schedules.py).
+
+        Here rather than in a migration or a post_migrate step: the catalog is a document operators
+        version and edit (each edit a new version, with its audit row, through the contracts
+        service, which historical models cannot run), not schema; and a post_migrate step runs
+        after every test database flush too, importing 70 contracts under every test that never
+        asked for them. Only contracts the catalog has no version of are added, so an operator's
+        edit is never replaced, a contract a new release ships arrives at the next start, and
+        every later start writes nothing. Hosts that run roles add them once with ``manage.py
+        import_contracts --missing`` after ``migrate``."""
+        report = contracts.add_missing(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
+        self.stdout.write(f"Contract catalog: {report.total} shipped contract(s), {len(report.created)} added")
 
     @staticmethod
     def _credentials_lines(*, shown: bool, first_start: bool) -> str:
