@@ -202,8 +202,8 @@ def _start(pgdata: Path) -> EmbeddedServer:
 def update_vector_extension(server: EmbeddedServer) -> list[str]:
     """``ALTER EXTENSION vector UPDATE`` in every database whose pgvector is older than the
     server's files (a data directory made by an earlier release's binaries); the names of the
-    databases updated. Run by the process that starts the server, before anyone else uses it; a
-    database already up to date costs one query, so later starts change and log nothing.
+    databases updated. Run by the process that starts the server, as soon as it is up; a database
+    already up to date costs one query, so later starts change and log nothing.
 
     A database that cannot be updated now (dropped meanwhile, a lock held past the timeout) is
     logged and tried again at the next start: the server serves on with the old version's SQL
