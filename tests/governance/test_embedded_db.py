@@ -143,3 +143,23 @@ def test_a_containers_memory_limit_bounds_the_default_and_no_limit_means_the_mac
     v1.write_text(f"{machine * 4}\n")  # v1 without a limit is a huge number
     assert embedded_db._memory_limit((v2, v1)) == machine
     assert embedded_db._memory_limit((tmp_path / "absent",)) == machine
+
+
+def test_the_server_is_postgresql_16_14_with_pgvector_0_8_5(pgdata):
+    server = embedded_db.ensure_running(pgdata)
+
+    assert _query(server, "SHOW server_version") == ("16.14",)
+    assert (pgdata / "PG_VERSION").read_text().strip() == "16"
+    assert _query(server, "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'") == ("0.8.5",)
+
+
+def test_a_data_directory_of_another_major_version_is_refused_and_left_alone(pgdata):
+    """PostgreSQL 18's binaries ship in the same package: a cluster they made needs our 16 to say
+    so, not to start on it (PostgreSQL would refuse the files, after pgserver had touched them)."""
+    pgdata.mkdir()
+    (pgdata / "PG_VERSION").write_text("18\n")
+
+    with pytest.raises(RuntimeError, match=r"PostgreSQL 18 .*PostgreSQL 16"):
+        embedded_db.ensure_running(pgdata, shared_buffers="160MB")
+
+    assert sorted(path.name for path in pgdata.iterdir()) == ["PG_VERSION"]

@@ -5,7 +5,7 @@
   named ``host-<name>`` (what Celery's node names, TaskRun.worker and the beat's log show). Where
   that cannot be done (not root, no ``ip``) every host runs on the machine's loopback, and the
   note says why.
-* `external_postgres`: a second PostgreSQL (pgserver's binaries, pgvector included) listening on
+* `external_postgres`: a second PostgreSQL (the embedded server's binaries, pgvector included) listening on
   TCP on the machine's side of every link: the database the hosts share, as a managed server
   would be.
 * `Forwarder`: TCP from the machine's side of the links to a service that listens on loopback
@@ -29,7 +29,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +37,13 @@ from typing import Any
 import psutil
 import psycopg
 
+from governance.kernel import embedded_db
 from tests.support.processes import BASE_DIR, PYTHON, free_port, wait_for
 
 NETNS_PREFIX = "gvhost-"
 VETH_PREFIX = "gvh-"
 SUBNET = "10.213"
 PG_FOLDER_PREFIX = "gvhosts-pg-"
-PG_SYSTEM_USER = "pgserver"  # pgserver's own unprivileged user: PostgreSQL refuses to run as root
 
 
 @dataclass(frozen=True)
@@ -140,15 +139,12 @@ def host_network(names: tuple[str, ...]) -> Iterator[Network]:
 
 
 def _pg_bin(name: str) -> str:
-    with warnings.catch_warnings():  # platformdirs warns at import without XDG_RUNTIME_DIR
-        warnings.simplefilter("ignore")
-        import pgserver
-    return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
+    return str(embedded_db.bin_dir() / name)
 
 
 def _as_postgres_user(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
     if os.geteuid() == 0:
-        argv = ["su", PG_SYSTEM_USER, "-s", "/bin/sh", "-c", " ".join(f"'{arg}'" for arg in argv)]
+        argv = ["su", embedded_db.SYSTEM_USER, "-s", "/bin/sh", "-c", " ".join(f"'{arg}'" for arg in argv)]
     return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120, **options)
 
 
@@ -177,7 +173,7 @@ def external_postgres(addresses: list[str]) -> Iterator[Postgres]:
     folder = Path(tempfile.mkdtemp(prefix=PG_FOLDER_PREFIX))
     pgdata = folder / "pgdata"
     if os.geteuid() == 0:
-        account = pwd.getpwnam(PG_SYSTEM_USER)
+        account = pwd.getpwnam(embedded_db.SYSTEM_USER)
         os.chown(folder, account.pw_uid, account.pw_gid)
     port = free_port()
     try:
