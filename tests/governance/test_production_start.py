@@ -62,7 +62,9 @@ def _manage(child_env: dict[str, str], *args: str) -> subprocess.CompletedProces
 def _sign_in(browser: httpx.Client) -> None:
     """The login form, as a browser posts it (CSRF cookie and token)."""
     form = browser.get("/accounts/login/")
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert found, form.text[-2000:]
+    token = found.group(1)
     signed_in = browser.post(
         "/accounts/login/",
         data={"username": OPERATOR, "password": PASSWORD, "csrfmiddlewaretoken": token, "next": "/agents/"},
