@@ -60,7 +60,7 @@ class PreferenceIn(_Doc):
     id: Annotated[str, StringConstraints(pattern=r"^pref_\d{3,}$")]
     category: Name
     item: Name
-    sentiment: Literal["positive", "negative", "neutral", "mixed"]
+    sentiment: Literal["positive", "negative"]  # the seed: "positive" ou "negative"
     confidence: Unit
     extracted_from: str = ""
     timestamp: datetime
@@ -72,7 +72,7 @@ class EventIn(_Doc):
     description: Text
     timestamp: datetime
     importance: Unit
-    sentiment: Literal["positive", "negative", "neutral", "mixed"]
+    sentiment: Literal["positive", "negative", "neutral"]
     extracted_from: str = ""
     related_topics: list[Name] = []
 
@@ -170,7 +170,7 @@ class TransitionIn(BaseModel):
     from_: Emotion = Field(alias="from")
     to: Emotion
     count: int = Field(ge=0)
-    avg_duration_seconds: float = Field(ge=0)
+    avg_duration_seconds: int = Field(ge=0)  # the seed's int: whole seconds (120.0 is read as 120, 120.5 refused)
 
 
 class StatisticsIn(_Doc):

@@ -111,7 +111,8 @@ def _count_transition(subject: Subject, source: str, target: str, since: datetim
     row, _ = EmotionTransition.objects.select_for_update().get_or_create(
         subject=subject, from_emotion=source, to_emotion=target
     )
-    duration = max((at - since).total_seconds(), 0.0) if since else 0.0
-    row.avg_duration_seconds = (row.avg_duration_seconds * row.count + duration) / (row.count + 1)
+    duration = round(max((at - since).total_seconds(), 0.0)) if since else 0
+    # Whole seconds, as the seed's avg_duration_seconds (an int): the mean is rounded each time.
+    row.avg_duration_seconds = round((row.avg_duration_seconds * row.count + duration) / (row.count + 1))
     row.count += 1
     row.save(update_fields=["count", "avg_duration_seconds"])

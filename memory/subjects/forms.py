@@ -14,7 +14,7 @@ from django import forms
 from django.db.models import Model
 from pydantic import BaseModel, ValidationError
 
-from memory.models import Preference, Relationship, Sentiment
+from memory.models import EventSentiment, Preference, PreferenceSentiment, Relationship
 from memory.subjects import documents as docs
 from memory.subjects.services import FACT_KINDS
 
@@ -91,7 +91,7 @@ class PreferenceForm(FactForm):
     schema = docs.PreferenceIn
     category = forms.CharField(max_length=_max(Preference, "category"))
     item = forms.CharField(max_length=_max(Preference, "item"))
-    sentiment = forms.ChoiceField(choices=Sentiment.choices)
+    sentiment = forms.ChoiceField(choices=PreferenceSentiment.choices)
     confidence = _unit("Confidence")
     context = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
@@ -100,7 +100,7 @@ class EventForm(FactForm):
     schema = docs.EventIn
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
     importance = _unit("Importance")
-    sentiment = forms.ChoiceField(choices=Sentiment.choices)
+    sentiment = forms.ChoiceField(choices=EventSentiment.choices)
     related_topics = TopicsField(required=False, label="Related topics", help_text="Separated by commas.")
 
 

@@ -56,6 +56,21 @@ class Sentiment(models.TextChoices):
     MIXED = "mixed"
 
 
+class PreferenceSentiment(models.TextChoices):
+    """Seed 002's preferences[].sentiment: "positive" ou "negative"."""
+
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+
+
+class EventSentiment(models.TextChoices):
+    """Seed 002's events[].sentiment: "positive", "negative", "neutral"."""
+
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    NEUTRAL = "neutral"
+
+
 class Conversation(models.Model):
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conversations")
     conv_id = models.CharField(max_length=40, help_text="conv_YYYYMMDD_NNN")
@@ -106,7 +121,7 @@ class Preference(models.Model):
     pref_id = models.CharField(max_length=40)
     category = models.CharField(max_length=100)
     item = models.CharField(max_length=300)
-    sentiment = models.CharField(max_length=10, choices=Sentiment.choices)
+    sentiment = models.CharField(max_length=10, choices=PreferenceSentiment.choices)
     confidence = models.FloatField()
     extracted_from = models.CharField(max_length=40, blank=True)
     timestamp = models.DateTimeField()
@@ -126,7 +141,7 @@ class LifeEvent(models.Model):
     description = models.TextField()
     timestamp = models.DateTimeField()
     importance = models.FloatField()
-    sentiment = models.CharField(max_length=10, choices=Sentiment.choices)
+    sentiment = models.CharField(max_length=10, choices=EventSentiment.choices)
     extracted_from = models.CharField(max_length=40, blank=True)
     related_topics = models.JSONField(default=list)
 
@@ -248,7 +263,7 @@ class EmotionTransition(models.Model):
     from_emotion = models.CharField(max_length=40)
     to_emotion = models.CharField(max_length=40)
     count = models.PositiveIntegerField(default=0)
-    avg_duration_seconds = models.FloatField(default=0.0)
+    avg_duration_seconds = models.PositiveIntegerField(default=0, help_text="Whole seconds, as the seed writes them")
 
     class Meta:
         ordering = ["subject", "from_emotion", "to_emotion"]

@@ -1,7 +1,8 @@
 """The assistant's personality towards one subject (seed 002, personality.json): seven traits in
 [0, 1] that move every ``update_frequency`` interactions, and the system prompt they produce.
 
-``system_prompt`` and ``apply_changes`` are pure; ``record_interactions`` owns the transaction.
+``system_prompt`` and ``apply_changes`` are pure; ``record_interactions`` owns the transaction (and
+writes the seed's "Initial default values" entry when it creates the personality).
 """
 
 from __future__ import annotations
@@ -27,36 +28,45 @@ DEFAULT_TRAITS = {
 }  # fmt: skip  (seed 002: "Initial default values")
 
 
+INITIAL_REASON = "Initial default values"  # seed 002: the first entry of every trait_history
+
+
 def system_prompt(traits: Mapping[str, float], name: str = "Kira") -> str:
-    """The seed's thresholds and clause order, in our own words."""
-    text = f"You are {name}, a virtual assistant"
+    """Seed 002's ``generate_system_prompt``: its French words, thresholds and clause order. The
+    prompt is data handed to the model, so it stays in the seed's language. The ``formalité``
+    trait is the seed's tutoiement (0.6 or less) or vouvoiement (above 0.6).
+
+    One departure, from the seed's own example: the first sentence always ends with a period
+    (the seed's code leaves it open when the humour is between 0.3 and 0.6; its example
+    closes it)."""
+    text = f"Tu es {name}, une assistante virtuelle"
     if traits["extraversion"] > 0.7:
-        text += " who is talkative and engaging"
+        text += " très bavarde et engageante"
     elif traits["extraversion"] < 0.3:
-        text += " who is concise and direct"
+        text += " concise et directe"
     else:
-        text += " with a balanced manner"
+        text += " équilibrée"
     if traits["empathie"] > 0.7:
-        text += ", deeply empathetic and attentive to feelings"
+        text += ", profondément empathique et sensible aux émotions"
     elif traits["empathie"] < 0.3:
-        text += ", rational and factual"
+        text += ", rationnelle et factuelle"
     else:
-        text += ", balancing reason and emotion"
+        text += ", avec un équilibre entre raison et émotion"
     text += "."
     if traits["humour"] > 0.6:
-        text += " You often use humour to lighten the mood."
+        text += " Tu utilises souvent l'humour pour détendre."
     elif traits["humour"] < 0.3:
-        text += " You stay serious and professional."
+        text += " Tu restes sérieuse et professionnelle."
     if traits["formalité"] > 0.6:
-        text += " You address the user formally and keep a formal tone."
+        text += " Tu vouvoies l'utilisateur et gardes un ton formel."
     else:
-        text += " You address the user informally, in a casual and friendly tone."
+        text += " Tu tutoies l'utilisateur avec un ton casual et amical."
     if traits["curiosité"] > 0.7:
-        text += " You ask many questions and take an active interest."
+        text += " Tu poses beaucoup de questions et t'intéresses activement."
     if traits["patience"] > 0.7:
-        text += " You take the time to explain in detail."
+        text += " Tu prends le temps d'expliquer en détail."
     elif traits["patience"] < 0.3:
-        text += " You get straight to the point without unnecessary detail."
+        text += " Tu vas droit au but sans détails superflus."
     return text
 
 
@@ -85,7 +95,9 @@ def record_interactions(
     Returns the snapshot when one was written."""
     now = timezone.now()
     with transaction.atomic():
-        state, _ = PersonalityState.objects.get_or_create(subject=subject, defaults={"traits": DEFAULT_TRAITS})
+        state, created = PersonalityState.objects.get_or_create(subject=subject, defaults={"traits": DEFAULT_TRAITS})
+        if created:  # the seed's history starts with the defaults the personality was born with
+            TraitSnapshot.objects.create(subject=subject, timestamp=now, traits=DEFAULT_TRAITS, reason=INITIAL_REASON)
         state = PersonalityState.objects.select_for_update().get(pk=state.pk)
         pending = dict(state.pending_changes)
         for trait, delta in feedback.items():

@@ -226,7 +226,7 @@ def test_the_detail_page_shows_the_personality_chart_traits_and_system_prompt(as
     for trait in subject_documents.TRAITS:
         assert f"</span>{trait}</li>" in html  # the legend
     assert 'aria-label="formalité">35%</meter>' in html
-    assert "You are Kira, a virtual assistant with a balanced manner, deeply empathetic" in html
+    assert "Tu es Kira, une assistante virtuelle équilibrée, profondément empathique" in html
 
 
 def test_the_detail_page_costs_the_same_queries_however_long_the_memory(as_admin, alice):
@@ -253,7 +253,7 @@ def test_a_subject_without_documents_has_a_page_with_the_default_personality(as_
     assert "No emotion recorded." in html
     assert "No personality recorded: the defaults apply." in html
     assert "<svg" not in html
-    assert "deeply empathetic" in html  # empathie 0.8 by default
+    assert "profondément empathique" in html  # empathie 0.8 by default
 
 
 def test_viewers_get_no_fact_actions_and_admins_get_them(client, viewer, admin_operator, alice):

@@ -209,10 +209,125 @@ def test_the_system_prompt_follows_the_traits(admin_api, agent_api, alice):
     prompt = agent_api.get("/memory/subjects/alice/system-prompt").json()["prompt"]
     # extraversion 0.68 (balanced), empathie 0.82 (> 0.7), humour 0.54, formalité 0.35, curiosité 0.71, patience 0.75
     assert prompt == (
-        "You are Kira, a virtual assistant with a balanced manner, deeply empathetic and attentive to feelings. "
-        "You address the user informally, in a casual and friendly tone. You ask many questions and take an "
-        "active interest. You take the time to explain in detail."
+        "Tu es Kira, une assistante virtuelle équilibrée, profondément empathique et sensible aux émotions. "
+        "Tu tutoies l'utilisateur avec un ton casual et amical. Tu poses beaucoup de questions et "
+        "t'intéresses activement. Tu prends le temps d'expliquer en détail."
     )
+
+
+def test_the_system_prompt_is_the_seeds_french_text_and_formality_chooses_tu_or_vous():
+    """Seed 002's example prompt, word for word, and the formalité trait deciding tutoiement (at or
+    below 0.6) or vouvoiement (above)."""
+    from memory.subjects.personality import system_prompt
+
+    example = {
+        "extraversion": 0.8,
+        "empathie": 0.9,
+        "humour": 0.65,
+        "formalité": 0.2,
+        "curiosité": 0.8,
+        "enthousiasme": 0.6,
+        "patience": 0.5,
+    }
+    assert system_prompt(example) == (
+        "Tu es Kira, une assistante virtuelle très bavarde et engageante, profondément empathique et sensible aux "
+        "émotions. Tu utilises souvent l'humour pour détendre. Tu tutoies l'utilisateur avec un ton casual et "
+        "amical. Tu poses beaucoup de questions et t'intéresses activement."
+    )
+    formal = system_prompt({**example, "formalité": 0.61, "humour": 0.2, "extraversion": 0.2, "empathie": 0.2})
+    assert formal == (
+        "Tu es Kira, une assistante virtuelle concise et directe, rationnelle et factuelle. Tu restes sérieuse et "
+        "professionnelle. Tu vouvoies l'utilisateur et gardes un ton formel. Tu poses beaucoup de questions et "
+        "t'intéresses activement."
+    )
+    assert "Tu tutoies" in system_prompt({**example, "formalité": 0.6})
+    calm = {**example, "extraversion": 0.5, "empathie": 0.5, "humour": 0.5, "curiosité": 0.5, "patience": 0.2}
+    assert system_prompt(calm) == (
+        "Tu es Kira, une assistante virtuelle équilibrée, avec un équilibre entre raison et émotion. Tu tutoies "
+        "l'utilisateur avec un ton casual et amical. Tu vas droit au but sans détails superflus."
+    )
+
+
+def test_a_new_personality_starts_its_history_with_the_initial_default_values(agent_api, admin_api):
+    """Seed 002's trait_history begins with the defaults, reason "Initial default values"."""
+    from memory.models import Subject, TraitSnapshot
+    from memory.subjects.personality import DEFAULT_TRAITS
+
+    Subject.objects.create(key="bob")
+    response = agent_api.post("/memory/subjects/bob/interactions", {"count": 1, "feedback": {"humour": 0.1}})
+    assert response.status_code == 200
+    history = admin_api.get("/memory/subjects/bob/export").json()["personality"]["trait_history"]
+    assert len(history) == 1
+    assert history[0]["reason"] == "Initial default values"
+    assert history[0]["traits"] == DEFAULT_TRAITS
+    assert set(history[0]) == {"timestamp", "traits", "reason"}
+    agent_api.post("/memory/subjects/bob/interactions", {"count": 1})
+    assert TraitSnapshot.objects.filter(subject__key="bob", reason="Initial default values").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "refused", "accepted"),
+    [("preference", ["neutral", "mixed", "meh"], ["positive", "negative"]), ("event", ["mixed", "meh"], ["neutral"])],
+)
+def test_fact_sentiments_are_only_the_seeds_values(agent_api, admin_api, alice, kind, refused, accepted):
+    """Seed 002: a preference is "positive" or "negative"; an event "positive", "negative" or "neutral"."""
+    from memory.models import LifeEvent
+
+    admin_api.post("/memory/subjects/alice/import", {"facts": alice["facts"]})
+    model = Preference if kind == "preference" else LifeEvent
+    before = model.objects.count()
+    base = (
+        {"category": "musique", "item": "rock", "confidence": 0.8}
+        if kind == "preference"
+        else {"description": "Concert", "importance": 0.4}
+    )
+    for sentiment in refused:
+        response = agent_api.post(
+            "/memory/subjects/alice/facts", {"kind": kind, "values": {**base, "sentiment": sentiment}}
+        )
+        assert response.status_code == 422, sentiment
+        assert response.json()["errors"][0]["loc"] == ["body", "values", "sentiment"]
+        facts = copy.deepcopy(alice["facts"])
+        facts["preferences" if kind == "preference" else "events"][0]["sentiment"] = sentiment
+        imported = admin_api.post("/memory/subjects/alice/import", {"facts": facts})
+        assert imported.status_code == 422, sentiment
+        where = "preferences" if kind == "preference" else "events"
+        assert imported.json()["errors"][0]["loc"] == ["body", "facts", where, 0, "sentiment"]
+    assert model.objects.count() == before
+    for sentiment in accepted:
+        response = agent_api.post(
+            "/memory/subjects/alice/facts", {"kind": kind, "values": {**base, "sentiment": sentiment}}
+        )
+        assert response.status_code == 201, response.json()
+
+
+def test_transition_durations_are_whole_seconds(admin_api, agent_api, alice):
+    """Seed 002: avg_duration_seconds is an int; a fraction in an import is refused with its path."""
+    from datetime import UTC, datetime, timedelta
+
+    from memory.models import EmotionTransition
+
+    broken = copy.deepcopy(alice["emotion_history"])
+    broken["transitions"][0]["avg_duration_seconds"] = 120.5
+    refused = admin_api.post("/memory/subjects/alice/import", {"emotion_history": broken})
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["body", "emotion_history", "transitions", 0, "avg_duration_seconds"]
+    calm = {**alice["emotion_history"], "current_emotion": "neutre", "history": [], "transitions": []}
+    admin_api.post("/memory/subjects/alice/import", {"emotion_history": calm})
+    start = datetime(2026, 1, 1, 10, 0, 0, 400_000, tzinfo=UTC)
+    for emotion, after in (("joyeux", 0), ("neutre", 90.7), ("joyeux", 190.9)):
+        at = start + timedelta(seconds=after)
+        body = {"emotion": emotion, "intensity": 0.5, "triggered_by": "system", "timestamp": at.isoformat()}
+        assert agent_api.post("/memory/subjects/alice/emotions", body).status_code == 201
+    transitions = admin_api.get("/memory/subjects/alice/export").json()["emotion_history"]["transitions"]
+    # joyeux -> neutre after 90.7 s: 91; neutre -> joyeux twice, after 0 s (no start known) and 100.2 s: 50
+    assert {(t["from"], t["to"]): t["avg_duration_seconds"] for t in transitions} == {
+        ("neutre", "joyeux"): 50,
+        ("joyeux", "neutre"): 91,
+    }
+    assert all(type(t["avg_duration_seconds"]) is int for t in transitions)
+    stored = EmotionTransition.objects.filter(subject__key="alice").values_list("avg_duration_seconds", flat=True)
+    assert all(type(value) is int for value in stored)
 
 
 def test_traits_move_every_update_frequency_interactions(admin_api, agent_api, alice):
