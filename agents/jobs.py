@@ -22,7 +22,7 @@ from django.db.models import DateTimeField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from agents import artifacts, conditions, escalations, kpi_alerts, kpis, registries, triggers
+from agents import artifacts, conditions, escalations, kpi_alerts, kpis, registries, skills, triggers
 from agents import types as typelang
 from agents.envelope import (
     MAX_TIMEOUT_MS,
@@ -69,6 +69,13 @@ def _check_admissible(agent: Agent, manifest_id: int | None, envelope: JobEnvelo
     if manifest_id is None:
         raise Forbidden(f"R1: agent {agent.agent_id!r} has no active manifest, so it may not run jobs.")
     document = manifest_document(manifest_id)
+    unusable = skills.unusable_required_skills(document)
+    if unusable:
+        raise Forbidden(
+            f"{agent.agent_id} {document['version']} cannot run its required skills today: "
+            + "; ".join(unusable)
+            + ". An operator fixes the skill registry or loads a manifest that grants what the skills need."
+        )
     intents = document.get("intents")
     if intents is not None and envelope.intent not in intents:
         raise Forbidden(

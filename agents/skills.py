@@ -3,7 +3,8 @@
 A manifest's ``skills`` name what the agent runs. A required skill must be in this registry,
 enabled, and every tool it needs must be granted by that same manifest; this is checked when the
 manifest is loaded (``manifest_skill_errors``), so an agent is never activated with a skill it
-could not run. An optional skill that is missing only warns.
+could not run, and again at every job admission (``unusable_required_skills``), since the registry
+changes after a manifest loads. An optional skill that is missing only warns.
 
 Skills change like manifests do: a new version replaces the row, the same version with other
 content or a lower version is refused, so two catalogs that disagree cannot silently undo each
@@ -158,32 +159,49 @@ def import_skills(text: str, *, actor: Principal) -> ImportReport:
     return report
 
 
-def manifest_skill_errors(manifest: Manifest) -> list[dict[str, Any]]:
-    """Why the manifest's required skills cannot run, each at its ``skills[i]`` path."""
-    required = [(i, ref.skill_id) for i, ref in enumerate(manifest.skills) if ref.required]
+def _required_skill_problems(required: list[tuple[int, str]], granted: set[str]) -> list[tuple[int, str, str]]:
+    """(index, message, kind) for each required skill that cannot run under a manifest granting ``granted``: not in
+    the registry, disabled, or needing a tool the manifest does not grant. One query; none without required skills."""
     if not required:
         return []
     registry = {s.skill_id: s for s in Skill.objects.filter(skill_id__in=[skill_id for _, skill_id in required])}
-    granted = {tool.tool_id for tool in manifest.tools}
-    errors = []
+    problems = []
     for index, skill_id in required:
-        loc = ["body", "skills", index, "skill_id"]
         skill = registry.get(skill_id)
         if skill is None:
-            errors.append(_error(loc, f"no skill {skill_id!r} in the skill registry", "unknown_skill"))
+            problems.append((index, f"no skill {skill_id!r} in the skill registry", "unknown_skill"))
         elif not skill.enabled:
-            errors.append(_error(loc, f"skill {skill_id!r} is disabled in the skill registry", "disabled_skill"))
+            problems.append((index, f"skill {skill_id!r} is disabled in the skill registry", "disabled_skill"))
         else:
-            errors += [
-                _error(
-                    loc,
+            problems += [
+                (
+                    index,
                     f"skill {skill_id!r} needs the tool {tool!r}, which this manifest does not grant",
                     "tool_not_granted",
                 )
                 for tool in skill.tools
                 if tool not in granted
             ]
-    return errors
+    return problems
+
+
+def manifest_skill_errors(manifest: Manifest) -> list[dict[str, Any]]:
+    """Why the manifest's required skills cannot run, each at its ``skills[i]`` path."""
+    required = [(i, ref.skill_id) for i, ref in enumerate(manifest.skills) if ref.required]
+    granted = {tool.tool_id for tool in manifest.tools}
+    return [
+        _error(["body", "skills", index, "skill_id"], message, kind)
+        for index, message, kind in _required_skill_problems(required, granted)
+    ]
+
+
+def unusable_required_skills(document: dict[str, Any]) -> list[str]:
+    """Why a stored manifest's required skills cannot run today. The registry changes after a manifest loads (a
+    skill's new version needs another tool, a skill is disabled), so admission asks again each time."""
+    refs = document.get("skills") or []
+    required = [(i, ref["skill_id"]) for i, ref in enumerate(refs) if ref.get("required", True)]
+    granted = {tool["tool_id"] for tool in document.get("tools") or []}
+    return [message for _, message, _ in _required_skill_problems(required, granted)]
 
 
 def manifest_skill_warnings(manifest: Manifest) -> list[dict[str, Any]]:

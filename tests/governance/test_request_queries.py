@@ -39,8 +39,9 @@ def warm_api(vlevel_api):
 def test_a_submission_reads_the_key_and_the_claim_then_writes_claim_job_and_audit_row(
     warm_api, django_assert_num_queries
 ):
-    # key, live claim, the registries' intent and entity type (one query); SAVEPOINT, claim, job, audit row, RELEASE
-    with django_assert_num_queries(8):
+    # key, live claim, the registries' intent and entity type (one query), the manifest's required skills as the
+    # registry has them now (one query); SAVEPOINT, claim, job, audit row, RELEASE
+    with django_assert_num_queries(9):
         response = warm_api.post("/jobs", envelope(URL))
 
     assert response.status_code == 201
