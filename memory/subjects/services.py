@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -582,12 +583,17 @@ def correct_fact(subject: Subject, kind: str, fact_id: str, values: dict[str, An
 
 def erase(subject: Subject, *, actor: Principal) -> str:
     """Erase everything stored about the subject: every row of every table, its vectors, and the
-    audit rows that named it. What remains is one audit row saying that an erasure happened, with
-    a one-way hash of the key (so a later request about the same key can be answered), nothing
-    else. Returns that hash."""
+    audit rows that named it. What remains is one audit row saying that an erasure happened, by
+    whom and when, with a random erasure id; returns that id.
+
+    Nothing derived from the key is kept. A hash of a key such as ``alice`` is reversed by hashing
+    guesses, and an HMAC with the server's secret only moves that to whoever holds the secret
+    (every host, every backup of var/secret_key) while linking the erasures of one person. A
+    random id names the erasure (for the operator's records and the person's request) and says
+    nothing about whom it was."""
     from governance.kernel.models import AuditEvent
 
-    digest = hashlib.sha256(subject.key.encode("utf-8")).hexdigest()
+    erasure_id = uuid.uuid4().hex
     with transaction.atomic():
         locked = Subject.objects.select_for_update().get(pk=subject.pk)
         Embedding.objects.filter(subject=locked).delete()
@@ -598,9 +604,9 @@ def erase(subject: Subject, *, actor: Principal) -> str:
             action="subject.erased",
             target_type=Subject._meta.label_lower,
             target_id="",
-            data={"key_sha256": digest},
+            data={"erasure_id": erasure_id},
         )
-    return digest
+    return erasure_id
 
 
 def search_subject(principal: Principal, subject: str, *, q: str, k: int = 5) -> list[dict[str, Any]]:

@@ -156,6 +156,36 @@ def test_erasing_a_subject_leaves_no_row_of_it_in_any_table(admin_api, agent_api
     assert admin_api.get("/memory/subjects/alice/export").status_code == 404
 
 
+def test_an_erasure_keeps_no_hash_of_the_key(admin_api, alice):
+    """A hash of a name such as "alice" is reversed by hashing guesses: the audit row keeps a random
+    erasure id, different at every erasure, and nothing derived from the key."""
+    import hashlib
+    import hmac
+
+    from django.conf import settings
+
+    from governance.kernel.models import AuditEvent
+
+    ids = []
+    for _ in range(2):
+        admin_api.post("/memory/subjects/alice/import", {"facts": alice["facts"]})
+        assert admin_api.delete("/memory/subjects/alice").status_code == 204
+        erased = AuditEvent.objects.filter(action="subject.erased").latest("pk")
+        stored = json.dumps(erased.data) + erased.target_id + erased.target_type
+        digests = [
+            hashlib.sha256(b"alice").hexdigest(),
+            hashlib.md5(b"alice").hexdigest(),
+            hmac.new(settings.SECRET_KEY.encode(), b"alice", hashlib.sha256).hexdigest(),
+        ]
+        for digest in digests:
+            assert digest not in stored
+        assert "alice" not in stored
+        assert set(erased.data) == {"erasure_id"}
+        ids.append(erased.data["erasure_id"])
+    assert ids[0] != ids[1]
+    assert AuditEvent.objects.filter(action="subject.erased").count() == 2
+
+
 def test_only_operators_with_the_permission_erase(agent_api, viewer_api, admin_api, alice):
     admin_api.post("/memory/subjects/alice/import", {"facts": alice["facts"]})
     assert agent_api.delete("/memory/subjects/alice").status_code == 403
