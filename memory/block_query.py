@@ -31,6 +31,8 @@ LEARNING_COLUMNS = ", l.story, l.gate, l.domain, l.scope, l.tags::text, l.text"
 VEILLE_COLUMNS = ", v.title, v.date, v.impact_pv, v.verdict_veille, v.summary, v.tags::text"
 # The hits' order, as learnings_sql sorts them (a CTE's rows come back in no promised order).
 HITS_ORDER = "similarity DESC, score DESC, date_created DESC NULLS LAST, id DESC"
+# ... and as story_learnings_sql sorts them, without a query vector.
+STORY_HITS_ORDER = "(story = %(l_story)s) DESC, score DESC, date_created DESC NULLS LAST, id DESC"
 # Learnings are served with a lock that a scoring run's exclusive one waits for (memory/scoring.py).
 LEDGER = """
     , ledger AS (
@@ -70,13 +72,26 @@ def fetch(
     limits: dict[str, int],
     impacts: tuple[str, ...],
     ledger: Ledger | None,
+    story: str = "",
+    without_query: bool = False,
 ) -> Rows:
     """Run the block's statements in one round trip. ``vector`` (the query's, its model and dimension)
-    is None when the embedding failed: only clarifications are read then. ``reach`` is None when the
-    caller may not read learnings. ``ledger`` None reads without recording (a preview)."""
+    is None when the embedding failed: only clarifications are read then. ``without_query``: there
+    was nothing to embed, the learnings are ``story``'s and ``domain``'s and the watch notes the
+    newest (memory/search.py ``story_learnings_sql``). ``reach`` is None when the caller may not
+    read learnings. ``ledger`` None reads without recording (a preview)."""
     statements: list[str] = []
     params: dict[str, Any] = {}
-    if vector is not None:
+    if without_query:
+        if reach is not None:
+            params |= search.story_learnings_params(
+                story=story, domain=domain, k=limits["learnings"], reach=reach, p="l_"
+            )
+            learnings = search.story_learnings_sql(p="l_", columns=LEARNING_COLUMNS)
+            statements.append(_recorded(learnings, STORY_HITS_ORDER, ledger, params))
+        params |= {"v_impacts": list(impacts) if impacts else None, "v_k": limits["veille"]}
+        statements.append(search.latest_veille_sql(p="v_", columns=VEILLE_COLUMNS))
+    elif vector is not None:
         values, model, dimension = vector
         q = search.vector_literal(values)
         if reach is not None:
@@ -85,18 +100,7 @@ def fetch(
             )
             learnings = search.learnings_sql(dimension, p="l_", columns=LEARNING_COLUMNS)
             statements.append(search.ef_search(params["l_candidates"]))
-            if ledger is None:
-                statements.append(learnings)
-            else:
-                statements.append(f"WITH hits AS ({learnings}) {LEDGER} SELECT * FROM hits ORDER BY {HITS_ORDER}")
-                params |= {
-                    "story": ledger.story,
-                    "domain": ledger.domain,
-                    "project": ledger.project,
-                    "served_to": ledger.served_to,
-                    "at": ledger.at,
-                    "inputs_lock": scoring.INPUTS_LOCK,
-                }
+            statements.append(_recorded(learnings, HITS_ORDER, ledger, params))
         params |= search.veille_params(q, model=model, k=limits["veille"], impacts=impacts, p="v_")
         statements.append(search.ef_search(params["v_candidates"]))
         statements.append(search.veille_sql(dimension, p="v_", columns=VEILLE_COLUMNS))
@@ -115,11 +119,27 @@ def fetch(
             if not cursor.nextset():
                 break
     rows = Rows(clarifications=[_clarification(row) for row in results.pop()])
-    if vector is not None:
+    if vector is not None or without_query:
         rows.veille = [_note(row) for row in results.pop()]
         if reach is not None:
             rows.learnings = [_learning(row) for row in results.pop()]
     return rows
+
+
+def _recorded(learnings: str, order: str, ledger: Ledger | None, params: dict[str, Any]) -> str:
+    """The learnings statement, with its hits recorded as injections unless ``ledger`` is None (a
+    preview); adds the ledger's parameters to ``params``."""
+    if ledger is None:
+        return learnings
+    params |= {
+        "story": ledger.story,
+        "domain": ledger.domain,
+        "project": ledger.project,
+        "served_to": ledger.served_to,
+        "at": ledger.at,
+        "inputs_lock": scoring.INPUTS_LOCK,
+    }
+    return f"WITH hits AS ({learnings}) {LEDGER} SELECT * FROM hits ORDER BY {order}"
 
 
 def _learning(row: tuple) -> dict[str, Any]:

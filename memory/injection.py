@@ -10,11 +10,20 @@ reads the learnings its manifest's memory reaches, operators all of them); a sec
 fails (embedding backend down or too slow, a database error in its query) says `_source indisponible_` and logs
 `[inject] section <name> failed: ...`; the other sections are still served and the block is
 always returned. Every learning served is recorded as an injection, which feeds reuse scores.
+
+The query text never fails the block either (issue 34): whatever an agent sends, the block has its
+three sections and only the seed's two placeholders (``_aucun résultat_``, and the disabled-memory
+one). A longer text is cut to QUERY_CHARS characters before it is embedded, and a text with nothing
+to embed (empty, blank, invisible characters only) searches by story and domain alone: no embedding
+call, the learnings of the block's domain within the agent's reach, the story's own first, then the
+seed's order without the similarity (reuse score, newest); the watch notes the newest of the strong
+impacts (memory/search.py ``story_learnings_sql``, ``latest_veille_sql``).
 """
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +45,24 @@ DISABLED = "_mémoire long terme désactivée_"
 LIMITS = {"learnings": 5, "veille": 3, "clarifications": 3}
 TITLES = {"learnings": "Learnings", "veille": "Veille", "clarifications": "Clarifications"}
 STRONG_IMPACTS = ("fort", "modere")
+# What an embedder reads of a query: the local MiniLM truncates at 256 word pieces, and a word piece
+# is rarely more than a few characters; 10,000 characters (the bound the API had) covers that many
+# times over, and Ollama's nomic-embed-text and OpenAI's models (8,192 tokens) too. Cutting here
+# keeps a megabyte of text from being tokenised whole for the 256 pieces the model keeps.
+QUERY_CHARS = 10_000
+# Characters that make no text to search: blanks, controls, format characters (zero-width
+# spaces and joiners, BOM, soft hyphen, bidi marks) and unassigned or surrogate code points.
+_INVISIBLE = frozenset(("Zs", "Zl", "Zp", "Cc", "Cf", "Cn", "Cs", "Co"))
+
+
+def searchable_query(query_text: str) -> str | None:
+    """Pure: the text to embed, cut to QUERY_CHARS, or None when nothing in it is visible (then the
+    block searches by story and domain alone). Lone surrogates (valid in JSON, not in UTF-8) are
+    dropped: an embedder would fail on them, and the block must not."""
+    text = "".join(ch for ch in query_text[: QUERY_CHARS * 2] if not 0xD800 <= ord(ch) <= 0xDFFF)[:QUERY_CHARS]
+    if all(unicodedata.category(ch) in _INVISIBLE for ch in text):
+        return None
+    return text
 
 
 @dataclass
@@ -101,11 +128,20 @@ def _guarded(name: str, build: Callable[[], Section]) -> Section:
         return _failed(name, exc)
 
 
-def _learnings(vector_of: Callable[[], tuple], reach: Reach, ledger: block_query.Ledger | None) -> Section:
+Embedded = tuple[list[float], str, int] | Exception | None  # None: no query to embed
+
+
+def _learnings(embedded: Embedded, reach: Reach, where: tuple[str, str], ledger: block_query.Ledger | None) -> Section:
     if not reach.long_term:
         return Section("learnings", status="disabled")
-    vector, model, dimension = vector_of()
-    hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
+    if isinstance(embedded, Exception):
+        raise embedded
+    if embedded is None:
+        story, domain = where
+        hits = search.story_learnings(story=story, domain=domain, k=LIMITS["learnings"], reach=reach)
+    else:
+        vector, model, dimension = embedded
+        hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
     items = [
         {
@@ -138,9 +174,16 @@ def _learnings(vector_of: Callable[[], tuple], reach: Reach, ledger: block_query
     return section_of("learnings", items)
 
 
-def _veille(vector_of: Callable[[], tuple]) -> Section:
-    vector, model, dimension = vector_of()
-    hits = search.nearest_veille(vector, model=model, dimension=dimension, k=LIMITS["veille"], impacts=STRONG_IMPACTS)
+def _veille(embedded: Embedded) -> Section:
+    if isinstance(embedded, Exception):
+        raise embedded
+    if embedded is None:
+        hits = search.latest_veille(k=LIMITS["veille"], impacts=STRONG_IMPACTS)
+    else:
+        vector, model, dimension = embedded
+        hits = search.nearest_veille(
+            vector, model=model, dimension=dimension, k=LIMITS["veille"], impacts=STRONG_IMPACTS
+        )
     found = VeilleNote.objects.in_bulk([h.object_id for h in hits])
     items = [
         {
@@ -167,10 +210,14 @@ def _clarifications(domain: str, project: str) -> Section:
     return section_of("clarifications", items)
 
 
-def _embedding(backend: Any, query_text: str) -> tuple[list[float], str, int] | Exception:
-    """The query's vector, model and dimension, or why the backend could not give it."""
+def _embedding(backend: Any, query_text: str) -> Embedded:
+    """The query's vector, model and dimension, or why the backend could not give it; None when
+    there is nothing to embed (no embedding call then)."""
     from memory.embeddings import get_backend
 
+    query_text = searchable_query(query_text)
+    if query_text is None:
+        return None
     try:
         chosen = backend or get_backend()
         return chosen.embed([query_text])[0], chosen.model, chosen.dimension
@@ -179,8 +226,9 @@ def _embedding(backend: Any, query_text: str) -> tuple[list[float], str, int] | 
 
 
 def _one_statement(
-    embedded: tuple[list[float], str, int] | Exception,
+    embedded: Embedded,
     reach: Reach,
+    story: str,
     domain: str,
     project: str,
     ledger: block_query.Ledger | None,
@@ -188,7 +236,9 @@ def _one_statement(
     """The three sections from memory/block_query.py's single round trip."""
     failure = embedded if isinstance(embedded, Exception) else None
     rows = block_query.fetch(
-        vector=None if isinstance(embedded, Exception) else embedded,
+        vector=embedded if isinstance(embedded, tuple) else None,
+        without_query=embedded is None,
+        story=story,
         reach=reach if reach.long_term else None,
         domain=domain,
         project=project,
@@ -207,23 +257,18 @@ def _one_statement(
 
 
 def _section_by_section(
-    embedded: tuple[list[float], str, int] | Exception,
+    embedded: Embedded,
     reach: Reach,
+    story: str,
     domain: str,
     project: str,
     ledger: block_query.Ledger | None,
 ) -> list[Section]:
     """Each section in its own transaction: when the single statement failed, what failed is found
     here, and only its own section says so."""
-
-    def vector_of() -> tuple:
-        if isinstance(embedded, Exception):
-            raise embedded
-        return embedded
-
     return [
-        _guarded("learnings", lambda: _learnings(vector_of, reach, ledger)),
-        _guarded("veille", lambda: _veille(vector_of)),
+        _guarded("learnings", lambda: _learnings(embedded, reach, (story, domain), ledger)),
+        _guarded("veille", lambda: _veille(embedded)),
         _guarded("clarifications", lambda: _clarifications(domain, project)),
     ]
 
@@ -231,7 +276,8 @@ def _section_by_section(
 def build_block(
     *, actor: Principal, story: str, domain: str, project: str, query_text: str, backend=None, record: bool = True
 ) -> dict[str, Any]:
-    """The block as Markdown and as data. Never raises for a failing source. The injections it
+    """The block as Markdown and as data. Never raises for a failing source, nor for any
+    ``query_text`` (``searchable_query``). The injections it
     records name who was served (they are what reuse scores count); ``record=False`` previews the
     block without recording any."""
     agent_or_perm(actor, "memory.add_learninginjection")
@@ -243,10 +289,10 @@ def build_block(
         else None
     )
     try:
-        sections = _one_statement(embedded, reach, domain, project, ledger)
+        sections = _one_statement(embedded, reach, story, domain, project, ledger)
     except Exception as exc:  # a source failed inside the one statement: find which, section by section
         logger.info("[inject] single statement failed, reading section by section: %s", exc)
-        sections = _section_by_section(embedded, reach, domain, project, ledger)
+        sections = _section_by_section(embedded, reach, story, domain, project, ledger)
     return {
         "markdown": render(sections),
         "sections": [{"name": s.name, "status": s.status, "items": s.items} for s in sections],

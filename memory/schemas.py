@@ -3,10 +3,12 @@ search, watch notes and clarifications."""
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 from agents.vocabulary import Value
 from memory import clarifications
@@ -62,7 +64,23 @@ class InjectionIn(Schema):
     story: str = Story
     domain: str = Name
     project: str = Name
-    query_text: str = Field(..., min_length=1, max_length=10_000)
+    query_text: str = Field(
+        "",
+        description="What the work is about. Never refused: a longer text is cut to what the embedder reads "
+        "(memory.injection.QUERY_CHARS); an empty, blank or missing one serves the story's and the "
+        "domain's learnings without a similarity search.",
+    )
+
+    @field_validator("query_text", mode="before")
+    @classmethod
+    def _any_query_text(cls, value: Any) -> str:
+        """The block never fails for its query (seed 004 "non bloquant", issue 34): null is no query,
+        and a value that is not text is searched as its JSON text."""
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, default=str)
 
 
 class SectionOut(Schema):

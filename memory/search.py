@@ -128,13 +128,73 @@ def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
                  ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
          WHERE (%({p}domain)s::text IS NULL OR l.domain = %({p}domain)s)
            AND (%({p}project)s::text IS NULL OR l.project = %({p}project)s)
-           AND (%({p}own)s::text IS NULL OR lower(l.domain) = %({p}own)s
-                OR (%({p}shared)s AND l.scope <> 'story'
-                    AND (%({p}shared_domains)s::text[] IS NULL
-                         OR lower(l.domain) = ANY(%({p}shared_domains)s::text[]))))
+           AND {_within_reach(p)}
          ORDER BY c.distance, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %({p}k)s
     """
+
+
+def _within_reach(p: str = "") -> str:
+    """The SQL condition on a learning ``l`` that keeps what a reach reads (memory/reach.py)."""
+    return f"""(%({p}own)s::text IS NULL OR lower(l.domain) = %({p}own)s
+                OR (%({p}shared)s AND l.scope <> 'story'
+                    AND (%({p}shared_domains)s::text[] IS NULL
+                         OR lower(l.domain) = ANY(%({p}shared_domains)s::text[]))))"""
+
+
+def _reach_params(reach: Reach) -> dict[str, Any]:
+    return {
+        "own": reach.own,
+        "shared": reach.shared,
+        "shared_domains": list(reach.shared_domains) if reach.shared_domains else None,
+    }
+
+
+def story_learnings_sql(p: str = "", columns: str = "") -> str:
+    """Without a query to embed (the block's empty query text, issue 34): the live learnings of the
+    block's domain within a reach, in the seed's order with the story in place of the similarity it
+    cannot measure: the block's story's own first, then reuse score (missing = 0.0), then newest.
+    Their similarity is 0.0 (none was measured). Same columns as `learnings_sql`."""
+    return f"""
+        SELECT l.id, 0.0::float8 AS similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created{columns}
+          FROM memory_learning l
+          LEFT JOIN memory_reusescore s
+                 ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
+         WHERE l.scope <> 'archived' AND lower(l.domain) = lower(%({p}block_domain)s)
+           AND {_within_reach(p)}
+         ORDER BY (l.story = %({p}story)s) DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
+         LIMIT %({p}k)s
+    """
+
+
+def story_learnings_params(*, story: str, domain: str, k: int, reach: Reach, p: str = "") -> dict[str, Any]:
+    values = {"story": story, "block_domain": domain, "k": k, **_reach_params(reach)}
+    return {p + name: value for name, value in values.items()}
+
+
+def story_learnings(*, story: str, domain: str, k: int = 5, reach: Reach = EVERYTHING) -> list[LearningHit]:
+    """`story_learnings_sql`'s hits (the block's section-by-section path)."""
+    with connection.cursor() as cursor:
+        cursor.execute(story_learnings_sql(), story_learnings_params(story=story, domain=domain, k=k, reach=reach))
+        return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in cursor.fetchall()]
+
+
+def latest_veille_sql(p: str = "", columns: str = "") -> str:
+    """Without a query to embed: the newest watch notes of the impacts asked for (the order
+    `veille_sql` uses after the similarity), similarity 0.0."""
+    return f"""
+        SELECT v.id, 0.0::float8 AS similarity{columns}
+          FROM memory_veillenote v
+         WHERE (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
+         ORDER BY v.date DESC, v.id DESC
+         LIMIT %({p}k)s
+    """
+
+
+def latest_veille(*, k: int = 3, impacts: tuple[str, ...] | None = None) -> list[Hit]:
+    with connection.cursor() as cursor:
+        cursor.execute(latest_veille_sql(), {"impacts": list(impacts) if impacts else None, "k": k})
+        return [Hit(pk, sim) for pk, sim in cursor.fetchall()]
 
 
 def learnings_params(
@@ -148,9 +208,7 @@ def learnings_params(
         "candidates": candidate_count("learning", model, k),
         "domain": domain,
         "project": project,
-        "own": reach.own,
-        "shared": reach.shared,
-        "shared_domains": list(reach.shared_domains) if reach.shared_domains else None,
+        **_reach_params(reach),
         "k": k,
     }
     return {p + name: value for name, value in values.items()}

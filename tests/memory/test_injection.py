@@ -295,8 +295,8 @@ def test_the_one_statement_block_equals_the_block_read_section_by_section():
     embedded = injection._embedding(HASHING, "retry the flaky deploy")
     reach = reach_of(SYSTEM)
 
-    one = injection._one_statement(embedded, reach, "tooling", "gov", None)
-    by_section = injection._section_by_section(embedded, reach, "tooling", "gov", None)
+    one = injection._one_statement(embedded, reach, "PD-9", "tooling", "gov", None)
+    by_section = injection._section_by_section(embedded, reach, "PD-9", "tooling", "gov", None)
 
     assert [(s.name, s.status, s.items, s.lines) for s in one] == [
         (s.name, s.status, s.items, s.lines) for s in by_section
