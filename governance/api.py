@@ -13,6 +13,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from governance.kernel import exceptions, health
 from governance.kernel.auth import any_key
+from governance.kernel.logs import loggable_path
 from governance.kernel.principals import Principal
 from governance.kernel.problems import (
     DATABASE_RETRY_AFTER,
@@ -168,11 +169,13 @@ def _audit_refusal(request: HttpRequest, status: int, detail: str, **data: Any) 
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         api_key = refused_key(token) if token else None
         if api_key is None:
-            security_log.warning("[api] refused %s %s: %s (no valid key)", request.method, request.path, status)
+            security_log.warning(
+                "[api] refused %s %s: %s (no valid key)", request.method, loggable_path(request.path), status
+            )
             return
         actor = f"{api_key.owner_label} (key {api_key.prefix})"
         data = {**data, "key": api_key.prefix, "key_revoked": api_key.revoked_at is not None}
-    security_log.warning("[api] refused %s %s: %s for %s", request.method, request.path, status, actor)
+    security_log.warning("[api] refused %s %s: %s for %s", request.method, loggable_path(request.path), status, actor)
     record_refusal(actor=actor, method=request.method or "", path=request.path, status=status, detail=detail, **data)
 
 
@@ -242,7 +245,7 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def _database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
-    logger.error("[api] database unavailable: %s %s: %s", request.method, request.path, exc)
+    logger.error("[api] database unavailable: %s %s: %s", request.method, loggable_path(request.path), exc)
     return database_unavailable()
 
 
@@ -256,7 +259,7 @@ def _too_deep(request: HttpRequest, exc: RecursionError) -> HttpResponse:
 @api.exception_handler(Exception)
 def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     # Never a traceback in an answer; the log has it.
-    logger.exception("[api] unhandled error: %s %s", request.method, request.path)
+    logger.exception("[api] unhandled error: %s %s", request.method, loggable_path(request.path))
     return problem_response(500, detail="Internal error; it has been logged.")
 
 

@@ -37,6 +37,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
+from governance.kernel.logs import loggable_path
+
 EVENT = "changed"
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,8 @@ def stream(request: HttpRequest, version: Callable[[], str]) -> HttpResponseBase
         busy["Retry-After"] = str(max(1, int(settings.LIVE_STREAM_SECONDS)))  # a slot frees by then
         # Expected, not a server error: said once here, at info, instead of Django's error line.
         busy._has_been_logged = True  # type: ignore[attr-defined]
-        logger.info("Live stream refused for %s: %s", request.path, "all slots taken" if threaded else "not threaded")
+        reason = "all slots taken" if threaded else "not threaded"
+        logger.info("Live stream refused for %s: %s", loggable_path(request.path), reason)
         return busy
     shown = request.headers.get("Last-Event-ID") or request.GET.get("since", "")
     response = StreamingHttpResponse(_Stream(version, shown), content_type="text/event-stream")

@@ -40,6 +40,21 @@ def request_id(sent: str | None) -> str:
     return uuid.uuid4().hex
 
 
+# A subject's key in a route (/memory/subjects/<key>/..., the API's and the pages'): a person's name.
+_SUBJECT_ROUTE = re.compile(r"(/memory/subjects/)[^/?#]+")
+
+
+def loggable_path(path: str) -> str:
+    """A request path as logs may keep it: no query string (search text, filters), and
+    ``{subject}`` in place of a subject's key on subject routes. Logs outlive an erasure."""
+    return _SUBJECT_ROUTE.sub(r"\1{subject}", path.split("?", 1)[0].split("#", 1)[0])
+
+
+def loggable_url(url: str) -> str:
+    """A full URL (a Referer) as logs may keep it: the same rules as ``loggable_path``."""
+    return loggable_path(url)
+
+
 def bind(**values: str) -> None:
     """Add to the current context (the middleware resets it at the end of the request)."""
     context.set({**context.get(), **values})
@@ -85,7 +100,16 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        payload.update({key: value for key, value in vars(record).items() if key not in _RESERVED})
+        payload.update({key: _loggable(value) for key, value in vars(record).items() if key not in _RESERVED})
         if record.exc_info:
             payload["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
+
+
+def _loggable(value: object) -> object:
+    """An extra field as a log line may keep it: a request (Django's ``log_response`` attaches it,
+    and its repr carries the query string) becomes its method and loggable path."""
+    path, method = getattr(value, "path", None), getattr(value, "method", None)
+    if isinstance(path, str) and isinstance(method, str) and hasattr(value, "META"):
+        return f"{method} {loggable_path(path)}"
+    return value

@@ -31,7 +31,9 @@ class RequestIdMiddleware:
             if response.status_code >= 400:
                 # Django's own line for an error answer ("Not Found: /path"), written while the
                 # request's ids are still current; Django then sees it logged and skips its own.
-                log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+                # The path as logs may keep it: no subject key (request.path has no query string).
+                path = logs.loggable_path(request.path)
+                log_response("%s: %s", response.reason_phrase, path, response=response, request=request)
         finally:
             logs.context.reset(token)
         response["X-Request-ID"] = request_id

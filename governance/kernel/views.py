@@ -13,6 +13,7 @@ from django.template import loader
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as default_server_error
 
+from governance.kernel.logs import loggable_path
 from governance.kernel.problems import DATABASE_RETRY_AFTER, database_unavailable, problem_response
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
     middlewares fail first in an outage, so no view's handler ever sees it."""
     if not isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
         return default_server_error(request)
-    logger.error("[web] database unavailable: %s %s", request.method, request.path)
+    logger.error("[web] database unavailable: %s %s", request.method, loggable_path(request.path))
     if request.path.startswith(("/api/", "/mcp")):
         return database_unavailable()
     # No request context: the page must render without the database (no user, no navigation).
