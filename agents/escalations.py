@@ -12,10 +12,10 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from agents import conditions, registries
-from agents.envelope import AgentOutput
+from agents import conditions, jobs
+from agents.envelope import AgentOutput, JobEnvelopeIn
 from agents.models import Agent, Escalation, Job
-from agents.vocabulary import Registry
+from governance.kernel.exceptions import Forbidden, InvalidInput
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -87,11 +87,12 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
     _step(escalation, "opened", by=by, triggers=fired)
     target = Agent.objects.filter(agent_id=config["target_agent"]).select_related("active_manifest").first()
     ready = not human and target is not None and target.active_manifest is not None
-    refused = _registry_refusals(job) if ready else []
-    if ready and not refused and target is not None:
-        _route_to_agent(escalation, target)
+    envelope = _child_envelope(escalation) if ready else None
+    refused = _admission_refusals(envelope, target) if envelope is not None and target is not None else []
+    if envelope is not None and target is not None and not refused:
+        _route_to_agent(escalation, target, envelope)
     else:
-        if refused:  # the child job would be new use of a value retired since the job was admitted
+        if refused:  # the target's own contract (or a registry) would refuse the job: a human decides instead
             _step(escalation, "target_refused", targetAgent=config["target_agent"], reasons=refused)
         elif not human:
             _step(escalation, "target_unavailable", targetAgent=config["target_agent"])
@@ -120,17 +121,44 @@ def _announce(escalation: Escalation) -> None:
     )
 
 
-def _registry_refusals(job: Job) -> list[str]:
-    """Why a child job with ``job``'s intent and entity type could not be created now (values
-    retired since ``job`` was admitted), as the registries word it; empty when it could."""
-    uses = [registries.Use(Registry.INTENTS, job.intent, ("intent",))]
-    entity_type = job.scope.get("entityType") if isinstance(job.scope, dict) else None
-    if isinstance(entity_type, str):
-        uses.append(registries.Use(Registry.ENTITY_TYPES, entity_type, ("scope", "entityType")))
-    return [problem["msg"] for problem in registries.problems(uses)]
+def _child_envelope(escalation: Escalation) -> JobEnvelopeIn:
+    """The job the escalation asks of its target, as the target would be sent it: the escalated job's intent and
+    scope, what happened as the payload (the seed's EscalationSchema input), high priority, one per escalation."""
+    job = escalation.job
+    return JobEnvelopeIn.model_validate(
+        {
+            "traceId": job.trace_id,
+            "intent": job.intent,
+            "scope": job.scope,
+            "payload": {
+                "escalation": {
+                    "fromJob": str(job.job_id),
+                    "fromAgent": job.agent.agent_id,
+                    "triggers": escalation.triggers,
+                    "output": job.output,
+                }
+            },
+            "constraints": job.constraints,
+            "context": {**job.context, "source": "event", "priority": "high"},
+            "idempotencyKey": f"escalation:{escalation.pk}:{uuid4().hex}",
+        }
+    )
 
 
-def _route_to_agent(escalation: Escalation, target: Agent) -> None:
+def _admission_refusals(envelope: JobEnvelopeIn, target: Agent) -> list[str]:
+    """Why the target's contract refuses the escalated job, through the admission every ``POST /jobs`` passes
+    (registries, R1, required skills, intents, inputs, pre-conditions); empty when it admits it. Work the platform
+    creates is not let past a door the agent itself would be stopped at."""
+    try:
+        jobs.admit(envelope, actor=Principal(agent=target))
+    except InvalidInput as exc:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']} ({e['type']})" for e in exc.errors] or [exc.detail]
+    except Forbidden as exc:
+        return [exc.detail]
+    return []
+
+
+def _route_to_agent(escalation: Escalation, target: Agent, envelope: JobEnvelopeIn) -> None:
     job = escalation.job
     escalation.target_agent = target
     escalation.child_job = Job.objects.create(
@@ -139,20 +167,13 @@ def _route_to_agent(escalation: Escalation, target: Agent) -> None:
         parent=job,
         agent=target,
         manifest=target.active_manifest,
-        intent=job.intent,
-        scope=job.scope,
-        payload={
-            "escalation": {
-                "fromJob": str(job.job_id),
-                "fromAgent": job.agent.agent_id,
-                "triggers": escalation.triggers,
-                "output": job.output,
-            }
-        },
-        constraints=job.constraints,
-        context={**job.context, "source": "event", "priority": "high"},
+        intent=envelope.intent,
+        scope=envelope.scope.model_dump(mode="json"),
+        payload=envelope.payload,
+        constraints=envelope.constraints.model_dump(mode="json"),
+        context=envelope.context.model_dump(mode="json"),
         priority="high",
-        idempotency_key=f"escalation:{escalation.pk}:{uuid4().hex}",
+        idempotency_key=envelope.idempotencyKey,
         budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
     )
     _step(escalation, "routed_to_agent", targetAgent=target.agent_id, childJob=str(escalation.child_job.job_id))

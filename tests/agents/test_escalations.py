@@ -170,3 +170,51 @@ def test_the_timeout_task_is_scheduled_in_the_database():
     task = PeriodicTask.objects.get(task="agents.escalation_timeouts")
     assert task.enabled
     assert task.interval.every == 300
+
+
+def _architect_with(admin_api, **changes) -> None:
+    from agents.manifest import read_text
+    from tests.support.manifests import manifest_text
+
+    document = read_text(manifest_text("agent.seo.architect"))
+    document.update(version="1.3.0", **changes)
+    assert admin_api.put("/agents/agent.seo.architect/manifest", document).status_code == 201
+
+
+@pytest.mark.django_db
+def test_an_escalation_the_targets_contract_refuses_goes_to_a_human_and_makes_no_job(
+    vlevel_api, job, architect, admin_api
+):
+    """Platform-made work passes the door an agent's does (issue 34 point 4): the target's manifest takes only
+    rag_reindex jobs, so the escalated seo_audit job is not created behind its back; a reviewer gets it."""
+    _architect_with(admin_api, intents=["rag_reindex"])
+
+    body = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4)).json()
+
+    escalation = body["escalation"]
+    assert escalation["childJobId"] is None
+    assert escalation["reviewItemId"] is not None
+    steps = escalation["steps"]
+    assert [s["action"] for s in steps] == ["opened", "target_refused", "routed_to_human"]
+    assert "seo_audit" in " ".join(steps[1]["reasons"])
+    assert not Job.objects.filter(agent=architect).exists()
+
+
+@pytest.mark.django_db
+def test_an_escalation_whose_payload_fails_the_targets_preconditions_goes_to_a_human(
+    vlevel_api, job, architect, admin_api
+):
+    _architect_with(
+        admin_api,
+        validation={
+            "pre_conditions": [{"expression": "escalation.triggers.length > 5", "error_code": "TOO_FEW_TRIGGERS"}],
+            "post_conditions": [],
+            "invariants": [],
+        },
+    )
+
+    escalation = vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4)).json()["escalation"]
+
+    assert [s["action"] for s in escalation["steps"]] == ["opened", "target_refused", "routed_to_human"]
+    assert "TOO_FEW_TRIGGERS" in " ".join(escalation["steps"][1]["reasons"])
+    assert not Job.objects.filter(agent=architect).exists()
