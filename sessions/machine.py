@@ -86,7 +86,9 @@ EMITTERS: dict[Event, Emitter] = {
     Event.NETWORK_RETRY_SCHEDULED: Emitter.PLATFORM,
     Event.RETRY_SCHEDULED: Emitter.PLATFORM,
     Event.NETWORK_AVAILABLE: Emitter.PLATFORM,  # the retry timer
-    Event.SYSTEM_ERROR_OCCURRED: Emitter.PLATFORM,
+    # The agent calls its model: a provider it cannot use (configuration, refusal) or a failure on
+    # its side is its to report, so it can end its session in ERROR; the platform reports its own.
+    Event.SYSTEM_ERROR_OCCURRED: Emitter.AGENT,
     Event.SESSION_COMPLETED: Emitter.SYSTEM,
     Event.SCHEDULER_HEARTBEAT: Emitter.SYSTEM,
     Event.PHASE_DEADLINE_PASSED: Emitter.SYSTEM,  # the phase's deadline timer, or the tick as its backstop
@@ -213,6 +215,7 @@ class EffectKind(StrEnum):
 
     ABANDON_WAITING = "abandon_waiting"
     CALL_AI = "call_ai"
+    CHECK_COMPLETION = "check_completion"
     EXECUTE_ACTIONS = "execute_actions"
     EXECUTE_DATA_QUERIES = "execute_data_queries"
     EXECUTE_ENRICHMENTS = "execute_enrichments"
@@ -367,19 +370,15 @@ def ai_response_parsed(state: State, event: EventInput, limits: Limits) -> tuple
             waiting_context=context,
             **_timer(at, Event.COMPLETION_CONFIRMED),
         )
-        return new, [effect(EffectKind.SCHEDULE)]
+        # The platform checks the claim (the processor emits CompletionRejected if it fails).
+        return new, [effect(EffectKind.CHECK_COMPLETION), effect(EffectKind.SCHEDULE)]
     if parsed.get("validationRequired") and parsed.get("actionCommands"):
         context = {"type": "Validation", "validationContext": parsed.get("validationContext", {})}
         new = replace(state, phase=Phase.WAITING_VALIDATION, waiting_context=context)
         return new, [effect(EffectKind.REQUEST_VALIDATION)]
-    if parsed.get("communicationModule"):
-        if automation:
-            summary = "Communication modules are not available in AUTOMATION sessions; continue on your own."
-            new = replace(state, phase=Phase.RETRYING_AFTER_FORMAT_ERROR)
-            return new, [
-                effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=summary),
-                effect(EffectKind.RETRY),
-            ]
+    if parsed.get("communicationModule") and not automation:
+        # In AUTOMATION nobody is there to answer: the module is ignored (seed section 6), with
+        # no error and no extra round trip; the rest of the answer is decided as if it were absent.
         context = {"type": "Communication", "communicationModule": parsed["communicationModule"]}
         new = replace(state, phase=Phase.WAITING_COMMUNICATION_RESPONSE, waiting_context=context)
         return new, [effect(EffectKind.REQUEST_COMMUNICATION)]
@@ -457,7 +456,13 @@ def completion_confirmed(state: State, event: EventInput, limits: Limits) -> tup
 
 
 def completion_rejected(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
-    return _call_ai(replace(state, waiting_context=None), event, limits)
+    """The platform refused the model's ``completed`` claim: the model is told why (a FORMAT_ERROR,
+    sent back for correction) and called again; the confirmation timer is dropped."""
+    reason = event.payload.get("reason")
+    effects = []
+    if reason:
+        effects.append(effect(EffectKind.SYSTEM_MESSAGE, type=SystemMessageType.FORMAT_ERROR.value, summary=reason))
+    return _call_ai(replace(state, waiting_context=None), event, limits, *effects)
 
 
 def network_error(state: State, event: EventInput, limits: Limits) -> tuple[State, list[Effect]]:
@@ -533,7 +538,12 @@ def heartbeat(state: State, event: EventInput, limits: Limits) -> tuple[State, l
     while it waits for the network, or while it is closing anyway. A CHAT never closes by itself."""
     if state.phase in _NEVER_TIMED_OUT or not state.is_active or _is_chat(state):
         return state, []  # work under way, a network wait, a closing session, or a chat
-    since = state.last_user_interaction_time if state.phase in WAITING_PHASES else state.last_event_time
+    # Waits count from the last user interaction; one nobody has interacted with yet (an
+    # automation waiting for a tool approval) counts from when it began: the event that entered
+    # the phase is the last one it took (a watchdog look is not one).
+    since = state.last_event_time
+    if state.phase in WAITING_PHASES and state.last_user_interaction_time is not None:
+        since = state.last_user_interaction_time
     if since is None or event.at - since < limits.inactivity_timeout:
         return state, []
     message = effect(

@@ -74,8 +74,10 @@ def communication_module(raw: Any) -> dict[str, Any] | None:
     return None
 
 
-def parse(content: str) -> dict[str, Any]:
-    """The AIMessage in ``content``, normalised; FormatError says what is wrong otherwise."""
+def parse(content: str, *, automation: bool = False) -> dict[str, Any]:
+    """The AIMessage in ``content``, normalised; FormatError says what is wrong otherwise. In an
+    ``automation`` a communication module is ignored (seed section 6), even a malformed one: it
+    never costs a format error."""
     fenced = _FENCE.match(content)
     try:
         data = json.loads(fenced.group(1) if fenced else content)
@@ -97,7 +99,7 @@ def parse(content: str) -> dict[str, Any]:
         "actionCommands": action_commands,
         "postText": _optional(data, "postText", str, "a string"),
         "keepControl": _optional(data, "keepControl", bool, "true or false"),
-        "communicationModule": communication_module(data.get("communicationModule")),
+        "communicationModule": None if automation else communication_module(data.get("communicationModule")),
         "completed": _optional(data, "completed", bool, "true or false"),
     }
     return {key: value for key, value in message.items() if value is not None}

@@ -29,6 +29,7 @@ from agents.registry import manifest_document
 from governance.kernel import dispatch, metrics, rows
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import SYSTEM, Principal
+from governance.kernel.services import record
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments, executor, machine, parsing, validation
@@ -291,7 +292,7 @@ class _Run:
     def _parse_response(self, before: machine.State, event: EventInput, data: dict) -> None:
         message = self._last_ai()
         try:
-            parsed = parsing.parse(message.ai_message_json)
+            parsed = parsing.parse(message.ai_message_json, automation=self.session.type == SessionType.AUTOMATION)
         except parsing.FormatError as exc:
             message.ai_message = parsing.fallback(message.ai_message_json)
             rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
@@ -479,6 +480,18 @@ class _Run:
             {"type": data["type"], "commandResults": [], "summary": data["summary"], "formattedData": None}
         )
 
+    def _check_completion(self, before: machine.State, event: EventInput, data: dict) -> None:
+        """The model said ``completed`` while its answer still asks for work (data queries or
+        actions): ending now would drop that work unseen, so the platform rejects the claim and
+        the model is told why."""
+        pending = [key for key in ("dataCommands", "actionCommands") if event.payload.get(key)]
+        if pending:
+            reason = (
+                f"Completion rejected: the same answer still asks for {' and '.join(pending)}. "
+                "Run the work first (send it without `completed`), then say `completed: true` alone."
+            )
+            self._raise(Event.COMPLETION_REJECTED, reason=reason)
+
     def _retry(self, before: machine.State, event: EventInput, data: dict) -> None:
         self._raise(Event.RETRY_SCHEDULED)
 
@@ -487,7 +500,17 @@ class _Run:
         dispatch.after_commit("sessions.fire_timer", session_id, fires, at.isoformat(), eta=at)
 
     def _resume(self, before: machine.State, event: EventInput, data: dict) -> None:
-        """Pick up transparently where the session stopped (no system message: seed section 6)."""
+        """Pick up transparently where the session stopped (no system message: seed section 6);
+        a session back from a suspension is recorded in the audit trail (not in its messages)."""
+        if before.end_reason == machine.EndReason.SUSPENDED:
+            record(
+                actor=SYSTEM,
+                action="session.resumed",
+                target=self.session,
+                type=self.session.type,
+                phase=self.session.phase,
+                reason="slot freed",
+            )
         steps = {
             Phase.EXECUTING_ENRICHMENTS: self._execute_enrichments,
             Phase.CALLING_AI: self._call_ai,
@@ -542,6 +565,7 @@ EffectHandler = Callable[[_Run, machine.State, EventInput, dict[str, Any]], None
 EFFECT_HANDLERS: dict[EffectKind, EffectHandler] = {
     EffectKind.ABANDON_WAITING: _Run._abandon_waiting,
     EffectKind.CALL_AI: _Run._call_ai,
+    EffectKind.CHECK_COMPLETION: _Run._check_completion,
     EffectKind.EXECUTE_ACTIONS: _Run._execute_actions,
     EffectKind.EXECUTE_DATA_QUERIES: _Run._execute_data_queries,
     EffectKind.EXECUTE_ENRICHMENTS: _Run._execute_enrichments,

@@ -41,10 +41,18 @@ logger = logging.getLogger(__name__)
 # request for one of them waits that long), and a refused batch is redone agent by agent.
 START_BATCH = 100
 
-RESUMABLE = (
+# AUTOMATION runs waiting for the slot: queued, suspended, cut off by the network, or orphaned
+# (what the agent's `queued_sessions` quota counts).
+QUEUED = (
     Q(is_active=False, type=SessionType.AUTOMATION.value)
     & ~Q(phase=Phase.COMPLETED.value)
     & (Q(end_reason__isnull=True) | Q(end_reason__in=[EndReason.NETWORK_ERROR.value, EndReason.SUSPENDED.value]))
+)
+# Everything that takes the slot back when it frees: the queue, and a CHAT suspended for a newer
+# one (seed section 5: "reprend automatiquement quand slot libre"), oldest first like the rest.
+RESUMABLE = QUEUED | (
+    Q(is_active=False, type=SessionType.CHAT.value, end_reason=EndReason.SUSPENDED.value)
+    & ~Q(phase=Phase.COMPLETED.value)
 )
 
 
@@ -73,16 +81,13 @@ def _activate(session: AISession, now: datetime) -> bool:
 
 
 def _release(active: AISession, now: datetime) -> None:
-    """Free the slot for a CHAT: a session closing anyway ends now; anything else is SUSPENDED.
-    A suspended AUTOMATION resumes later; a CHAT never does, so its pending question to the
-    reviewers is withdrawn rather than left in the inbox with nobody to receive the answer."""
+    """Free the slot for a CHAT: a session closing anyway ends now; anything else is SUSPENDED
+    and resumes when the slot frees (a CHAT as an AUTOMATION). A question it left with the
+    reviewers stays open: a decision taken meanwhile applies when it resumes."""
     if active.phase == Phase.AWAITING_SESSION_CLOSURE:
         apply_event(active.pk, Event.SESSION_COMPLETED, {}, actor=SYSTEM, now=now)
         return
     apply_event(active.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.SUSPENDED.value}, actor=SYSTEM, now=now)
-    item_id = (active.waiting_context or {}).get("reviewItemId")
-    if active.type == SessionType.CHAT.value and item_id:
-        _withdraw(item_id, "Withdrawn: a newer chat of the same agent interrupted this one.")
 
 
 def _withdraw(item_id: int, why: str) -> None:
@@ -103,7 +108,7 @@ def check_queue_quota(agent: Agent, actor: Principal) -> None:
     """One more waiting AUTOMATION run (queued, suspended or orphaned) must fit the agent's quota;
     the agent row is locked so simultaneous requests count one after the other."""
     locked = _locked_agent(agent.pk)
-    quotas.check(locked, "queued_sessions", AISession.objects.filter(RESUMABLE, agent=locked), actor=actor)
+    quotas.check(locked, "queued_sessions", AISession.objects.filter(QUEUED, agent=locked), actor=actor)
 
 
 @transaction.atomic
@@ -444,20 +449,32 @@ def _watchdog(now: datetime, failures: periodic.Failures) -> int:
     running = AISession.objects.filter(is_active=True).exclude(type=SessionType.CHAT.value)
     manifests = running.values_list("agent__active_manifest_id", flat=True).distinct()
     cutoff = now - session_limits.shortest_inactivity_timeout(manifests)
-    quiet = Q(phase__in=[p.value for p in WAITING_PHASES], last_user_interaction_time__lt=cutoff) | (
+    waiting = Q(phase__in=[p.value for p in WAITING_PHASES])
+    # A wait counts from the last user interaction, or from when it began if there was none.
+    quiet = (
+        waiting
+        & (
+            Q(last_user_interaction_time__lt=cutoff)
+            | Q(last_user_interaction_time__isnull=True, last_event_time__lt=cutoff)
+        )
+    ) | (
         ~Q(phase__in=[p.value for p in WAITING_PHASES | ACTIVE_PHASES] + [Phase.WAITING_NETWORK_RETRY.value])
         & Q(last_event_time__lt=cutoff)
     )
     # A chat never closes by itself (seed section 6): only automations are looked at.
     idle = AISession.objects.filter(quiet, is_active=True).exclude(type=SessionType.CHAT.value)
     closed = 0
-    for session_id in idle.values_list("pk", flat=True):
+    for session_id, context in idle.values_list("pk", "waiting_context"):
         with failures.guard(f"session {session_id} heartbeat"):
             try:
                 outcome = apply_event(session_id, Event.SCHEDULER_HEARTBEAT, {}, actor=SYSTEM, now=now)
             except Conflict:
                 continue
-            closed += outcome.session.phase == Phase.AWAITING_SESSION_CLOSURE
+            if outcome.session.phase == Phase.AWAITING_SESSION_CLOSURE:
+                closed += 1
+                item_id = (context or {}).get("reviewItemId")
+                if item_id:  # nobody is left to receive the answer
+                    _withdraw(item_id, "Withdrawn: the session timed out waiting for it.")
     return closed
 
 

@@ -289,6 +289,10 @@ class SummaryPayload(_Payload):
     summary: str | None = None
 
 
+class CompletionRejectedPayload(_Payload):
+    reason: str | None = Field(None, max_length=2_000, description="Why the platform refused the completion")
+
+
 class NetworkErrorPayload(SummaryPayload):
     retryAfter: int | None = Field(
         None,
@@ -324,7 +328,7 @@ EVENT_PAYLOADS: dict[str, type[_Payload]] = {
     "DataQueriesExecuted": ResultsPayload,
     "ActionsExecuted": ActionsPayload,
     "CompletionConfirmed": EmptyPayload,
-    "CompletionRejected": EmptyPayload,
+    "CompletionRejected": CompletionRejectedPayload,
     "NetworkErrorOccurred": NetworkErrorPayload,
     "ParseErrorOccurred": SummaryPayload,
     "ActionFailureOccurred": ResultsPayload,

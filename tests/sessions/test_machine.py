@@ -244,7 +244,7 @@ ROWS: list[tuple[str, Row]] = [
                 "dataCommands": DATA,
             },
             P.WAITING_COMPLETION_CONFIRMATION,
-            ("schedule",),
+            ("check_completion", "schedule"),
         ),
     ),
     (
@@ -304,15 +304,14 @@ ROWS: list[tuple[str, Row]] = [
         ),
     ),
     (
-        "automation-communication-is-a-format-error",
+        "automation-ignores-communication-and-queries-data",
         Row(
             P.PARSING_AI_RESPONSE,
             E.AI_RESPONSE_PARSED,
             A,
             {"communicationModule": MODULE, "dataCommands": DATA},
-            P.RETRYING_AFTER_FORMAT_ERROR,
-            ("system_message", "retry"),
-            (FORMAT_ERROR,),
+            P.EXECUTING_DATA_QUERIES,
+            ("execute_data_queries",),
         ),
     ),
     *[
@@ -520,6 +519,18 @@ ROWS: list[tuple[str, Row]] = [
     (
         "automation-completion-rejected-continues",
         Row(P.WAITING_COMPLETION_CONFIRMATION, E.COMPLETION_REJECTED, A, {}, P.CALLING_AI, ("call_ai",)),
+    ),
+    (
+        "automation-completion-rejected-says-why",
+        Row(
+            P.WAITING_COMPLETION_CONFIRMATION,
+            E.COMPLETION_REJECTED,
+            A,
+            {"reason": "work left"},
+            P.CALLING_AI,
+            ("system_message", "call_ai"),
+            (FORMAT_ERROR,),
+        ),
     ),
     # Errors, ends and the watchdog, from every phase they apply to.
     *[

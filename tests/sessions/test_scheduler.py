@@ -244,22 +244,6 @@ def test_stopping_is_recorded_and_withdraws_the_pending_question(vlevel_api):
 
 
 @pytest.mark.django_db
-def test_an_interrupted_chat_withdraws_its_pending_question(vlevel_api):
-    import json
-
-    chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "c"}).json()
-    url = f"/sessions/{chat['sessionId']}/events"
-    vlevel_api.post(url, {"type": "UserMessageSent", "payload": {"text": "snap"}})
-    action = {"type": "mcp__chrome-devtools__take_snapshot", "params": {}}
-    content = json.dumps({"preText": "ok", "actionCommands": [action]})
-    vlevel_api.post(url, {"type": "AIResponseReceived", "payload": {"content": content}})
-
-    vlevel_api.post("/sessions", {"type": "CHAT", "name": "newer"})
-
-    assert ReviewItem.objects.get().status == "expired"
-
-
-@pytest.mark.django_db
 def test_a_tool_may_set_a_shorter_approval_timeout(client, admin_api):
     import json
 
