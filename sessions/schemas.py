@@ -286,7 +286,8 @@ class CommunicationPayload(_Payload):
 
 
 class SummaryPayload(_Payload):
-    summary: str | None = None
+    # An agent writes these (NetworkErrorOccurred, SystemErrorOccurred): a system message, bounded.
+    summary: str | None = Field(None, max_length=2_000)
 
 
 class CompletionRejectedPayload(_Payload):

@@ -292,3 +292,18 @@ def test_a_chat_still_asks_its_module_and_a_malformed_one_is_a_format_error(vlev
     malformed = {"preText": "?", "communicationModule": {"type": "MultipleChoice", "data": {"question": ""}}}
     answer(vlevel_api, session_id, malformed)
     assert SessionMessage.objects.filter(session_id=session_id, system_type="FORMAT_ERROR").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("event", ["SystemErrorOccurred", "NetworkErrorOccurred"])
+def test_an_agents_error_summary_is_bounded(vlevel_api, automation, event):
+    session_id = run(vlevel_api, automation)
+    before = AISession.objects.values().get(pk=session_id)
+    body = {"type": event, "payload": {"summary": "x" * 2_001}}
+
+    response = vlevel_api.post(f"/sessions/{session_id}/events", body)
+
+    assert response.status_code == 422
+    assert ["body", "payload", "summary"] in [error["loc"] for error in response.json()["errors"]]
+    assert AISession.objects.values().get(pk=session_id) == before
+    assert not SessionMessage.objects.filter(session_id=session_id, system_type="NETWORK_ERROR").exists()
