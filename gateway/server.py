@@ -165,7 +165,9 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
         return _refused_call(principal, name, f"No tool {name!r} for this key.", "NotGranted")
     # What PostgreSQL would refuse (NUL characters, non-finite numbers, deep nesting) is named
     # here, as the REST API's input guard names it, instead of failing in the database.
-    unstorable = json_errors(arguments, ["arguments"])
+    # The output under audit may hold them: the contract validator records a violation (as REST).
+    audited = (("arguments", "output"),) if name == "validate_output" else ()
+    unstorable = json_errors(arguments, ["arguments"], numbers_at=audited)
     if unstorable:
         return _error("The arguments cannot be stored; see errors.", errors=unstorable)
     try:

@@ -119,7 +119,8 @@ class ApiInputGuardMiddleware:
                 errors=[{"loc": ["header", "Content-Type"], "msg": f"expected {listed}", "type": "media_type"}],
             )
         if validation.is_json(kind):
-            decoded = validation.decode_json(body)
+            api_path = request.path_info[len(API_PREFIX) :]
+            decoded = validation.decode_json(body, numbers_at=validation.numbers_allowed(request.method, api_path))
             errors = decoded[1] if decoded else []
         elif b"\x00" in body:
             errors = [validation.error(["body"], "must not contain the NUL character", "string_nul")]

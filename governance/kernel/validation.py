@@ -5,7 +5,9 @@ What PostgreSQL or Python would otherwise turn into a 500 is refused here with a
 NUL characters in text (PostgreSQL refuses them in `text` and in JSONB strings), non-finite numbers
 (`NaN`, `Infinity`, `-Infinity` and overflowing literals such as `1e999`, which Python's json
 accepts and JSONB does not), and integers of the query string beyond PostgreSQL's bigint. A body of
-a media type the operation does not declare is refused with 415.
+a media type the operation does not declare is refused with 415. One exception: a model output
+under audit (``CONTRACT_OUTPUTS``) may hold non-finite numbers, which the contract validator
+records as a violation.
 """
 
 from __future__ import annotations
@@ -58,13 +60,32 @@ def error(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": kind}
 
 
-def json_errors(value: Any, loc: list[Any]) -> list[dict[str, Any]]:
+Where = tuple[Any, ...]  # a location pattern: keys, and "*" for any index of a list
+
+# Where a model's output is the value under audit (seed 000), a non-finite number is what the
+# contract validator reports as a `not_serializable` violation, stored and counted in the
+# compliance figures: refusing it with a 422 would hide it from them. NUL characters stay refused.
+CONTRACT_OUTPUTS: tuple[tuple[str, re.Pattern[str], tuple[Where, ...]], ...] = (
+    ("POST", re.compile(r"^contracts/audit/?$"), (("body", "items", "*", "output"),)),
+    ("POST", re.compile(r"^contracts/[^/]+/validate/?$"), (("body", "output"),)),
+)
+
+
+def _matches(where: list[Any], pattern: Where) -> bool:
+    return len(where) == len(pattern) and all(p == "*" or p == w for w, p in zip(where, pattern, strict=True))
+
+
+def json_errors(value: Any, loc: list[Any], *, numbers_at: tuple[Where, ...] = ()) -> list[dict[str, Any]]:
     """Every NUL character (in keys or strings) and every non-finite number of a decoded JSON value,
-    each with its path. Iterative: a deeply nested document must not exhaust the stack here."""
+    each with its path. Iterative: a deeply nested document must not exhaust the stack here.
+
+    ``numbers_at``: locations (patterns) whose whole value may hold non-finite numbers, because
+    the operation judges them itself (``CONTRACT_OUTPUTS``)."""
     found: list[dict[str, Any]] = []
-    stack: list[tuple[Any, list[Any]]] = [(value, loc)]
+    stack: list[tuple[Any, list[Any], bool]] = [(value, loc, False)]
     while stack:
-        item, where = stack.pop()
+        item, where, lenient = stack.pop()
+        lenient = lenient or any(_matches(where, pattern) for pattern in numbers_at)
         if len(where) - len(loc) > MAX_DEPTH:
             found.append(error(where, f"nested more than {MAX_DEPTH} levels deep", "json_depth"))
             continue
@@ -72,22 +93,23 @@ def json_errors(value: Any, loc: list[Any]) -> list[dict[str, Any]]:
             if "\x00" in item:
                 found.append(error(where, "text must not contain the NUL character (\\u0000)", "string_nul"))
         elif isinstance(item, _NonFinite):
-            found.append(error(where, f"{item.literal} is not a JSON number", "finite_number"))
+            if not lenient:
+                found.append(error(where, f"{item.literal} is not a JSON number", "finite_number"))
         elif isinstance(item, float):
-            if not math.isfinite(item):
+            if not lenient and not math.isfinite(item):
                 found.append(error(where, "the number is out of range", "finite_number"))
         elif isinstance(item, dict):
             for key, child in reversed(item.items()):
                 if "\x00" in key:
                     msg = "keys must not contain the NUL character (\\u0000)"
                     found.append(error([*where, key], msg, "string_nul"))
-                stack.append((child, [*where, key]))
+                stack.append((child, [*where, key], lenient))
         elif isinstance(item, list):
-            stack.extend((child, [*where, index]) for index, child in reversed(list(enumerate(item))))
+            stack.extend((child, [*where, index], lenient) for index, child in reversed(list(enumerate(item))))
     return found
 
 
-def decode_json(body: bytes) -> tuple[Any, list[dict[str, Any]]] | None:
+def decode_json(body: bytes, *, numbers_at: tuple[Where, ...] = ()) -> tuple[Any, list[dict[str, Any]]] | None:
     """The body decoded with non-finite literals kept visible, and its errors; None when it is not
     JSON at all (the API's own parser reports that)."""
     try:
@@ -96,7 +118,15 @@ def decode_json(body: bytes) -> tuple[Any, list[dict[str, Any]]] | None:
         return None, [error(["body"], f"nested more than {MAX_DEPTH} levels deep", "json_depth")]
     except ValueError:  # not JSON, or not UTF-8: the operation's parser answers 422
         return None
-    return value, json_errors(value, ["body"])
+    return value, json_errors(value, ["body"], numbers_at=numbers_at)
+
+
+def numbers_allowed(method: str, api_path: str) -> tuple[Where, ...]:
+    """Where the operation at ``api_path`` (below /api/v1/) takes non-finite numbers."""
+    for operation_method, pattern, places in CONTRACT_OUTPUTS:
+        if operation_method == method and pattern.match(api_path):
+            return places
+    return ()
 
 
 _INTEGER = re.compile(r"[+-]?\d+")

@@ -230,6 +230,33 @@ def test_an_output_validated_over_mcp_is_checked_and_stored_like_over_rest(live_
     assert stored.agent.agent_id == "agent.seo.vlevel"
 
 
+def test_a_nan_in_an_output_over_mcp_is_a_stored_violation_and_elsewhere_still_refused(vlevel):
+    """As over REST: a non-JSON number in the output under audit is a not_serializable violation the
+    compliance figures count; in any other argument it is still refused before anything runs. (The
+    SDK's client writes NaN as null, so the tool call is made as the server receives a raw NaN.)"""
+    from gateway.server import _call
+    from governance.contracts import services as contracts
+    from governance.contracts.models import ContractCheck
+    from governance.kernel.principals import SYSTEM, Principal
+
+    contracts.import_catalog(contracts.CATALOG.read_text(encoding="utf-8"), actor=SYSTEM)
+    caller = Principal(agent=vlevel)
+    output = {"rankings": [{"id": 3, "score": float("nan")}]}
+
+    audited = _call(caller, "validate_output", {"contract": "memory_retrieval_ranking", "output": output})
+    elsewhere = _call(
+        caller, "validate_output", {"contract": "memory_retrieval_ranking", "output": {}, "known_ids": [float("inf")]}
+    )
+
+    assert not audited.is_error, audited.content
+    report = audited.structured_content
+    assert report["compliant"] is False
+    assert [v["code"] for v in report["violations"]] == ["not_serializable"]
+    assert elsewhere.is_error
+    assert ContractCheck.objects.count() == 1
+    assert ContractCheck.objects.get().compliant is False
+
+
 def test_clarifications_and_gate_results_over_mcp_go_through_their_services(live_server, vlevel_key):
     from memory.models import Clarification, GateResult
 

@@ -227,3 +227,44 @@ def test_a_spec_audit_of_an_example_answer(agent_api, catalog):
     mismatch = agent_api.post("/contracts/phenomenal_mode_manager/spec-audit", schema).json()["type_mismatches"]
     expected = "string (one of travail, flanerie)"
     assert mismatch == [{"path": "mode", "expected": expected, "declared": ["sieste", "travail"]}]
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_non_json_number_in_an_output_is_an_audited_violation_not_a_422(agent_api, catalog, literal):
+    """Seed 000's outputs come from a model: NaN in one is a violation the compliance figures count,
+    like any other, and the output is judged non-compliant."""
+    raw = '{"output": {"rankings": [{"id": 3, "adjusted_score": LITERAL}]}, "known_ids": [3]}'.replace(
+        "LITERAL", literal
+    )
+
+    response = agent_api.post(f"/contracts/{RANKING}/validate", raw=raw)
+
+    assert response.status_code == 200, response.json()
+    report = response.json()
+    assert report["compliant"] is False
+    assert [(v["path"], v["code"]) for v in report["violations"]] == [
+        ("rankings[0].adjusted_score", "not_serializable")
+    ]
+    check = ContractCheck.objects.get(pk=report["reportId"])
+    assert check.compliant is False
+    daily = ContractDailyStat.objects.get(contract_name=RANKING)
+    assert (daily.checks, daily.compliant) == (1, 0)
+    assert ContractViolationStat.objects.get(contract_name=RANKING).code == "not_serializable"
+
+
+def test_a_non_json_number_in_a_batch_output_is_a_violation_and_elsewhere_still_a_422(agent_api, catalog):
+    good = f'{{"contract": "{RANKING}", "output": {{"rankings": [{{"id": 3, "score": 0.5}}]}}, "known_ids": [3]}}'
+    bad = f'{{"contract": "{RANKING}", "output": {{"rankings": [{{"id": 3, "score": NaN}}]}}, "known_ids": [3]}}'
+
+    response = agent_api.post("/contracts/audit", raw=f'{{"items": [{good}, {bad}]}}')
+
+    assert response.status_code == 200, response.json()
+    assert [r["compliant"] for r in response.json()["reports"]] == [True, False]
+    assert ContractCheck.objects.count() == 2
+    # Outside an output, a non-finite number is still refused before anything is written.
+    outside = agent_api.post(f"/contracts/{RANKING}/validate", raw='{"output": {}, "known_ids": [NaN]}')
+    assert outside.status_code == 422
+    assert outside.json()["errors"][0]["loc"] == ["body", "known_ids", 0]
+    nul = agent_api.post(f"/contracts/{RANKING}/validate", raw='{"output": {"rankings": "a\\u0000b"}}')
+    assert nul.status_code == 422
+    assert ContractCheck.objects.count() == 2
