@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from governance.contracts import services as contracts
 from governance.contracts import spec as contract_spec
-from governance.contracts.models import Contract, ContractCheck, ContractDailyStat
+from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractField
 
 _INDEX = re.compile(r"\[\d+\]")
 SHOWN_PATHS = 3  # concrete paths listed for one grouped violation; the rest are counted
@@ -298,25 +298,72 @@ def _rate(compliant: int, checks: int) -> str:
     return f"{compliant / checks:.4f}" if checks else ""
 
 
-CONTRACT_CSV_HEADER = ["row", "day", "path", "code", "checks", "compliant", "compliance_rate", "count"]
+CONTRACT_CSV_HEADER = [
+    "row",
+    "day",
+    "path",
+    "code",
+    "checks",
+    "compliant",
+    "compliance_rate",
+    "count",
+    "expected_type",
+    "required",
+    "runtime_effect",
+]
+_NO_ROW = ("", "", "")
+
+
+def violated_rows(name: str) -> dict[str, tuple[str, str, str]]:
+    """Per path pattern of the current version of a contract (each alternative too): seed 000's
+    columns of its row, as the catalog writes them: Type attendu, Obligatoire, Effet runtime. What a
+    report's reader needs to know what a violation costs. One query."""
+    described: dict[str, tuple[str, str, str]] = {}
+    for field in ContractField.objects.filter(contract__name=name, contract__is_current=True).order_by("position"):
+        for path in (field.path, *field.alternatives):
+            described.setdefault(path, (field.type_text, field.required_text, field.effect))
+    return described
+
+
+def _row_of(described: dict[str, tuple[str, str, str]], path: str) -> tuple[str, str, str]:
+    return described.get(_INDEX.sub("[*]", path), _NO_ROW)
 
 
 def contract_csv(report: ContractReport) -> str:
     """One table: a ``total`` row, one ``day`` row per day with checks, one ``violation`` row per
-    top (path, code) of the window."""
+    top (path, code) of the window with the violated row's expected type, requirement and runtime
+    effect (empty for a path the contract does not have, such as an unknown field)."""
     found = report.stats
+    described = violated_rows(report.name)
     rows: list[list[Any]] = [CONTRACT_CSV_HEADER]
-    rows.append(["total", "", "", "", found.checks, found.compliant, _rate(found.compliant, found.checks), ""])
+    total = _rate(found.compliant, found.checks)
+    rows.append(["total", "", "", "", found.checks, found.compliant, total, "", *_NO_ROW])
     rows += [
-        ["day", d["day"].isoformat(), "", "", d["checks"], d["compliant"], _rate(d["compliant"], d["checks"]), ""]
+        [
+            "day",
+            d["day"].isoformat(),
+            "",
+            "",
+            d["checks"],
+            d["compliant"],
+            _rate(d["compliant"], d["checks"]),
+            "",
+            *_NO_ROW,
+        ]
         for d in found.per_day
     ]
-    rows += [["violation", "", p["path"], p["code"], "", "", "", p["count"]] for p in found.top_paths]
+    rows += [
+        ["violation", "", p["path"], p["code"], "", "", "", p["count"], *_row_of(described, p["path"])]
+        for p in found.top_paths
+    ]
     return _csv(rows)
 
 
 def contract_markdown(report: ContractReport) -> str:
+    """The report with every violation described by its row of seed 000: expected type,
+    requirement and runtime effect."""
     found = report.stats
+    described = violated_rows(report.name)
     lines = [
         f"# Contract report: `{report.name}`",
         "",
@@ -340,7 +387,10 @@ def contract_markdown(report: ContractReport) -> str:
         "",
         "## Top violating paths",
         "",
-        *_md_table(["Path", "Code", "Count"], [[f"`{p['path']}`", p["code"], p["count"]] for p in found.top_paths]),
+        *_md_table(
+            ["Path", "Code", "Count", "Expected type", "Required", "Runtime effect"],
+            [[f"`{p['path']}`", p["code"], p["count"], *_row_of(described, p["path"])] for p in found.top_paths],
+        ),
     ]
     if report.examples:
         lines += ["", "## Recent failing outputs", ""]
@@ -351,6 +401,9 @@ def contract_markdown(report: ContractReport) -> str:
                 paths = ", ".join(f"`{path}`" for path in group["paths"])
                 more = f" and {group['more']} more" if group["more"] else ""
                 lines.append(f"- {paths}{more} {group['code']}: {group['message']}")
+                expected, required, effect = _row_of(described, group["pattern"])
+                if expected or required or effect:
+                    lines.append(f"  (expected: {expected}; required: {required}; runtime effect: {effect})")
             if check.output is not None:
                 output = json.dumps(check.output, indent=2, ensure_ascii=False, sort_keys=True)
                 lines += ["", "```json", output, "```"]

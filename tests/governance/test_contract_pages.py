@@ -347,16 +347,41 @@ def test_the_contract_csv_is_the_aggregates(client, viewer, audited):
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith(f'attachment; filename="contract-{RANKING}-since-')
     rows = _csv(response)
-    assert rows[0] == ["row", "day", "path", "code", "checks", "compliant", "compliance_rate", "count"]
+    assert rows[0] == [
+        "row",
+        "day",
+        "path",
+        "code",
+        "checks",
+        "compliant",
+        "compliance_rate",
+        "count",
+        "expected_type",
+        "required",
+        "runtime_effect",
+    ]
     daily = ContractDailyStat.objects.filter(contract_name=RANKING)
     totals = daily.aggregate(checks=Sum("checks"), compliant=Sum("compliant"))
-    assert rows[1] == ["total", "", "", "", str(totals["checks"]), str(totals["compliant"]), "0.5000", ""]
+    assert rows[1] == ["total", "", "", "", str(totals["checks"]), str(totals["compliant"]), "0.5000", "", "", "", ""]
     days = {r[1]: (int(r[4]), int(r[5])) for r in rows if r[0] == "day"}
     expected = {}
     for stat in daily:
         checks, compliant = expected.get(stat.day.isoformat(), (0, 0))
         expected[stat.day.isoformat()] = (checks + stat.checks, compliant + stat.compliant)
     assert days == expected
+    # Seed 000's columns of the violated row: Type attendu, Obligatoire, Effet runtime.
+    described = {(r[2], r[3]): r[8:] for r in rows if r[0] == "violation"}
+    assert described[("rankings[*].id", "wrong_type")] == [
+        "identifiant numérique existant",
+        "Oui",
+        "Permet d\u2019associer l\u2019ajustement au candidat source.",
+    ]
+    assert described[("rankings[*].adjusted_score", "alternative_missing")] == [
+        "nombre",
+        "Oui",
+        "Sert de score LLM mixé à 35\u202f% dans la note finale.",
+    ]
+    assert all(r[8:] == ["", "", ""] for r in rows[1:] if r[0] != "violation")
     violations = {(r[2], r[3]): int(r[7]) for r in rows if r[0] == "violation"}
     stored = ContractViolationStat.objects.filter(contract_name=RANKING).values_list("path", "code", "count")
     summed: dict[tuple[str, str], int] = {}
@@ -380,7 +405,12 @@ def test_the_contract_markdown_report(client, viewer, audited):
     assert text.startswith(f"# Contract report: `{RANKING}`")
     assert "- Checks: 6" in text
     assert "- Compliance rate: 50.0%" in text
-    assert "| `rankings[*].id` | wrong_type | 2 |" in text
+    assert (
+        "| `rankings[*].id` | wrong_type | 2 | identifiant numérique existant | Oui "
+        "| Permet d\u2019associer l\u2019ajustement au candidat source. |"
+    ) in text
+    failures = text[text.index("## Recent failing outputs") :]
+    assert "expected: identifiant numérique existant; required: Oui; runtime effect: Permet d\u2019associer" in failures
     assert "## Recent failing outputs" in text
     assert '"id": "7"' in text
 
