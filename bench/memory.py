@@ -14,6 +14,10 @@ vacuumed and analysed. Then:
   this process only), for the same call as an exact scan (``enable_indexscan = off``) and for
   FAISS ``IndexFlatIP`` in process (the seed's engine);
 * ``block``: ``memory.injection.build_block`` end to end with the real local MiniLM backend.
+* ``filtered``: ``memory.search.nearest_learnings`` as an agent whose reach is its own domain, the
+  learnings relabelled over 50 domains for the measure (put back after): recall@5 against an exact
+  filtered scan (numpy, over that domain's active rows) and latency; and a reach of 5 learnings
+  among all the others, which must give all 5 (issue 34 point 2).
 
 At the largest size only (its learnings stay loaded):
 
@@ -141,7 +145,7 @@ class Config:
     new_gate_results: int = 100
     scoring_timeout_s: float = 120.0
     old_share: float = 0.12
-    only: tuple[str, ...] = ("knn", "block", "scoring", "eviction")
+    only: tuple[str, ...] = ("knn", "block", "filtered", "scoring", "eviction")
     seed: int = 4
     spec: ClusterSpec = field(default_factory=ClusterSpec)
 
@@ -915,6 +919,118 @@ def measure_block(ds: Dataset, cfg: Config, backend: Any) -> dict[str, Any]:
     }
 
 
+FILTER_DOMAINS = 50
+SPARSE_READABLE = 5
+
+
+def filter_domain(d: int) -> str:
+    return f"fd-{d:02d}"
+
+
+def measure_filtered(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
+    """Filtered search (issue 34 point 2): row i's learning in domain ``i % FILTER_DOMAINS`` (2% of
+    the rows each, unrelated to where its vector lies), the search made with an agent's reach of one
+    domain (its own, no shared memory), each query with the next domain in turn; recall@5 against
+    the exact top 5 of that domain's active rows. Then SPARSE_READABLE learnings moved to a domain of
+    their own: an agent of that domain must get all of them, whatever is nearer. The domains as
+    loaded are put back at the end."""
+    from memory import search
+    from memory.reach import Reach
+    from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
+
+    sql("CREATE TEMP TABLE bench_domains AS SELECT id, domain FROM memory_learning")
+    try:
+        sql(f"UPDATE memory_learning SET domain = 'fd-' || lpad(((id - 1) % {FILTER_DOMAINS})::text, 2, '0')")
+        gen = np.random.default_rng(cfg.seed + 7)
+        active_rows = np.flatnonzero(ds.active[:n])
+        sparse = np.sort(gen.choice(active_rows, SPARSE_READABLE, replace=False))
+        sql("UPDATE memory_learning SET domain = 'fd-sparse' WHERE id = ANY(%s)", [[int(r) + 1 for r in sparse]])
+        sql("ANALYZE memory_learning")
+        rows = np.arange(n)
+        in_sparse = np.zeros(n, dtype=bool)
+        in_sparse[sparse] = True
+        queries = ds.queries
+        domain_of_query = np.arange(len(queries)) % FILTER_DOMAINS
+        truth_rows = np.empty((len(queries), K), dtype=np.int64)
+        truth_sims = np.empty((len(queries), K), dtype=np.float32)
+        for d in range(FILTER_DOMAINS):
+            picked = np.flatnonzero(domain_of_query == d)
+            mask = ds.active[:n] & (rows % FILTER_DOMAINS == d) & ~in_sparse
+            truth_rows[picked], truth_sims[picked] = exact_top_k(ds.vectors[:n], mask, queries[picked], K)
+
+        def as_agent(domain: str) -> Callable[[np.ndarray], list[int]]:
+            reach = Reach(long_term=True, own=domain, shared=False)
+
+            def call(vector: np.ndarray) -> list[int]:
+                hits = search.nearest_learnings(
+                    vector.tolist(), model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, k=K, reach=reach
+                )
+                return [hit.object_id - 1 for hit in hits]
+
+            return call
+
+        for vector in ds.warmup:
+            as_agent(filter_domain(0))(vector)
+        latencies, found = [], []
+        for q, vector in enumerate(queries):
+            call = as_agent(filter_domain(int(domain_of_query[q])))
+            started = time.perf_counter()
+            found.append(call(vector))
+            latencies.append(time.perf_counter() - started)
+        hits = hits_per_query(found, truth_rows, truth_sims, ds.vectors[:n], queries, K)
+        short = sum(1 for rows_found in found if len(rows_found) < K)
+        sparse_latencies, sparse_found = [], []
+        for vector in queries[:50]:
+            started = time.perf_counter()
+            sparse_found.append(as_agent("fd-sparse")(vector))
+            sparse_latencies.append(time.perf_counter() - started)
+        expected = set(sparse.tolist())
+        return {
+            "domains": FILTER_DOMAINS,
+            "queries": len(queries),
+            "recall_at_5": recall_at_k(hits, K),
+            "queries_by_hits": np.bincount(hits, minlength=K + 1).tolist(),
+            "short_answers": short,
+            "walk_settings": search.walk_settings(),
+            **latency_ms(latencies),
+            "sparse_reach": {
+                "readable": SPARSE_READABLE,
+                "queries": len(sparse_found),
+                "all_found": sum(1 for got in sparse_found if set(got) == expected),
+                **latency_ms(sparse_latencies),
+            },
+            "plan": explain_filtered(queries[0], filter_domain(int(domain_of_query[0]))),
+        }
+    finally:
+        sql("UPDATE memory_learning l SET domain = b.domain FROM bench_domains b WHERE b.id = l.id")
+        sql("DROP TABLE bench_domains")
+        sql("ANALYZE memory_learning")
+
+
+def explain_filtered(vector: np.ndarray, domain: str) -> list[str]:
+    """The plan of one filtered search, as the service runs it (its SET LOCALs first)."""
+    from django.db import connection, transaction
+
+    from memory import search
+    from memory.reach import Reach
+    from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
+
+    params = search.learnings_params(
+        search.vector_literal(vector.tolist()),
+        model=DEFAULT_MODEL,
+        k=K,
+        domain=None,
+        project=None,
+        reach=Reach(long_term=True, own=domain, shared=False),
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(search.ef_search(params["candidates"]))
+        for statement in search.walk_settings():
+            cursor.execute(statement)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + search.learnings_sql(DEFAULT_DIMENSION), params)
+        return compact_plan(row[0] for row in cursor.fetchall())
+
+
 def profile_lines(profiler: cProfile.Profile, calls: int, top: int = 30) -> list[str]:
     """The functions that took the most time of their own, per block (ms), for the time that is
     neither the embedding nor a SQL statement."""
@@ -1491,6 +1607,9 @@ def run(cfg: Config | None = None) -> dict[str, Any]:
         if "block" in cfg.only:
             print(f"size {n}: injection block x {cfg.blocks}", flush=True)
             size["block"] = measure_block(ds, cfg, backend)
+        if "filtered" in cfg.only:
+            print(f"size {n}: filtered search over {FILTER_DOMAINS} domains", flush=True)
+            size["filtered"] = measure_filtered(ds, n, cfg)
         if "knn" in cfg.only and cfg.variants:
             size["index_variants"] = [measure_variant(knn, cfg, m, efc) for m, efc in cfg.variants]
         result["sizes"].append(size)
@@ -1539,7 +1658,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile-block", action="store_true", help="cProfile the timed blocks: where the time outside SQL goes"
     )
-    parser.add_argument("--only", default=",".join(d.only), help="measures: knn,block,scoring,eviction")
+    parser.add_argument("--only", default=",".join(d.only), help="measures: knn,block,filtered,scoring,eviction")
     parser.add_argument(
         "--keep-loaded", action="store_true", help="measure a size as an earlier run left it loaded (its last size)"
     )

@@ -100,6 +100,7 @@ def fetch(
             )
             learnings = search.learnings_sql(dimension, p="l_", columns=LEARNING_COLUMNS)
             statements.append(search.ef_search(params["l_candidates"]))
+            statements.extend(search.walk_settings())
             statements.append(_recorded(learnings, HITS_ORDER, ledger, params))
         params |= search.veille_params(q, model=model, k=limits["veille"], impacts=impacts, p="v_")
         statements.append(search.ef_search(params["v_candidates"]))

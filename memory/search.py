@@ -1,10 +1,16 @@
 """Nearest-neighbour search over the embeddings table (pgvector HNSW; it replaces FAISS).
 
-pgvector 0.6 has no iterative index scans, and an HNSW index serves only `ORDER BY distance
-LIMIT k`: so the inner query asks the partial index of (kind, model) for an over-fetched
-candidate set (with `hnsw.ef_search` raised to match), and an outer query over those candidates
-applies the filters and the seed's tie-breaks. The cast and WHERE are exactly those of the
-partial index (memory/vector_index.py), or PostgreSQL would not use it.
+An HNSW index serves only `ORDER BY distance LIMIT n`, and a filter applied after it keeps only
+what the first candidates hold: an agent whose readable learnings are few among many closer
+unreadable ones got none (issue 34). So a learning search puts its filters (the reach, domain and
+project) inside the index scan, and pgvector's iterative index scans (0.8+, ``hnsw.iterative_scan``)
+walk the graph on until the rows asked for pass them (``learnings_sql``); the walk's relaxed order is
+put right by sorting the rows again by distance. Where the walk still comes back with fewer than k
+rows (a reach of fewer than k learnings, or readable ones beyond ``hnsw.max_scan_tuples``, or a
+pgvector older than 0.8, which stops at ``ef_search`` candidates), an exact filtered scan answers
+in the same statement. Watch notes keep the over-fetched candidate set (filtered by impact after
+the KNN, TC-PLAN-04). The cast and WHERE are exactly those of the partial index
+(memory/vector_index.py), or PostgreSQL would not use it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ logger = logging.getLogger(__name__)
 
 OVERFETCH = 8
 MAX_EF_SEARCH = 1000
+# How many index tuples an iterative scan visits at most before it gives up (pgvector's default);
+# past it the exact scan answers. At 1M learnings over 50 domains, 20,000 tuples hold ~400 of one domain.
+MAX_SCAN_TUPLES = 20_000
+# Rows a filtered walk keeps per result asked for: a margin for the relaxed order and for ties at
+# the k-th distance, which the seed's tie-breaks (score, date) then order.
+WALK_PER_RESULT = 2
 
 
 @dataclass(frozen=True)
@@ -109,26 +121,86 @@ def ef_search(candidates: int) -> str:
     return f"SET LOCAL hnsw.ef_search = {min(max(candidates, 40), MAX_EF_SEARCH)}"
 
 
-def _run(sql: str, params: dict) -> list[tuple]:
+_iterative: dict[str, bool] = {}
+
+
+def iterative_scans() -> bool:
+    """Whether the database's pgvector has iterative index scans (0.8+), read once per process and
+    database alias. On an older one (an external server W006 warns about) a SET of
+    ``hnsw.iterative_scan`` is an error (pgvector reserves the ``hnsw.`` prefix), so it is not sent,
+    and the exact scan completes the short walks."""
+    from governance.kernel import vector_extension
+
+    alias = connection.alias
+    if alias not in _iterative:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        _iterative[alias] = row is not None and not vector_extension.older(row[0], vector_extension.MINIMUM)
+    return _iterative[alias]
+
+
+def walk_settings() -> list[str]:
+    """The statements that let a filtered index scan go on until its LIMIT is met (none before
+    pgvector 0.8), for the rest of the transaction."""
+    if not iterative_scans():
+        return []
+    return ["SET LOCAL hnsw.iterative_scan = relaxed_order", f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"]
+
+
+def _run(sql: str, params: dict, *, walk: bool = False) -> list[tuple]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(ef_search(params["candidates"]))
+        for statement in walk_settings() if walk else []:
+            cursor.execute(statement)
         cursor.execute(sql, params)
         return cursor.fetchall()
 
 
 def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
-    """Live learnings among the candidates, within a reach and the optional domain and project, in the
-    seed's order; ``columns`` adds learning columns (``l.``) to the id, similarity, score and date."""
+    """Live learnings within a reach and the optional domain and project, nearest first, in the
+    seed's order; ``columns`` adds learning columns (``l.``) to the id, similarity, score and date.
+
+    ``walked``: the index scan of the partial index, each vector it hands over kept if its learning
+    passes the filter (a correlated lookup by primary key, which PostgreSQL cannot turn into a join,
+    so the plan stays the ordered index scan that an iterative scan walks on, `walk_settings`); a
+    few rows per result. ``exact``: the same filter as a join over every vector, sorted, run only when
+    the walk came back with fewer than k rows (a one-time filter: PostgreSQL does not start that
+    scan otherwise). The rows of the one that answers are then sorted by distance again (a relaxed
+    walk is only nearly in order) and by the seed's tie-breaks, their learnings read by primary key
+    (``OFFSET 0`` keeps the lateral lookup from becoming a hash of the whole table)."""
+    d = int(dimension)
+    distance = f"e.embedding::vector({d}) <=> %({p}q)s::vector({d})"
+    vectors = f"e.kind = %({p}kind)s AND e.model = %({p}model)s AND e.active"
+    readable = f"""l.scope <> 'archived'
+           AND (%({p}domain)s::text IS NULL OR l.domain = %({p}domain)s)
+           AND (%({p}project)s::text IS NULL OR l.project = %({p}project)s)
+           AND {_within_reach(p)}"""
     return f"""
-        WITH c AS ({_candidates_sql(dimension, p)})
+        WITH walked AS MATERIALIZED (
+            SELECT e.object_id, {distance} AS distance
+              FROM memory_embedding e
+             WHERE {vectors}
+               AND (SELECT {readable} FROM memory_learning l WHERE l.id = e.object_id)
+             ORDER BY {distance}
+             LIMIT %({p}walk)s
+        ), exact AS MATERIALIZED (
+            SELECT e.object_id, {distance} AS distance
+              FROM memory_embedding e JOIN memory_learning l ON l.id = e.object_id
+             WHERE {vectors} AND {readable}
+               AND (SELECT count(*) FROM walked) < %({p}k)s
+             ORDER BY ({distance}) + 0  -- + 0: a sort, not the index
+             LIMIT %({p}walk)s
+        ), c AS (
+            SELECT object_id, distance FROM walked WHERE (SELECT count(*) FROM walked) >= %({p}k)s
+            UNION ALL
+            SELECT object_id, distance FROM exact
+        )
         SELECT l.id, 1 - c.distance AS similarity, COALESCE(s.reuse_score, 0) AS score, l.date_created{columns}
           FROM c
-          JOIN memory_learning l ON l.id = c.object_id AND l.scope <> 'archived'
+         CROSS JOIN LATERAL (SELECT * FROM memory_learning l WHERE l.id = c.object_id OFFSET 0) l
           LEFT JOIN memory_reusescore s
                  ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
-         WHERE (%({p}domain)s::text IS NULL OR l.domain = %({p}domain)s)
-           AND (%({p}project)s::text IS NULL OR l.project = %({p}project)s)
-           AND {_within_reach(p)}
          ORDER BY c.distance, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %({p}k)s
     """
@@ -210,6 +282,7 @@ def learnings_params(
         "project": project,
         **_reach_params(reach),
         "k": k,
+        "walk": k * WALK_PER_RESULT,
     }
     return {p + name: value for name, value in values.items()}
 
@@ -268,7 +341,7 @@ def nearest_learnings(
     reuse score (missing = 0.0), then newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03,
     TC-PLAN-05). The reach filters the candidates, as the domain does."""
     params = learnings_params(vector_literal(vector), model=model, k=k, domain=domain, project=project, reach=reach)
-    rows = _run(learnings_sql(dimension), params)
+    rows = _run(learnings_sql(dimension), params, walk=True)
     return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in rows]
 
 
@@ -319,9 +392,10 @@ def nearest_clarifications(
 
 
 # Per-subject memories share one HNSW index across subjects. A subject with up to EXACT_UP_TO rows
-# is scanned exactly through the subject index (a few ms, exact recall); a larger one asks the index
-# for SUBJECT_CANDIDATES neighbours and keeps its own, falling back to the exact scan when fewer
-# than k are its own (a question far from everything the subject holds). bench/README.md, subjects.
+# is scanned exactly through the subject index (a few ms, exact recall); a larger one walks the index
+# with its subject as the filter (an iterative scan, pgvector 0.8+; SUBJECT_CANDIDATES is the walk's
+# ef_search), falling back to the exact scan when fewer than k come back (before 0.8, or a question
+# far from everything the subject holds). bench/README.md, subjects.
 EXACT_UP_TO = 10_000
 SUBJECT_CANDIDATES = 400
 
@@ -346,12 +420,19 @@ def nearest_subject_memories(
         cursor.execute(own, params)
         (rows,) = cursor.fetchone()
     if rows > EXACT_UP_TO:
+        # The subject filter inside the index scan, walked on until k rows pass (pgvector 0.8+), then
+        # sorted again by distance (a relaxed walk is only nearly in order).
         sql = f"""
-            WITH c AS ({_candidates_sql(d).replace("SELECT object_id,", "SELECT object_id, subject_id,")})
-            SELECT object_id, 1 - distance AS similarity FROM c WHERE subject_id = %(subject)s
-             ORDER BY distance, object_id LIMIT %(k)s
+            WITH walked AS MATERIALIZED (
+                SELECT object_id, embedding::vector({d}) <=> %(q)s::vector({d}) AS distance
+                  FROM memory_embedding
+                 WHERE kind = %(kind)s AND model = %(model)s AND active AND subject_id = %(subject)s
+                 ORDER BY embedding::vector({d}) <=> %(q)s::vector({d})
+                 LIMIT %(walk)s
+            )
+            SELECT object_id, 1 - distance AS similarity FROM walked ORDER BY distance, object_id LIMIT %(k)s
         """
-        found = _run(sql, params)
+        found = _run(sql, params | {"walk": k * WALK_PER_RESULT}, walk=True)
         if len(found) >= k:
             return [Hit(pk, sim) for pk, sim in found]
     exact = f"""
