@@ -173,7 +173,7 @@ def _route_to_agent(escalation: Escalation, target: Agent, envelope: JobEnvelope
         constraints=envelope.constraints.model_dump(mode="json"),
         context=envelope.context.model_dump(mode="json"),
         priority="high",
-        idempotency_key=envelope.idempotencyKey,
+        idempotency_key=jobs.idempotency_key(envelope),
         budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
     )
     _step(escalation, "routed_to_agent", targetAgent=target.agent_id, childJob=str(escalation.child_job.job_id))

@@ -215,12 +215,12 @@ def _embedding(backend: Any, query_text: str) -> Embedded:
     there is nothing to embed (no embedding call then)."""
     from memory.embeddings import get_backend
 
-    query_text = searchable_query(query_text)
-    if query_text is None:
+    searchable = searchable_query(query_text)
+    if searchable is None:
         return None
     try:
         chosen = backend or get_backend()
-        return chosen.embed([query_text])[0], chosen.model, chosen.dimension
+        return chosen.embed([searchable])[0], chosen.model, chosen.dimension
     except Exception as exc:  # both sections that need it say so; the block is still served
         return exc
 

@@ -17,7 +17,7 @@ from tests.support.mcp import mcp_session
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WHERE = {"story": "S-1", "domain": "seo", "project": "site"}
-QUERIES = {
+QUERIES: dict[str, dict[str, Any]] = {
     "over the old bound": {"query_text": "canonical tags " * 800},
     "about a megabyte": {"query_text": "x" * 1_000_000},
     "empty": {"query_text": ""},
