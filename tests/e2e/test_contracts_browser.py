@@ -4,6 +4,7 @@ downloads the report as CSV."""
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
@@ -43,7 +44,31 @@ def test_a_viewer_searches_the_catalog_audits_a_prompt_and_downloads_the_report(
         page.get_by_role("link", name="CSV").click()
     download = download_info.value
     assert download.suggested_filename.startswith(f"contract-{RANKING}-since-")
-    lines = Path(download.path()).read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "row,day,path,code,checks,compliant,compliance_rate,count"
-    assert lines[1] == "total,,,,3,1,0.3333,"
-    assert lines[-1] == "violation,,rankings[*].id,wrong_type,,,,2"
+    rows = list(csv.reader(Path(download.path()).read_text(encoding="utf-8").splitlines()))
+    assert rows[0] == [
+        "row",
+        "day",
+        "path",
+        "code",
+        "checks",
+        "compliant",
+        "compliance_rate",
+        "count",
+        "expected_type",
+        "required",
+        "runtime_effect",
+    ]
+    assert rows[1] == ["total", "", "", "", "3", "1", "0.3333", "", "", "", ""]
+    assert rows[-1] == [
+        "violation",
+        "",
+        "rankings[*].id",
+        "wrong_type",
+        "",
+        "",
+        "",
+        "2",
+        "identifiant numérique existant",
+        "Oui",
+        "Permet d\u2019associer l\u2019ajustement au candidat source.",
+    ]
