@@ -40,6 +40,19 @@ def test_an_account_without_any_role_may_not_read_them(outsider_api):
 
 
 @pytest.mark.django_db
+def test_without_a_key_nothing_is_read_and_nothing_is_changed(anonymous_api):
+    with nothing_written():
+        statuses = [
+            anonymous_api.get("/registries").status_code,
+            anonymous_api.post("/registries/intents", {"value": "summarize_ticket"}).status_code,
+            anonymous_api.send("patch", "/registries/intents/seo_audit", {"label": "Mine"}).status_code,
+            anonymous_api.post("/registries/intents/seo_audit/retire").status_code,
+        ]
+
+    assert statuses == [401, 401, 401, 401]
+
+
+@pytest.mark.django_db
 def test_reading_them_costs_one_query(agent_api, django_assert_max_num_queries):
     agent_api.get("/registries")  # the key's first use writes its last-used time
 

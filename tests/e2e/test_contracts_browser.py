@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_inbox_browser import log_in
-from tests.governance.test_contract_pages import ANSWER, GOOD_RANKING, INTENT, RANKING, STRING_ID, checked, imported
+from tests.governance.test_contract_pages import (
+    ANSWER,
+    CSV_HEADER,
+    GOOD_RANKING,
+    INTENT,
+    RANKING,
+    STRING_ID,
+    checked,
+    imported,
+)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -45,19 +54,7 @@ def test_a_viewer_searches_the_catalog_audits_a_prompt_and_downloads_the_report(
     download = download_info.value
     assert download.suggested_filename.startswith(f"contract-{RANKING}-since-")
     rows = list(csv.reader(Path(download.path()).read_text(encoding="utf-8").splitlines()))
-    assert rows[0] == [
-        "row",
-        "day",
-        "path",
-        "code",
-        "checks",
-        "compliant",
-        "compliance_rate",
-        "count",
-        "expected_type",
-        "required",
-        "runtime_effect",
-    ]
+    assert rows[0] == CSV_HEADER
     assert rows[1] == ["total", "", "", "", "3", "1", "0.3333", "", "", "", ""]
     assert rows[-1] == [
         "violation",

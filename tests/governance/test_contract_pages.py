@@ -25,6 +25,20 @@ from tests.factories.governance import UserFactory
 
 RANKING, INTENT, ANSWER = "memory_retrieval_ranking", "intent_ingestion", "retrieval_answer"
 GOOD_RANKING = {"rankings": [{"id": 7, "score": 0.9}]}
+# The contract CSV's columns as a spreadsheet user reads them (written out: a renamed column must fail here).
+CSV_HEADER = [
+    "row",
+    "day",
+    "path",
+    "code",
+    "checks",
+    "compliant",
+    "compliance_rate",
+    "count",
+    "expected_type",
+    "required",
+    "runtime_effect",
+]
 STRING_ID = {"rankings": [{"id": "7", "score": 0.9}]}
 NO_SCORE = {"rankings": [{"id": 7}]}
 
@@ -347,19 +361,7 @@ def test_the_contract_csv_is_the_aggregates(client, viewer, audited):
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith(f'attachment; filename="contract-{RANKING}-since-')
     rows = _csv(response)
-    assert rows[0] == [
-        "row",
-        "day",
-        "path",
-        "code",
-        "checks",
-        "compliant",
-        "compliance_rate",
-        "count",
-        "expected_type",
-        "required",
-        "runtime_effect",
-    ]
+    assert rows[0] == CSV_HEADER
     daily = ContractDailyStat.objects.filter(contract_name=RANKING)
     totals = daily.aggregate(checks=Sum("checks"), compliant=Sum("compliant"))
     assert rows[1] == ["total", "", "", "", str(totals["checks"]), str(totals["compliant"]), "0.5000", "", "", "", ""]
