@@ -219,8 +219,21 @@ class LongTermMemory(_Strict):
 
 
 class SharedMemory(_Strict):
+    """Inter-agent memory. ``namespaces`` are the domains whose shared learnings the agent reads;
+    ``write_namespaces`` the domains, beyond its own, it may write learnings and clarifications
+    into; ``watch_notes`` lets it publish fleet-wide watch notes (memory/reach.py ``WriteReach``).
+    Both write grants need ``enabled``: they are inter-agent memory too."""
+
     enabled: bool = False
     namespaces: list[Name] = Field(default_factory=list)
+    write_namespaces: list[Name] = Field(default_factory=list)
+    watch_notes: bool = False
+
+    @model_validator(mode="after")
+    def _writes_need_sharing(self) -> SharedMemory:
+        if not self.enabled and (self.write_namespaces or self.watch_notes):
+            raise ValueError("write_namespaces and watch_notes write into shared memory: set shared.enabled: true")
+        return self
 
 
 class MemoryConfig(_Strict):
