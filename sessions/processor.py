@@ -294,15 +294,28 @@ class _Run:
         try:
             parsed = parsing.parse(message.ai_message_json, automation=self.session.type == SessionType.AUTOMATION)
         except parsing.FormatError as exc:
-            message.ai_message = parsing.fallback(message.ai_message_json)
-            rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
-            self._raise(Event.PARSE_ERROR_OCCURRED, summary=f"Format error: {exc}. Answer with the AIMessage JSON.")
+            self._send_back(message, f"Format error: {exc}. Answer with the AIMessage JSON.")
             return
-        for n, command in enumerate(parsed.get("actionCommands") or [], start=1):
+        actions = parsed.get("actionCommands") or []
+        tools = self._manifest_tools() if actions else {}
+        refused = validation.ungranted(actions, tools)
+        if refused:
+            # Only a manifest grants a tool, never a reviewer: no review item, nothing handed out.
+            record(
+                actor=SYSTEM,
+                action="session.actions_refused",
+                target=self.session,
+                tools=refused,
+                ai_message=str(message.pk),
+                sent_by=self.actor.label,
+            )
+            self._send_back(message, validation.refusal(refused))
+            return
+        for n, command in enumerate(actions, start=1):
             command["id"] = action_id(message, n)
         message.ai_message = parsed
         rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
-        decision = self._resolve_validation(parsed)
+        decision = self._resolve_validation(parsed, tools)
         self._raise(
             Event.AI_RESPONSE_PARSED,
             aiMessageId=str(message.pk),
@@ -314,14 +327,27 @@ class _Run:
             actionCommands=parsed.get("actionCommands"),
         )
 
-    def _resolve_validation(self, parsed: dict[str, Any]) -> validation.Decision:
+    def _send_back(self, message: SessionMessage, summary: str) -> None:
+        """The answer is refused as a whole and goes back to the model as a FORMAT_ERROR (seed
+        003 section 13): stored as the `ai_response_invalid_format` fallback, so none of its
+        commands is ever run or handed out, and retried on the format error's path and limits."""
+        message.ai_message = parsing.fallback(message.ai_message_json)
+        rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
+        self._raise(Event.PARSE_ERROR_OCCURRED, summary=summary)
+
+    def _manifest_tools(self) -> dict[str, validation.ToolPolicy]:
+        """The tools the agent's active manifest grants, as the validation levels read them."""
+        return {
+            tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)
+            for tool in ManifestTool.objects.filter(manifest_id=self.session.agent.active_manifest_id)
+        }
+
+    def _resolve_validation(
+        self, parsed: dict[str, Any], tools: dict[str, validation.ToolPolicy]
+    ) -> validation.Decision:
         if not parsed.get("actionCommands"):
             return validation.Decision(required=False, context={})  # only actions are ever validated
         agent = self.session.agent
-        tools = {
-            tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)
-            for tool in ManifestTool.objects.filter(manifest_id=agent.active_manifest_id)
-        }
         return validation.resolve(
             actions=parsed.get("actionCommands") or [],
             automation=self.session.type == SessionType.AUTOMATION,

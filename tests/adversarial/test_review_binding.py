@@ -29,6 +29,7 @@ QUERY = (
     "SELECT id, name, email, created_at FROM customers WHERE created_at > now() - interval '1 day' LIMIT 100; " + TAIL
 )
 LONG = "x" * 3000 + " " + TAIL  # long enough to be collapsed
+SQL_TOOL = "mcp__supabase__execute_sql"  # granted by agent.seo.vlevel's manifest
 
 
 @pytest.fixture
@@ -38,16 +39,16 @@ def browser(reviewer) -> Client:
     return browser
 
 
+def sql(query: str) -> dict[str, Any]:
+    return {"type": SQL_TOOL, "params": {"query": query}}
+
+
 def asks_to_run(api: Api, query: str = QUERY) -> ReviewItem:
-    """A CHAT whose AI answer wants a database query run: a tool outside the manifest, so a
-    reviewer is asked."""
+    """A CHAT whose AI answer wants a database query run (a tool its manifest grants) and asks a
+    reviewer first."""
     session_id = start_chat(api, "Clean up the customers")
     send(api, session_id, {"type": "UserMessageSent", "payload": {"text": "count yesterday's customers"}})
-    send(
-        api,
-        session_id,
-        ai(preText="I will query the database.", actionCommands=[{"type": "db_query", "params": {"sql": query}}]),
-    )
+    send(api, session_id, ai(preText="I will query the database.", validationRequest=True, actionCommands=[sql(query)]))
     return waiting_item(session_id)
 
 
@@ -139,9 +140,7 @@ def test_every_kind_shows_its_long_parts_whole_and_posts_their_hash(vlevel, brow
 def test_a_decision_on_content_changed_since_it_was_shown_is_refused(vlevel_api, browser):
     item = asks_to_run(vlevel_api, "SELECT count(*) FROM customers")
     shown = shown_hash(row(browser, item))
-    ReviewItem.objects.filter(pk=item.pk).update(
-        payload={**item.payload, "actionCommands": [{"type": "db_query", "params": {"sql": QUERY}}]}
-    )
+    ReviewItem.objects.filter(pk=item.pk).update(payload={**item.payload, "actionCommands": [sql(QUERY)]})
 
     with nothing_written():
         refused = decide(browser, item, shown)

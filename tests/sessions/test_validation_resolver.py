@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.validation import Policy, ToolPolicy, resolve
+from sessions.validation import Policy, ToolPolicy, refusal, resolve, ungranted
 
 TOOLS = {
     "sql": ToolPolicy("read", requires_approval=False),
@@ -39,7 +39,6 @@ def test_a_read_tool_needs_nobody():
         ({"actions": [{"type": "snapshot", "params": {}}]}, "manifest requires approval for snapshot"),
         ({"session": True}, "session requires"),
         ({"ai": True}, "AI asked"),
-        ({"actions": [{"type": "rm_rf", "params": {}}]}, "not a tool of the agent's manifest"),
     ],
 )
 def test_any_level_is_enough(kwargs, reason):
@@ -69,3 +68,26 @@ def test_long_parameters_are_shortened_in_plain_words():
     decision = decide([{"type": "sql", "params": {"query": "x" * 500}}])
     assert decision.context["actions"][0].endswith("…")
     assert len(decision.context["actions"][0]) < 120
+
+
+def test_the_tools_the_manifest_does_not_grant_are_named_once_in_order():
+    actions = [
+        {"type": "rm_rf", "params": {}},
+        {"type": "sql", "params": {"query": "select 1"}},
+        {"type": "run", "params": {"tool_id": "shell"}},
+        {"type": "rm_rf", "params": {"path": "/"}},
+    ]
+
+    assert ungranted(actions, TOOLS) == ["rm_rf", "shell"]
+    assert ungranted(READ, TOOLS) == []
+
+
+def test_a_tool_id_parameter_names_the_tool_the_action_runs():
+    assert ungranted([{"type": "sql", "params": {"tool_id": "shell"}}], TOOLS) == ["shell"]
+    assert ungranted([{"type": "anything", "params": {"tool_id": "sql"}}], TOOLS) == []
+
+
+def test_the_refusal_names_every_ungranted_tool_and_says_nothing_ran():
+    assert refusal(["rm_rf"]).startswith("Actions refused: rm_rf is not granted by the agent's manifest.")
+    assert "rm_rf, shell are not granted" in refusal(["rm_rf", "shell"])
+    assert "Nothing of this answer was run" in refusal(["rm_rf"])
