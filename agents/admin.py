@@ -1,10 +1,11 @@
 """Admin of the fleet: read-only records, manifest upload through the registry, version diffs,
-and the registries of domains, intents, entity types and roles.
+the registries of domains, intents, entity types and roles, and the registry of named schemas.
 
 Nothing here is deletable or editable by hand: manifests change only through
 ``agents.registry.load_manifest`` (validated, versioned, audited), jobs and escalations only
 through their services, registry values only through ``agents.registries`` (added, relabelled,
-retired by an action, never deleted), and the platform archives rather than deletes.
+retired by an action, never deleted), named schemas only through ``agents.named_schemas``, and
+the platform archives rather than deletes.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agents import registries, registry, skills, triggers
+from agents import named_schemas, registries, registry, skills, triggers
 from agents.forms import (
     KPI_STATUSES,
     JobTriggerForm,
     ManifestDiffForm,
     ManifestUploadForm,
+    NamedSchemaForm,
     RegistryEntryForm,
     SkillForm,
 )
@@ -51,6 +53,7 @@ from agents.models import (
     KpiSample,
     ManifestKpi,
     ManifestTool,
+    NamedSchema,
     Skill,
     ToolCall,
 )
@@ -263,6 +266,47 @@ class EntityTypeAdmin(RegistryEntryAdmin):
 @admin.register(AgentRole)
 class AgentRoleAdmin(RegistryEntryAdmin):
     registry = Registry.ROLES
+
+
+@admin.register(NamedSchema)
+class NamedSchemaAdmin(NoDelete, admin.ModelAdmin):
+    """The registry of named schemas: added and edited through the form, retired by the action,
+    never deleted. Every write goes through ``agents.named_schemas`` with the signed-in operator
+    as its actor; an edit reaches the manifests loaded afterwards, never a version already stored."""
+
+    form = NamedSchemaForm
+    list_display = ["name", "label", "active", "created_at", "created_by", "retired_at", "retired_by"]
+    list_filter = [("retired_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "label", "description"]
+    actions = ["retire"]
+    details = ["created_at", "created_by", "retired_at", "retired_by"]
+
+    def get_fields(self, request: HttpRequest, obj: NamedSchema | None = None) -> Any:
+        fields = ["name", "label", "description", "definition"]
+        return [*fields, *self.details] if obj is not None else fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: NamedSchema | None = None) -> list[str]:
+        return ["name", *self.details] if obj is not None else []
+
+    @admin.display(boolean=True, description="Active", ordering="retired_at")
+    def active(self, obj: NamedSchema) -> bool:
+        return not obj.retired
+
+    def save_model(self, request: HttpRequest, obj: NamedSchema, form: forms.ModelForm, change: bool) -> None:
+        saved, _ = named_schemas.save_schema(
+            obj.name,
+            form.cleaned_data["definition"],
+            label=obj.label,
+            description=obj.description,
+            actor=signed_in(request),
+        )
+        obj.pk, obj.created_at, obj.created_by = saved.pk, saved.created_at, saved.created_by
+
+    @admin.action(description="Retire the selected schemas (new manifests may not name them)", permissions=["change"])
+    def retire(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = signed_in(request)
+        retired = [named_schemas.retire_schema(entry.name, actor=actor).name for entry in queryset]
+        self.message_user(request, f"Retired: {', '.join(retired)}. Stored manifest versions keep them.")
 
 
 # Job triggers -----------------------------------------------------------------------------------

@@ -73,8 +73,9 @@ def get_agent(request: HttpRequest, agent_id: str) -> Agent:
 def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     """Load a manifest version: 201 stored and active, 200 identical to the active version,
     409 same version with other content or a lower version, 422 invalid (with field paths).
-    The answer is the stored document plus `warnings`: what loads but is not enforced (schema
-    names the manifest uses without defining them). The permission is checked before the body
+    The answer is the stored document plus `warnings`: what loads but is not enforced (optional
+    skills the registry cannot run); a schema name that resolves neither in `schemas:` nor in the
+    registry of named schemas is a 422 at its path. The permission is checked before the body
     is read, and reading is bounded (size, nesting, YAML aliases): 403 costs nothing, 422 little."""
     registry.require_manifest_permission(request.auth)
     if len(request.body) > MAX_DOCUMENT_BYTES:

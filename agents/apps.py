@@ -7,7 +7,7 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agents import escalations, registries, skills, tools
+        from agents import escalations, named_schemas, registries, skills, tools
         from governance.reviews import services as reviews
 
         # An escalation past its deadline is escalated again once before it expires (escalations.py).
@@ -16,3 +16,4 @@ class AgentsConfig(AppConfig):
         post_migrate.connect(skills.seed_after_migrate, sender=self, dispatch_uid="agents.skills.seed")
         # The seeds' registry values, on a database flushed between tests as on a fresh install.
         post_migrate.connect(registries.seed_after_migrate, sender=self, dispatch_uid="agents.registries.seed")
+        post_migrate.connect(named_schemas.seed_after_migrate, sender=self, dispatch_uid="agents.named_schemas.seed")

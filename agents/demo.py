@@ -61,7 +61,7 @@ def _urls(*slugs: str) -> list[str]:
 
 
 def _scores(urls: list[str], level: str) -> list[dict[str, str]]:
-    return [{"url": url, "vlevel": level} for url in urls]
+    return [{"url": url, "level": level} for url in urls]
 
 
 def _vlevel_job(slugs: tuple[str, ...], *, scored: int, confidence: float, ms: int, **extra: Any) -> DemoJob:

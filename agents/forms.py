@@ -1,5 +1,6 @@
 """Forms of the agents pages and admin: GET filters (never invalid for the page: a bad value is
-ignored, not an error page), the manifest upload, the skill form and the job trigger form. Roles,
+ignored, not an error page), the manifest upload, the skill form, the named schema form and the job
+trigger form. Roles,
 domains, intents and entity types are offered from their registries (agents/registries.py), read
 when the form is made, so a value an operator added is offered at once."""
 
@@ -8,15 +9,17 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pydantic
+import yaml
 from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from agents import registries
-from agents.models import Agent, Job, JobTrigger, Skill
+from agents import named_schemas, registries
+from agents.models import Agent, Job, JobTrigger, NamedSchema, Skill
 from agents.models.registries import RegistryEntry
 from agents.skills import SkillSpec, version_problem
 from agents.vocabulary import Registry, label_problem
+from governance.kernel.exceptions import InvalidInput
 from governance.kernel.forms import ANY, FilterForm
 
 KPI_STATUSES = [("critical", "Critical"), ("warning", "Warning"), ("ok", "OK"), ("no_data", "No data")]
@@ -193,6 +196,39 @@ class JobTriggerForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         _offer(self.fields["intent"], registries.choices(Registry.INTENTS, self.instance.intent))
         _offer(self.fields["entity_type"], registries.choices(Registry.ENTITY_TYPES, self.instance.entity_type))
+
+
+class NamedSchemaForm(forms.ModelForm):
+    """A named schema in the admin: the definition is written as in a manifest's `schemas:` (one
+    type expression, or `field: expression` lines) and checked by the service's own rules, so the
+    form says what the service would refuse."""
+
+    definition = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "spellcheck": "false"}),
+        help_text="A type expression (z.array(z.string().url())), or one `field: type expression` per line.",
+    )
+
+    class Meta:
+        model = NamedSchema
+        fields = ["name", "label", "description", "definition"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = self.instance.definition
+        if isinstance(current, dict):
+            self.initial["definition"] = yaml.safe_dump(current, sort_keys=False, allow_unicode=True).strip()
+
+    def clean_definition(self) -> str | dict[str, str]:
+        text = self.cleaned_data.get("definition") or ""
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text.strip()  # a lone expression YAML cannot read as a scalar
+        name = self.cleaned_data.get("name") or self.instance.name
+        try:
+            return named_schemas.valid_definition(name, value)
+        except InvalidInput as exc:
+            raise forms.ValidationError([e["msg"] for e in exc.errors]) from exc
 
 
 class RegistryEntryForm(forms.ModelForm):

@@ -90,7 +90,7 @@ TypeExpression = Annotated[
 SchemaName = Annotated[str, Field(pattern=typelang.SCHEMA_NAME.pattern, max_length=100)]
 
 
-def _schema_definition(value: Any) -> str | dict[str, str]:
+def schema_definition(value: Any) -> str | dict[str, str]:
     """A `schemas:` entry: a type expression, or a mapping of field -> type expression. One
     validator rather than a pydantic union, so that an error's path is the manifest's own
     (`schemas.Options.depth`), not the union member's name."""
@@ -115,7 +115,7 @@ def _schema_definition(value: Any) -> str | dict[str, str]:
 
 
 SchemaDefinition = Annotated[
-    str | dict[str, str], PlainValidator(_schema_definition, json_schema_input_type=str | dict[str, str])
+    str | dict[str, str], PlainValidator(schema_definition, json_schema_input_type=str | dict[str, str])
 ]
 ContractName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:\-]+$", max_length=100)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -424,9 +424,10 @@ class Manifest(_Strict):
         except typelang.SchemaError as exc:
             raise ManifestLocError(exc.loc, str(exc)) from exc
 
-    def type_warnings(self) -> list[dict[str, Any]]:
-        """Schema names the manifest uses but does not define. Seed 001's own example does so
-        (`VLevelOptionsSchema`), so they are accepted and left unchecked; the loader says so."""
+    def undefined_names(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Each schema name a type mentions that `schemas:` does not define, with where it is. They
+        must resolve in the registry of named schemas (seed 001's own example names
+        `VLevelScoreSchema` without defining it), which the loader asks (agents/registry.py)."""
         found: list[tuple[tuple[str | int, ...], typelang.Type]] = [
             (("schemas", name), typelang.parse_definition(text)) for name, text in self.schemas.items()
         ]
@@ -434,13 +435,30 @@ class Manifest(_Strict):
         found += [
             (("outputs", i, "type"), typelang.parse(spec.type)) for i, spec in enumerate(self.outputs) if spec.type
         ]
-        warnings = []
-        for loc, parsed in found:
-            for name in typelang.references(parsed):
-                if name not in self.schemas:
-                    msg = f"schema {name!r} is not defined in `schemas:`; values of it are accepted unchecked"
-                    warnings.append({"loc": list(loc), "msg": msg, "type": "undefined_schema"})
-        return warnings
+        return [
+            (loc, name)
+            for loc, parsed in found
+            for name in sorted(typelang.references(parsed))
+            if name not in self.schemas
+        ]
+
+    def check_resolved(self, registry: dict[str, str | dict[str, str]]) -> None:
+        """With ``registry``'s definitions of the names it does not define (its own names win): no
+        cycle through them, and no declared type nested too deeply once all are resolved.
+        ManifestLocError otherwise, at the schema or the input or output."""
+        named = {name: typelang.parse_definition(text) for name, text in {**registry, **self.schemas}.items()}
+        try:
+            schemas = typelang.compile_schemas(named)
+        except typelang.SchemaError as exc:
+            raise ManifestLocError(exc.loc, str(exc)) from exc
+        declared = [("inputs", i, spec.type) for i, spec in enumerate(self.inputs)]
+        declared += [("outputs", i, spec.type) for i, spec in enumerate(self.outputs) if spec.type]
+        for section, index, text in declared:
+            depth = schemas.depth(typelang.parse(text))
+            if depth > typelang.MAX_RESOLVED_DEPTH:
+                limit = typelang.MAX_RESOLVED_DEPTH
+                msg = f"type nested {depth} levels deep once schemas are resolved (at most {limit})"
+                raise ManifestLocError((section, index, "type"), msg)
 
     def tool(self, tool_id: str) -> ToolSpec | None:
         return next((tool for tool in self.tools if tool.tool_id == tool_id), None)

@@ -2,6 +2,9 @@
 
 Rules (seed 001 + issue): versions only go up; re-sending the active version is a no-op;
 the same version with other content, or a lower version, is refused (409); old versions stay.
+Every schema name a manifest's types use resolves, in its own `schemas:` or in the registry of
+named schemas, or the load is refused (422 at the name's path); a stored version keeps the
+registry definitions it resolved (agents/named_schemas.py says why).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 import pydantic
 from django.db import IntegrityError, transaction
 
-from agents import registries, skills
+from agents import named_schemas, registries, skills
 from agents import types as typelang
 from agents.manifest import (
     Manifest,
@@ -141,10 +144,9 @@ def _check_skills(manifest: Manifest) -> None:
 
 
 def manifest_warnings(manifest: Manifest) -> list[dict[str, Any]]:
-    """What loads but is not enforced (undefined schema names, optional skills the registry
-    cannot run), with body paths."""
-    warnings = [{**w, "loc": ["body", *w["loc"]]} for w in manifest.type_warnings()]
-    return warnings + skills.manifest_skill_warnings(manifest)
+    """What loads but is not enforced (optional skills the registry cannot run), with body paths.
+    Schema names are not among them: one that resolves nowhere refuses the manifest."""
+    return skills.manifest_skill_warnings(manifest)
 
 
 def _locked_agent(agent_id: str) -> Agent:
@@ -175,6 +177,7 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
     if active is not None and active.version == manifest.version and _same_content(active, digest):
         return active, False
     _check_registries(manifest)
+    registry_schemas = named_schemas.snapshot(manifest)
     same_version = agent.manifests.filter(version=manifest.version).first()
     if same_version is not None and not _same_content(same_version, digest):
         raise Conflict(
@@ -199,6 +202,7 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
         version_patch=patch,
         document=document,
         content_hash=digest,
+        registry_schemas=registry_schemas,
         created_by=actor.label,
     )
     ManifestTool.objects.bulk_create(
@@ -265,9 +269,11 @@ def manifest_kpis(manifest_id: int) -> tuple[ManifestKpi, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def manifest_types(manifest_id: int) -> typelang.ManifestTypes:
-    """The declared inputs and outputs of a stored manifest, parsed once per process (stored
-    versions never change, see manifest_document)."""
-    return typelang.from_document(manifest_document(manifest_id))
+    """The declared inputs and outputs of a stored manifest, its names resolved as they were when
+    it was stored (its registry snapshot), parsed once per process (stored versions never change,
+    see manifest_document)."""
+    snapshot = AgentManifest.objects.values_list("registry_schemas", flat=True).get(pk=manifest_id)
+    return typelang.from_document(manifest_document(manifest_id), snapshot)
 
 
 def manifest_for(agent: Agent, version: str | None = None) -> AgentManifest:

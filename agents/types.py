@@ -19,10 +19,12 @@ Grammar (whitespace is free)::
 
 Semantics follow Zod: an object accepts keys it does not declare (Zod strips them), a field is
 required unless `.optional()` (or `.default(...)`), `null` needs `.nullable()`, `.min/.max` bound a
-string's or array's length and a number's value. A name the manifest does not define is accepted
-and left unchecked (seed 001's own example names schemas it never defines); callers list them
-as warnings. Parsing is bounded (expression length, nesting depth, schema count) so that a
-manifest cannot make the server recurse or loop without end.
+string's or array's length and a number's value. A name resolves to the manifest's own
+`schemas:` first, then to the registry of named schemas (agents/named_schemas.py; seed 001's own
+example names schemas it never defines), and a manifest naming one that resolves nowhere is refused
+at load. Only a version stored before that rule can still reach an undefined name: it is left
+unchecked, and the check's result says so (``unchecked``). Parsing is bounded (expression length,
+nesting depth, schema count) so that a manifest cannot make the server recurse or loop without end.
 """
 
 from __future__ import annotations
@@ -651,7 +653,7 @@ class Declared:
     type: Type
     required: bool
     contract: str | None = None
-    unchecked: tuple[str, ...] = ()  # schema names it reaches that the manifest does not define
+    unchecked: tuple[str, ...] = ()  # names it reaches that resolve nowhere (versions stored before the rule)
 
 
 @dataclass(frozen=True)
@@ -675,9 +677,11 @@ def _lenient(text: Any) -> Type:
         return Type("unknown")
 
 
-def from_document(document: Mapping[str, Any]) -> ManifestTypes:
-    """The declarations of a stored manifest document (its canonical JSON form)."""
-    named = {name: _lenient(text) for name, text in (document.get("schemas") or {}).items()}
+def from_document(document: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> ManifestTypes:
+    """The declarations of a stored manifest document (its canonical JSON form), its names resolved
+    in its own `schemas:` first, then in ``registry`` (the registry definitions stored with it)."""
+    defined = {**(registry or {}), **(document.get("schemas") or {})}
+    named = {name: _lenient(text) for name, text in defined.items()}
     try:
         schemas = compile_schemas(named)
     except SchemaError:

@@ -2,6 +2,7 @@ from agents.models.agent import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.models.job import Escalation, IdempotencyKey, Job, JobArtifact
 from agents.models.metrics import KpiAlert, KpiSample, ToolCall, ToolGrant
 from agents.models.registries import AgentRole, Domain, EntityType, Intent
+from agents.models.schemas import NamedSchema
 from agents.models.skill import Skill
 from agents.models.trigger import JobTrigger
 
@@ -21,6 +22,7 @@ __all__ = [
     "KpiSample",
     "ManifestKpi",
     "ManifestTool",
+    "NamedSchema",
     "Skill",
     "ToolCall",
     "ToolGrant",

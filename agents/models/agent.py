@@ -42,6 +42,9 @@ class AgentManifest(models.Model):
 
     ``document`` is the canonical JSON of the whole manifest (every section of seed 001);
     tools and KPIs are also kept as rows because rate limiting and KPI roll-ups query them.
+    ``registry_schemas`` is a snapshot of the named-schema registry's definitions for the names
+    the document uses without defining (agents/named_schemas.py): the version's contract is fixed
+    when it is stored, whatever the registry becomes.
     """
 
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="manifests")
@@ -51,6 +54,11 @@ class AgentManifest(models.Model):
     version_patch = models.PositiveIntegerField()
     document = models.JSONField()
     content_hash = models.CharField(max_length=64)
+    registry_schemas = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The named schemas' definitions the document's names resolved to when it was stored.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200)
 

@@ -25,7 +25,11 @@ from tests.support.refusals import last_audit_id, nothing_written, refusals_sinc
 pytestmark = pytest.mark.django_db
 
 URLS = {"urls": ["https://shop.test/a"]}
-GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
+GOOD = {
+    "success": True,
+    "data": {"scores": [{"url": "https://shop.test/a", "level": "V2"}], "recommendations": []},
+    "confidence": 0.9,
+}
 
 
 def on_finished_jobs(event_filter: dict[str, Any] | None = None) -> dict[str, Any]:

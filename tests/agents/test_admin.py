@@ -96,7 +96,7 @@ def test_the_agent_list_rates_the_page_in_constant_queries(admin_client, fleet, 
 def escalated_job(fleet) -> Job:
     urls = ["https://shop.test/a"]
     job = submit_job(fleet["agent.seo.vlevel"], {"urls": urls}, key="escalated")
-    data = {"scores": [{"url": urls[0]}], "recommendations": []}
+    data = {"scores": [{"url": urls[0], "level": "V2"}], "recommendations": []}
     return finish_job(job, {"success": True, "data": data, "confidence": 0.4})
 
 

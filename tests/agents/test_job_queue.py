@@ -19,7 +19,11 @@ from tests.support.keys import issue_key
 from tests.support.manifests import load
 
 URLS = {"urls": ["https://shop.test/a"]}
-GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
+GOOD = {
+    "success": True,
+    "data": {"scores": [{"url": "https://shop.test/a", "level": "V2"}], "recommendations": []},
+    "confidence": 0.9,
+}
 
 
 def queued(agent, key: str, priority: str) -> Job:

@@ -19,7 +19,11 @@ from tests.factories.governance import UserFactory
 from tests.support.jobs import finish_job, submit_job
 from tests.support.manifests import load
 
-GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
+GOOD = {
+    "success": True,
+    "data": {"scores": [{"url": "https://shop.test/a", "level": "V2"}], "recommendations": []},
+    "confidence": 0.9,
+}
 BAD = {"success": False, "nextAction": "complete"}
 
 

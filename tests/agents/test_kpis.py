@@ -10,6 +10,8 @@ from django.utils import timezone
 from agents.kpi import kpi_status
 from agents.models import KpiSample
 
+SCORED = {"scores": [{"url": "https://example.com/a", "level": "V1"}], "recommendations": []}
+
 
 def samples(agent, metric_id: str, values: list[float], days_ago: float = 0) -> None:
     at = timezone.now() - timedelta(days=days_ago)
@@ -80,8 +82,7 @@ def test_results_feed_the_report(vlevel_api):
 
         vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
         Job.objects.filter(pk=job["jobId"]).update(attempts=3)  # no retry: the failure counts now
-        data = {"scores": [1], "recommendations": []}
-        vlevel_api.post(f"/jobs/{job['jobId']}/result", result(success=success, data=data))
+        vlevel_api.post(f"/jobs/{job['jobId']}/result", result(success=success, data=SCORED))
 
     kpis = by_metric(vlevel_api.get("/agents/agent.seo.vlevel/kpis"))
     assert kpis["task_success_rate"]["current"] == pytest.approx(2 / 3)
@@ -106,7 +107,7 @@ def test_a_result_without_a_processing_time_is_timed_by_the_jobs_own_clock(vleve
     job = vlevel_api.post("/jobs", envelope(payload={"urls": ["https://e.com/1"]})).json()
     vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
     Job.objects.filter(pk=job["jobId"]).update(started_at=timezone.now() - timedelta(seconds=7))
-    unreported = result(data={"scores": [1], "recommendations": []})
+    unreported = result(data=SCORED)
     del unreported["metrics"]["avg_processing_time"]
 
     vlevel_api.post(f"/jobs/{job['jobId']}/result", unreported)
@@ -124,7 +125,7 @@ def test_a_reported_processing_time_is_kept_as_reported(vlevel_api):
     job = vlevel_api.post("/jobs", envelope(payload={"urls": ["https://e.com/1"]})).json()
     vlevel_api.post(f"/jobs/{job['jobId']}/lease", {})
 
-    vlevel_api.post(f"/jobs/{job['jobId']}/result", result(data={"scores": [1], "recommendations": []}))
+    vlevel_api.post(f"/jobs/{job['jobId']}/result", result(data=SCORED))
 
     assert KpiSample.objects.get(metric_id="avg_processing_time", reported=True).value == 4200
     derived = KpiSample.objects.get(metric_id="avg_processing_time", reported=False).value

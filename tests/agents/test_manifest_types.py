@@ -71,38 +71,37 @@ def finish(api: Api, job_id: str, data: object, **changes) -> dict:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", sorted(MANIFESTS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_the_shipped_manifests_still_load_with_their_undefined_schemas_as_warnings(admin_api, path):
+def test_the_shipped_manifests_still_load_their_undefined_names_resolved_in_the_registry(admin_api, path):
     response = admin_api.put(
         f"/agents/{path.stem}/manifest", raw=path.read_text(encoding="utf-8"), content_type="application/yaml"
     )
 
     assert response.status_code == 201
-    warnings = response.json()["warnings"]
-    assert warnings
-    assert {w["type"] for w in warnings} == {"undefined_schema"}
-    assert all(w["loc"][0] == "body" for w in warnings)
+    assert response.json()["warnings"] == []
+    assert AgentManifest.objects.get().registry_schemas  # what its names resolved to, kept with it
 
 
 @pytest.mark.django_db
-def test_the_seed_example_warns_about_each_schema_it_names_without_defining(admin_api):
+def test_the_seed_example_stores_the_registry_definitions_of_the_names_it_does_not_define(admin_api):
     response = admin_api.put(
         "/agents/agent.seo.vlevel/manifest", raw=manifest_text("agent.seo.vlevel"), content_type="application/yaml"
     )
 
-    assert [(w["loc"], w["msg"].split("'")[1]) for w in response.json()["warnings"]] == [
-        (["body", "inputs", 1, "type"], "VLevelOptionsSchema"),
-        (["body", "outputs", 0, "type"], "VLevelScoreSchema"),
-        (["body", "outputs", 1, "type"], "RecommendationSchema"),
-    ]
-    assert "warnings" not in admin_api.get("/agents/agent.seo.vlevel/manifest").json()  # the document stays pure
+    assert response.status_code == 201
+    stored = AgentManifest.objects.get()
+    assert sorted(stored.registry_schemas) == ["RecommendationSchema", "VLevelOptionsSchema", "VLevelScoreSchema"]
+    assert (
+        "registry_schemas" not in admin_api.get("/agents/agent.seo.vlevel/manifest").json()
+    )  # the document stays pure
 
 
 @pytest.mark.django_db
-def test_defined_schemas_are_stored_and_silence_the_warnings(admin_api):
+def test_defined_schemas_are_stored_and_win_over_the_registry(admin_api):
     response = admin_api.put("/agents/agent.seo.vlevel/manifest", typed_document())
 
     assert response.status_code == 201
     assert response.json()["warnings"] == []
+    assert AgentManifest.objects.get().registry_schemas == {}
     stored = AgentManifest.objects.get().document
     assert stored["schemas"]["VLevelScoreSchema"]["level"].startswith("z.enum(")
     assert stored["outputs"][0] == {
@@ -153,9 +152,14 @@ def test_a_named_schema_input_is_checked_through_its_definition(typed_api):
 
 
 @pytest.mark.django_db
-def test_an_undefined_schema_input_is_accepted_unchecked(vlevel_api):
+def test_a_registry_schema_input_is_checked_through_its_definition(vlevel_api):
     body = envelope(payload={"urls": ["https://example.com/a"], "options": "anything at all"})
-    assert vlevel_api.post("/jobs", body).status_code == 201
+
+    response = vlevel_api.post("/jobs", body)
+
+    assert response.status_code == 422
+    assert [(e["loc"], e["type"]) for e in response.json()["errors"]] == [(["body", "payload", "options"], "type")]
+    assert not Job.objects.exists()
 
 
 @pytest.mark.django_db
@@ -253,7 +257,8 @@ def test_audit_md_lists_the_invariants_and_the_output_checks(typed_api):
 
 
 @pytest.mark.django_db
-def test_audit_md_names_the_schemas_it_could_not_check(vlevel_api):
+def test_audit_md_names_the_schemas_a_version_stored_before_the_registry_could_not_check(vlevel_api, vlevel):
+    AgentManifest.objects.filter(pk=vlevel.active_manifest_id).update(registry_schemas={})  # as upgraded rows are
     job = vlevel_api.post("/jobs", envelope()).json()
     finish(vlevel_api, job["jobId"], {"scores": SCORES, "recommendations": []})
 

@@ -40,7 +40,7 @@ def audit(agent: Agent, n: int, **output: object) -> Job:
     """A finished seo_audit job; ``output`` overrides the successful answer."""
     urls = [f"https://shop.test/{n}/{i}" for i in range(2)]
     job = submit_job(agent, {"urls": urls}, key=f"audit-{n}")
-    scores = [{"url": u} for u in urls]
+    scores = [{"url": u, "level": "V2"} for u in urls]
     answer = {"success": True, "data": {"scores": scores, "recommendations": []}, "confidence": 0.9, **output}
     return finish_job(job, answer)
 

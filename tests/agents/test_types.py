@@ -118,7 +118,8 @@ def test_a_schema_may_use_another():
     assert problems("z.array(Page)", [{"url": "a"}], **schemas) == [((0, "url"), "url")]
 
 
-def test_an_undefined_schema_is_left_unchecked_and_reported():
+def test_a_name_resolving_nowhere_is_left_unchecked_and_reported():
+    """Only a version stored before names had to resolve can reach one (agents/named_schemas.py)."""
     kind = t.parse("z.array(VLevelScoreSchema)")
     assert t.check(kind, [1, "two", None]) == []
     assert t.check(kind, "not an array")  # what is declared around it is still checked
@@ -147,7 +148,7 @@ def test_named_fields_check_required_and_leave_undeclared_names_alone():
     ("expression", "reason"),
     [
         ("", "empty type expression"),
-        ("string", None),  # a schema name: parses (it is left unchecked when undefined)
+        ("string", None),  # a schema name: parses (it must resolve when the manifest is loaded)
         ("z.string", "expected '('"),
         ("z.strin()", "z.strin() is not supported"),
         ("z.string(", "expected ')'"),
@@ -219,6 +220,21 @@ def test_resolved_depth_is_bounded_across_schemas():
         t.compile_schemas(chain)
     fine = t.compile_schemas({k: v for k, v in chain.items() if k in ("S2", "S3")})
     assert fine.depths == {"S3": 10, "S2": 19}
+
+
+def test_a_stored_document_resolves_its_names_in_its_own_schemas_first_then_its_registry_snapshot():
+    document = {
+        "schemas": {"Level": "z.enum(['V1', 'V2'])"},
+        "inputs": [{"name": "scores", "type": "z.array(Score)", "required": True}],
+        "outputs": [],
+    }
+    snapshot = {"Score": {"url": "z.string().url()", "level": "Level"}, "Level": "z.number()"}
+
+    declared = t.from_document(document, snapshot)
+
+    assert declared.inputs[0].unchecked == ()
+    problems = declared.check_inputs({"scores": [{"url": "nope", "level": "V9"}]})
+    assert [(v.loc, v.type) for v in problems] == [(("scores", 0, "url"), "url"), (("scores", 0, "level"), "enum")]
 
 
 def test_a_stored_document_is_read_leniently():

@@ -39,7 +39,11 @@ from tests.support.processes import (
     wait_for,
 )
 
-GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
+GOOD = {
+    "success": True,
+    "data": {"scores": [{"url": "https://shop.test/a", "level": "V2"}], "recommendations": []},
+    "confidence": 0.9,
+}
 SERVER, PRODUCER, CONSUMER = 2, 4, 5  # opentelemetry.proto.trace.v1.Span.SpanKind
 
 

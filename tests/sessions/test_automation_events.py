@@ -13,7 +13,11 @@ from governance.kernel.models import AuditEvent
 from sessions.models import AISession, Automation
 from tests.support.jobs import finish_job, submit_job
 
-GOOD = {"success": True, "data": {"scores": [{"url": "https://shop.test/a"}], "recommendations": []}, "confidence": 0.9}
+GOOD = {
+    "success": True,
+    "data": {"scores": [{"url": "https://shop.test/a", "level": "V2"}], "recommendations": []},
+    "confidence": 0.9,
+}
 
 
 def event_automation(api, event: str, event_filter: dict | None = None, **extra):
