@@ -290,9 +290,10 @@ class _Run:
         self._add("AI", ai_message_json=content, execution_metadata=metadata)
 
     def _parse_response(self, before: machine.State, event: EventInput, data: dict) -> None:
-        message = self._last_ai()
+        message = cast("SessionMessage", self._last_ai())  # the answer STORE_AI_RESPONSE just stored
+        content = cast("str", message.ai_message_json)
         try:
-            parsed = parsing.parse(message.ai_message_json, automation=self.session.type == SessionType.AUTOMATION)
+            parsed = parsing.parse(content, automation=self.session.type == SessionType.AUTOMATION)
         except parsing.FormatError as exc:
             self._send_back(message, f"Format error: {exc}. Answer with the AIMessage JSON.")
             return
@@ -314,7 +315,7 @@ class _Run:
         for n, command in enumerate(actions, start=1):
             command["id"] = action_id(message, n)
         message.ai_message = parsed
-        rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
+        rows.update(message, ["ai_message"])  # parsed after it was stored
         decision = self._resolve_validation(parsed, tools)
         self._raise(
             Event.AI_RESPONSE_PARSED,
@@ -331,8 +332,8 @@ class _Run:
         """The answer is refused as a whole and goes back to the model as a FORMAT_ERROR (seed
         003 section 13): stored as the `ai_response_invalid_format` fallback, so none of its
         commands is ever run or handed out, and retried on the format error's path and limits."""
-        message.ai_message = parsing.fallback(message.ai_message_json)
-        rows.update(cast("SessionMessage", message), ["ai_message"])  # parsed after it was stored
+        message.ai_message = parsing.fallback(cast("str", message.ai_message_json))
+        rows.update(message, ["ai_message"])  # parsed after it was stored
         self._raise(Event.PARSE_ERROR_OCCURRED, summary=summary)
 
     def _manifest_tools(self) -> dict[str, validation.ToolPolicy]:
