@@ -218,7 +218,7 @@ def snapshot(manifest: Manifest) -> dict[str, Definition]:
     deeply."""
     uses = manifest.undefined_names()
     found, missing = resolve({name for _, name in uses}, defined=manifest.schemas)
-    errors = [
+    errors: list[dict[str, Any]] = [
         {
             "loc": ["body", *loc],
             "msg": f"schema {name!r} is defined neither in `schemas:` nor in the registry of named schemas",
