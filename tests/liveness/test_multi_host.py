@@ -313,11 +313,31 @@ def each_due_automation_starts_once(plant: Plant) -> dict[str, int]:
             and len(query(plant.db, runs, [plant.automations])) == TICK_AGENTS
         )
 
-    assert wait_for(all_ran, timeout=60), query(plant.db, runs, [plant.automations])
+    assert wait_for(all_ran, timeout=90), tick_report(plant)
     assert {n for _, n in query(plant.db, runs, [plant.automations])} == {1}
     two_active = "SELECT agent_id FROM ai_sessions_aisession WHERE is_active GROUP BY agent_id HAVING count(*) > 1"
     assert query(plant.db, two_active) == []
     return dict(query(plant.db, ticks))
+
+
+def tick_report(plant: Plant) -> dict[str, list[tuple]]:
+    """What a failed tick step shows: each tick run (worker, status, result or error), and the
+    sessions and next run times of the tick agents' automations."""
+    return {
+        "ticks": query(
+            plant.db,
+            "SELECT worker, status, started_at, finished_at, result, left(error, 500) FROM governance_taskrun"
+            " WHERE task_name = 'sessions.tick' ORDER BY started_at",
+        ),
+        "automations": query(
+            plant.db,
+            "SELECT a.id, a.agent_id, a.enabled, a.next_run_at, now(),"
+            " (SELECT array_agg(s.phase || ':' || s.is_active || ':' || s.trigger) FROM ai_sessions_aisession s"
+            "  WHERE s.agent_id = a.agent_id)"
+            " FROM ai_sessions_automation a WHERE a.id = ANY(%s) ORDER BY a.id",
+            [plant.automations],
+        ),
+    }
 
 
 def sizing(plant: Plant) -> list[str]:
