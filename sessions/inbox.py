@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from governance.kernel.principals import SYSTEM
+from governance.kernel.services import record
 from governance.reviews.models import ReviewDecision, ReviewItem
+from sessions import validation
 from sessions.machine import Event, Phase
 from sessions.models import AISession
-from sessions.processor import DECLINED, apply_event
+from sessions.processor import DECLINED, apply_event, granted_tools
 
 
 def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:
@@ -21,10 +23,20 @@ def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:
 
 
 def on_validation_decided(item: ReviewItem, decision: ReviewDecision) -> None:
+    """The reviewer's answer goes to the waiting session. An approval of actions on a tool the
+    agent's manifest no longer grants (a new version loaded while the item waited) is not
+    carried out: only a manifest grants a tool, so the session hears a refusal, audited."""
     session = _waiting_session(item, Phase.WAITING_VALIDATION)
-    if session is not None:
-        approved = decision.decision == ReviewDecision.Decision.APPROVE
-        apply_event(session.pk, Event.VALIDATION_RECEIVED, {"approved": approved}, actor=SYSTEM)
+    if session is None:
+        return
+    approved = decision.decision == ReviewDecision.Decision.APPROVE
+    if approved:
+        actions = [a for a in (item.payload or {}).get("actionCommands") or [] if isinstance(a, dict)]
+        withdrawn = validation.ungranted(actions, granted_tools(session.agent.active_manifest_id))
+        if withdrawn:
+            record(actor=SYSTEM, action="session.approval_voided", target=session, review_item=item.pk, tools=withdrawn)
+            approved = False
+    apply_event(session.pk, Event.VALIDATION_RECEIVED, {"approved": approved}, actor=SYSTEM)
 
 
 def on_communication_decided(item: ReviewItem, decision: ReviewDecision) -> None:

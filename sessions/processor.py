@@ -298,7 +298,7 @@ class _Run:
             self._send_back(message, f"Format error: {exc}. Answer with the AIMessage JSON.")
             return
         actions = parsed.get("actionCommands") or []
-        tools = self._manifest_tools() if actions else {}
+        tools = granted_tools(self.session.agent.active_manifest_id) if actions else {}
         refused = validation.ungranted(actions, tools)
         if refused:
             # Only a manifest grants a tool, never a reviewer: no review item, nothing handed out.
@@ -335,13 +335,6 @@ class _Run:
         message.ai_message = parsing.fallback(cast("str", message.ai_message_json))
         rows.update(message, ["ai_message"])  # parsed after it was stored
         self._raise(Event.PARSE_ERROR_OCCURRED, summary=summary)
-
-    def _manifest_tools(self) -> dict[str, validation.ToolPolicy]:
-        """The tools the agent's active manifest grants, as the validation levels read them."""
-        return {
-            tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)
-            for tool in ManifestTool.objects.filter(manifest_id=self.session.agent.active_manifest_id)
-        }
 
     def _resolve_validation(
         self, parsed: dict[str, Any], tools: dict[str, validation.ToolPolicy]
@@ -627,6 +620,14 @@ def _check_actor(session: AISession, actor: Principal, event: Event) -> None:
             )
     elif actor.user is not None and not actor.has_perm("ai_sessions.change_aisession"):
         raise Forbidden("Your account may not drive sessions.")
+
+
+def granted_tools(manifest_id: int | None) -> dict[str, validation.ToolPolicy]:
+    """The tools an active manifest grants, as the validation levels read them (none without one)."""
+    return {
+        tool.tool_id: validation.ToolPolicy(tool.permission, tool.requires_approval)
+        for tool in ManifestTool.objects.filter(manifest_id=manifest_id)
+    }
 
 
 def apply_event(

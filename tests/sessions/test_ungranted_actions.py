@@ -47,8 +47,8 @@ def automation_run(api: Api) -> str:
 
 
 def format_errors(session_id: str) -> list[str]:
-    found = SessionMessage.objects.filter(session_id=session_id, system_type="FORMAT_ERROR").order_by("seq")
-    return [message.system_message["summary"] for message in found]
+    found = SessionMessage.objects.filter(session__pk=session_id, system_type="FORMAT_ERROR").order_by("seq")
+    return [(message.system_message or {})["summary"] for message in found]
 
 
 def assert_refused(session_id: str, body: dict, tool: str = "mcp__shell__exec") -> None:
@@ -58,9 +58,10 @@ def assert_refused(session_id: str, body: dict, tool: str = "mcp__shell__exec") 
     assert not ReviewItem.objects.exists()
     [summary] = format_errors(session_id)
     assert f"{tool} is not granted by the agent's manifest" in summary
-    [refused] = SessionMessage.objects.filter(session_id=session_id, sender="AI")
-    assert "actionCommands" not in refused.ai_message  # kept only as the format error's fallback
-    assert refused.ai_message["preText"].startswith("ai_response_invalid_format")
+    [refused] = SessionMessage.objects.filter(session__pk=session_id, sender="AI")
+    stored = refused.ai_message or {}
+    assert "actionCommands" not in stored  # kept only as the format error's fallback
+    assert stored["preText"].startswith("ai_response_invalid_format")
 
 
 def test_a_chat_action_on_an_ungranted_tool_is_a_format_error_and_no_review(vlevel_api):
@@ -187,3 +188,26 @@ def test_a_hosted_model_naming_an_ungranted_tool_is_refused_then_its_correction_
     assert hosted.simulate_actions(str(session.pk), actor=SYSTEM) == "simulated"
     [result] = session.messages.get(system_type="ACTIONS_EXECUTED").system_message["commandResults"]
     assert result["summary"].endswith(UPSERT["type"])
+
+
+def test_an_approval_of_a_tool_the_manifest_withdrew_meanwhile_is_not_carried_out(client, vlevel_api, reviewer):
+    """The item waited; a new manifest version dropped the tool; the reviewer approved anyway."""
+    from agents.registry import load_manifest
+    from tests.support.keys import issue_key
+    from tests.support.manifests import manifest_text
+
+    session_id = chat(vlevel_api)
+    answer(vlevel_api, session_id, preText="A snapshot.", actionCommands=[GRANTED])
+    item = ReviewItem.objects.get()
+    snapshot = "    - tool_id: mcp__chrome-devtools__take_snapshot\n      permissions: execute\n      rate_limit: 30\n"
+    text = manifest_text("agent.seo.vlevel", version="1.1.0")
+    without = text.replace(snapshot, "").replace("required: true", "required: false")  # skills need it
+    load_manifest(without, actor=SYSTEM)
+
+    decided = Api(client, issue_key(user=reviewer)).post(f"/reviews/{item.pk}/decision", {"decision": "approve"})
+
+    assert decided.status_code == 200, decided.content
+    state = vlevel_api.get(f"/sessions/{session_id}").json()
+    assert state["phase"] != "EXECUTING_ACTIONS"
+    voided = AuditEvent.objects.get(action="session.approval_voided")
+    assert voided.data["tools"] == [GRANTED["type"]]
