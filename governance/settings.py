@@ -507,6 +507,10 @@ EMBEDDING_THREADS = env.integer("EMBEDDING_THREADS", env.integer("EMBEDDING_TORC
 MEMORY_SEARCH_CANDIDATES = env.integer("MEMORY_SEARCH_CANDIDATES", 80)
 # What `manage.py tune_search` (weekly) calibrates each (kind, model)'s ef_search to reach (memory/calibration.py).
 MEMORY_SEARCH_RECALL_TARGET = env.fraction("MEMORY_SEARCH_RECALL_TARGET", 0.95)
+# A served learning counts toward its reuse score only when the block's query was this close to it
+# (cosine similarity): a learning served because little else matched is no evidence of reuse
+# (memory/scoring.py). Injections served without a query (similarity 0) never count.
+MEMORY_REUSE_SIMILARITY_FLOOR = env.fraction("MEMORY_REUSE_SIMILARITY_FLOOR", 0.3)
 # maintenance_work_mem of an HNSW build on the running plane (memory/indexing.py): pgvector slows several
 # times once the graph outgrows it (384-d, m 16: 3 GB ran out at 966k vectors, 4 GB held a million).
 MEMORY_INDEX_BUILD_MEMORY = env.string("MEMORY_INDEX_BUILD_MEMORY", "1GB")

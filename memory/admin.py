@@ -36,7 +36,7 @@ from governance.kernel.admin import ReadOnlyAdmin
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
-from memory import lifecycle, overview, privacy
+from memory import holds, lifecycle, overview, privacy
 from memory.models import (
     Clarification,
     Conversation,
@@ -164,14 +164,50 @@ class CorrectionActions(MemoryAdmin):
         return ask
 
 
-@admin.register(Learning)
-class LearningAdmin(CorrectionActions):
-    kind = "learning"
-    actions = [*CorrectionActions.actions, "archive_selected", "restore_selected", "demote_selected"]
+class HeldActions(CorrectionActions):
+    """Quarantine and release (memory/holds.py): hold every item the selected rows' authors wrote,
+    at once, or let the selected held items be served again."""
 
-    list_display = ["id", "story", "gate", "domain", "project", "scope", "date_created", "short_text"]
+    held_actions = ["quarantine_authors", "release_selected"]
+
+    def has_hold_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("memory.change_learning"))
+
+    @admin.display(description="held", boolean=True)
+    def held(self, obj: Learning | VeilleNote) -> bool:
+        return obj.held_at is not None
+
+    @admin.action(
+        description="Quarantine their authors' items (hold everything each author wrote)", permissions=["hold"]
+    )
+    def quarantine_authors(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = Principal(user=cast(AbstractBaseUser, request.user))
+        authors = sorted({pk for pk in queryset.values_list("author_id", flat=True) if pk is not None})
+        held = [holds.quarantine_author(pk, actor=actor) for pk in authors]
+        counts = ", ".join(f"{sum(c[kind] for c in held)} {kind}" for kind in holds.HELD_KINDS)
+        self.message_user(request, f"Quarantined {len(authors)} author(s): held {counts}.", messages.SUCCESS)
+
+    @admin.action(description="Release selected held items", permissions=["hold"])
+    def release_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        released = holds.release_items(queryset, actor=Principal(user=cast(AbstractBaseUser, request.user)))
+        self.message_user(request, f"Released {released} held item(s).", messages.SUCCESS)
+
+
+@admin.register(Learning)
+class LearningAdmin(HeldActions):
+    kind = "learning"
+    actions = [
+        *CorrectionActions.actions,
+        "archive_selected",
+        "restore_selected",
+        "demote_selected",
+        *HeldActions.held_actions,
+    ]
+
+    list_display = ["id", "story", "gate", "domain", "project", "scope", "date_created", "author", "held", "short_text"]
     list_display_links = ["id", "story"]
-    list_filter = ["scope", "domain", "project"]
+    list_filter = ["scope", ("held_at", admin.EmptyFieldListFilter), "domain", "project"]
+    list_select_related = ["author"]
     search_fields = ["text", "story"]
     date_hierarchy = "date_created"
 
@@ -270,10 +306,12 @@ class VeilleTagFilter(admin.SimpleListFilter):
 
 
 @admin.register(VeilleNote)
-class VeilleNoteAdmin(CorrectionActions):
+class VeilleNoteAdmin(HeldActions):
     kind = "veille"
-    list_display = ["date", "title", "verdict_veille", "impact_pv", "tag_list", "path"]
-    list_filter = ["impact_pv", "verdict_veille", VeilleTagFilter]
+    actions = [*CorrectionActions.actions, *HeldActions.held_actions]
+    list_display = ["date", "title", "verdict_veille", "impact_pv", "tag_list", "path", "author", "held"]
+    list_filter = ["impact_pv", "verdict_veille", ("held_at", admin.EmptyFieldListFilter), VeilleTagFilter]
+    list_select_related = ["author"]
 
     @admin.display(description="tags")
     def tag_list(self, obj: VeilleNote) -> str:

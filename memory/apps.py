@@ -7,6 +7,7 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from governance.reviews import services as reviews
-        from memory import checks, lifecycle  # noqa: F401  (checks: registers them)
+        from memory import checks, holds, lifecycle  # noqa: F401  (checks: registers them)
 
         reviews.register(lifecycle.REVIEW_KIND, lifecycle.on_review_decided)
+        reviews.register(holds.REVIEW_KIND, holds.on_review_decided)

@@ -36,8 +36,8 @@ STORY_HITS_ORDER = "(story = %(l_story)s) DESC, score DESC, date_created DESC NU
 # Learnings are served with a lock that a scoring run's exclusive one waits for (memory/scoring.py).
 LEDGER = """
     , ledger AS (
-        INSERT INTO memory_learninginjection (learning_id, story, domain, project, at, served_to)
-        SELECT hits.id, %(story)s, %(domain)s, %(project)s, %(at)s, %(served_to)s
+        INSERT INTO memory_learninginjection (learning_id, story, domain, project, at, served_to, similarity)
+        SELECT hits.id, %(story)s, %(domain)s, %(project)s, %(at)s, %(served_to)s, hits.similarity
           FROM hits, (SELECT pg_advisory_xact_lock_shared(hashtext(%(inputs_lock)s))) AS held
     )
 """

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import re
 from typing import Any
+from uuid import UUID
 
 import yaml
 from django.db import DatabaseError, connection, transaction
@@ -23,6 +24,7 @@ from django.utils import timezone
 from governance.kernel.exceptions import DomainError, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from memory import provenance
 from memory.indexing import schedule_embedding
 from memory.models import Clarification
 
@@ -129,8 +131,13 @@ def persist_clarifications(
     answers: list[str],
     actor: Principal,
     now: dt.datetime | None = None,
+    job: UUID | None = None,
+    session: UUID | None = None,
 ) -> tuple[int, str]:
     """Store the four answers of ``story`` as its next version; returns ``(version, name)``.
+
+    An agent writes them only into a domain its manifest lets it write into (else Forbidden,
+    memory/provenance.py); each answer keeps its author and the job or session it names.
 
     Answers are stored byte for byte (no strip, no normalisation: TC-NOM-03); story, domain and
     project are identifiers and are stripped. Raises InvalidInput (every failing field) or
@@ -142,6 +149,8 @@ def persist_clarifications(
     if now is not None and timezone.is_naive(now):
         raise ValueError("now must be timezone-aware")
     domain, project = domain.strip(), project.strip()
+    provenance.check_domain_write(actor, domain, what="clarifications")
+    origin = provenance.origin(actor, job=job, session=session)
     name = f"{story}-clarifications"
     try:
         with transaction.atomic():
@@ -161,6 +170,7 @@ def persist_clarifications(
                     question_idx=index,
                     verbatim=answer,
                     date=at,
+                    **origin,
                 )
                 for index, answer in enumerate(answers, start=1)
             )

@@ -166,7 +166,7 @@ DOMAINS = (
         241,
         ("shop-front", "payments"),
         ("#checkout", "#payments"),
-        "agent.seo.architect",
+        None,  # no agent of the fleet writes into checkout (memory/provenance.py): its lessons are the team's
         (
             Lesson(
                 "payment webhooks",

@@ -168,6 +168,7 @@ def _learnings(embedded: Embedded, reach: Reach, where: tuple[str, str], ledger:
                 project=ledger.project,
                 at=ledger.at,
                 served_to=ledger.served_to,
+                similarity=i["similarity"],
             )
             for i in items
         )

@@ -1,13 +1,14 @@
 """Writes of learnings and gate results (each producer goes through compute_tags_hash).
 
-Agents write to the fleet's shared memory; a person needs the add permission. Each write leaves
-an audit row naming who wrote it."""
+Agents write to the fleet's shared memory within their manifest's write reach; a person needs the
+add permission. Each write leaves an audit row naming who wrote it, and the row its author."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date, datetime
 from typing import NamedTuple
+from uuid import UUID
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -17,7 +18,7 @@ from agents.vocabulary import Registry
 from governance.kernel.access import agent_or_perm
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
-from memory import scoring
+from memory import holds, provenance, scoring
 from memory.indexing import schedule_embedding
 from memory.models import GateResult, Learning
 from memory.tags import canonical_tags, compute_tags_hash
@@ -34,12 +35,20 @@ def create_learning(
     tags: list[str],
     text: str,
     date_created: date | None = None,
+    job: UUID | None = None,
+    session: UUID | None = None,
 ) -> Learning:
     """A new learning starts at scope `story`; its vector is computed after commit, by a worker.
-    Its domain is an active value of the domains registry (agents/registries.py)."""
+    Its domain is an active value of the domains registry (agents/registries.py) that the agent's
+    manifest lets it write into (memory/provenance.py); it keeps its author and the job or session
+    it names. An agent's text that addresses the model is held for a reviewer (memory/holds.py)."""
     agent_or_perm(actor, "memory.add_learning")
+    provenance.check_domain_write(actor, domain, what="a learning")
+    origin = provenance.origin(actor, job=job, session=session)
     registries.check([registries.Use(Registry.DOMAINS, domain, ("body", "domain"))])
+    reasons = holds.screen_learning(actor, text, domain)
     learning = Learning.objects.create(
+        **origin,
         story=story,
         gate=gate,
         domain=domain,
@@ -53,16 +62,29 @@ def create_learning(
         created_by=actor.label,
     )
     record(actor=actor, action="learning.created", target=learning, story=story, gate=gate)
+    if reasons:
+        holds.hold_written(learning, reasons, actor=actor)
     schedule_embedding("learning", [learning.pk])
     return learning
 
 
 @transaction.atomic
-def record_gate_result(*, actor: Principal, story: str, gate: int, verdict: str) -> GateResult:
-    """A gate's verdict; a gate-8 GO is what makes a story count in the reuse score."""
+def record_gate_result(
+    *,
+    actor: Principal,
+    story: str,
+    gate: int,
+    verdict: str,
+    job: UUID | None = None,
+    session: UUID | None = None,
+) -> GateResult:
+    """A gate's verdict; a gate-8 GO is what makes a story count in the reuse score, so an agent
+    records one only for a story it holds work on (memory/provenance.py)."""
     agent_or_perm(actor, "memory.add_gateresult")
+    provenance.check_gate_result(actor, story)
+    origin = provenance.origin(actor, job=job, session=session)
     scoring.hold_inputs()
-    result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now())
+    result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now(), **origin)
     record(actor=actor, action="gate_result.recorded", target=result, story=story, gate=gate, verdict=verdict)
     return result
 

@@ -97,9 +97,7 @@ def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status 
     operators with `memory.add_clarification`). 503 when the database refused the write."""
     agent_or_perm(request.auth, "memory.add_clarification")
     try:
-        version, name = clarifications.persist_clarifications(
-            story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=request.auth
-        )
+        version, name = clarifications.persist_clarifications(**data.dict(), actor=request.auth)
     except clarifications.ClarificationWriteFailed as exc:
         return problem_response(503, detail=exc.detail)
     return Status(201, {"story": data.story, "version": version, "name": name})

@@ -27,9 +27,13 @@ everything their permissions allow.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agents.registry import manifest_document
 from governance.kernel.principals import Principal
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 
 @dataclass(frozen=True)
@@ -66,12 +70,85 @@ def from_memory(memory: dict, domain: str) -> Reach:
     )
 
 
+@dataclass(frozen=True)
+class WriteReach:
+    """Where an agent writes into the fleet's memory; ``own`` None means no limit (an operator, who
+    needs the model's add permission instead).
+
+    Learnings and clarifications go to the agent's own domain, and to the domains its manifest's
+    ``memory.shared.write_namespaces`` name (with ``shared.enabled``). A watch note is served in
+    every agent's block, so publishing one is an operator's act, or an agent's whose manifest says
+    ``memory.shared.watch_notes: true``. Gate results are not a domain's: an agent records them only
+    for a story it holds work on (memory/provenance.py)."""
+
+    own: str | None = None
+    domains: tuple[str, ...] = ()
+    watch_notes: bool = True
+
+    @property
+    def limited(self) -> bool:
+        return self.own is not None
+
+    def allows(self, domain: str) -> bool:
+        """Pure: may this reach write into ``domain``?"""
+        key = domain.strip().lower()
+        return not self.limited or key == self.own or key in self.domains
+
+
+UNLIMITED = WriteReach()
+
+
+def writes_from_memory(memory: dict, domain: str) -> WriteReach:
+    """Pure: the write reach a manifest's ``memory`` section (as stored) gives an agent of ``domain``."""
+    shared = memory.get("shared") or {}
+    enabled = bool(shared.get("enabled"))
+    namespaces = (shared.get("write_namespaces") or []) if enabled else []
+    return WriteReach(
+        own=domain.lower(),
+        domains=tuple(sorted({namespace_domain(n) for n in namespaces})),
+        watch_notes=enabled and bool(shared.get("watch_notes")),
+    )
+
+
+def write_reach_of(principal: Principal) -> WriteReach:
+    """The principal's write reach: its active manifest's, UNLIMITED for an operator or the system."""
+    agent = principal.agent
+    if agent is None:
+        return UNLIMITED
+    return writes_from_memory(_memory_section(agent), agent.domain)
+
+
+def _memory_section(agent: Agent) -> dict:
+    if agent.active_manifest_id is None:
+        return {}
+    return manifest_document(agent.active_manifest_id).get("memory") or {}
+
+
 def reach_of(principal: Principal) -> Reach:
     """The principal's reach: its active manifest's (read once per process), EVERYTHING for an
     operator."""
     agent = principal.agent
     if agent is None:
         return EVERYTHING
-    if agent.active_manifest_id is None:
-        return from_memory({}, agent.domain)
-    return from_memory(manifest_document(agent.active_manifest_id).get("memory") or {}, agent.domain)
+    return from_memory(_memory_section(agent), agent.domain)
+
+
+UNREAD = (
+    "No agent reads domain {domain!r} (no active manifest of that domain enables long_term memory): "
+    "this learning is served to no block, so it is never scored or promoted, and it is archived "
+    "after 56 days unless an agent of the domain starts reading it."
+)
+
+
+def unread_warning(domain: str) -> str | None:
+    """Why a new learning of ``domain`` would sit unread, or None. A story learning is served
+    only within its own domain (shared memory serves promoted ones), so its readers are the
+    agents of that domain whose active manifest enables long-term memory. One query."""
+    from django.db.models.functions import Lower
+
+    from agents.models import Agent
+
+    readers = Agent.objects.alias(domain_key=Lower("domain")).filter(
+        domain_key=domain.strip().lower(), active_manifest__document__memory__long_term__enabled=True
+    )
+    return None if readers.exists() else UNREAD.format(domain=domain)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from ninja import Field, Schema
 from pydantic import field_validator
@@ -25,12 +26,17 @@ class LearningIn(Schema):
     tags: list[str] = Field(default_factory=list, max_length=100)
     text: str = Field(..., min_length=1, max_length=100_000)
     date_created: date | None = None
+    job: UUID | None = Field(None, description="The writer's job it was learned in (its provenance).")
+    session: UUID | None = Field(None, description="The writer's session it was learned in (its provenance).")
 
 
 class LearningCreated(Schema):
     id: int
     tags_hash: str
     scope: str
+    held: bool = Field(False, description="Held for a reviewer: no block serves it until released.")
+    held_reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list, description="E.g. no agent reads the learning's domain.")
 
 
 class LearningOut(Schema):
@@ -45,12 +51,20 @@ class LearningOut(Schema):
     scope: str
     reuse_score: float
     date_created: date | None
+    created_by: str = Field(description="Who wrote it, in the audit trail's words.")
+    author: str | None = Field(description="The agent that wrote it (agent_id); null for a person or an import.")
+    job: UUID | None = Field(description="The job it was written in.")
+    session: UUID | None = Field(description="The session it was written in.")
+    held: bool = Field(description="Held for a reviewer (operators only ever read a held learning).")
+    held_reasons: list[str]
 
 
 class GateResultIn(Schema):
     story: str = Story
     gate: int = Field(..., ge=0, le=99)
     verdict: Literal["GO", "NO_GO"]
+    job: UUID | None = None
+    session: UUID | None = None
 
 
 class GateResultOut(Schema):
@@ -125,6 +139,12 @@ class VeilleNoteOut(Schema):
     summary: str
     tags: list[str]
     indexed_at: datetime
+    held: bool = Field(False, description="Held for a reviewer: no block serves it until released.")
+    held_reasons: list[str] = Field(default_factory=list)
+
+    @staticmethod
+    def resolve_held(note: Any) -> bool:
+        return note.held_at is not None
 
 
 class ClarificationsIn(Schema):
@@ -132,6 +152,8 @@ class ClarificationsIn(Schema):
     domain: str = Field(..., max_length=100, examples=["tooling"])
     project: str = Field(..., max_length=100, examples=["ia-governance"])
     answers: list[str] = Field(..., min_length=clarifications.ANSWERS, max_length=clarifications.ANSWERS)
+    job: UUID | None = None
+    session: UUID | None = None
 
 
 class ClarificationsCreatedOut(Schema):

@@ -3,6 +3,10 @@
     reuse_score = 0.4 * injections + 0.4 * distinct stories with a gate-8 GO after the injection
                   + 0.2 * distinct domains injected into
 
+where an injection counts once per story, and only when it was served close enough to the query
+(``_COUNTED``, MEMORY_REUSE_SIMILARITY_FLOOR): the seed's injections were one per step-0 run, while
+here any agent may call the block, so repeated calls from one story are one use, not many.
+
 A raw weighted sum, not a ratio (M-01, H-01; TC-NOM-05 gives 1.8 and 1.0). Keyed by the
 learning's (story, gate, tags_hash). Learnings never injected get no row; readers treat a missing
 score as 0.0 (Écart 9).
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -70,6 +75,12 @@ _ANALYZE_TOUCHED = "ANALYZE scoring_touched"
 _WORK_MEM = "SET LOCAL work_mem = '256MB'"
 _RESTORE = ["RESET work_mem"]
 
+# Which injections count (issue 34: one agent looping on the block must not make its own learning
+# promotable): one per story, and only those served to a query at least MEMORY_REUSE_SIMILARITY_FLOOR
+# close (an injection from before the similarity was kept, NULL, counts as it always did). The
+# covering index carries the similarity, so a full run still reads the index alone.
+_COUNTED = "(i.similarity IS NULL OR i.similarity >= %(floor)s)"
+
 # What each key counts. Both shapes compute the same numbers; their plans differ.
 #
 # A full run reads every injection in key order from the covering index injection_score_key,
@@ -79,9 +90,9 @@ _RESTORE = ["RESET work_mem"]
 # story), compared with the injection's time; a join would lose the index order.
 _COUNT_ALL = """
         SELECT i.learning_story AS story, i.learning_gate AS gate, i.learning_tags_hash AS tags_hash,
-               count(*) AS nb_injections,
-               count(DISTINCT i.story) FILTER (WHERE g.at > i.at) AS nb_go,
-               count(DISTINCT i.domain) AS nb_domains
+               count(DISTINCT i.story) FILTER (WHERE {counted}) AS nb_injections,
+               count(DISTINCT i.story) FILTER (WHERE {counted} AND g.at > i.at) AS nb_go,
+               count(DISTINCT i.domain) FILTER (WHERE {counted}) AS nb_domains
           FROM memory_learninginjection i
           LEFT JOIN LATERAL (
               SELECT max(at) AS at FROM memory_gateresult
@@ -96,9 +107,9 @@ _COUNT_ALL = """
 _COUNT_TOUCHED = """
         SELECT i.learning_story COLLATE "C" AS story, i.learning_gate AS gate,
                i.learning_tags_hash COLLATE "C" AS tags_hash,
-               count(*) AS nb_injections,
-               count(DISTINCT i.story COLLATE "C") FILTER (WHERE g.at > i.at) AS nb_go,
-               count(DISTINCT i.domain COLLATE "C") AS nb_domains
+               count(DISTINCT i.story COLLATE "C") FILTER (WHERE {counted}) AS nb_injections,
+               count(DISTINCT i.story COLLATE "C") FILTER (WHERE {counted} AND g.at > i.at) AS nb_go,
+               count(DISTINCT i.domain COLLATE "C") FILTER (WHERE {counted}) AS nb_domains
           FROM scoring_touched t
           JOIN memory_learninginjection i
             ON i.learning_story = t.story AND i.learning_gate = t.gate AND i.learning_tags_hash = t.tags_hash
@@ -169,8 +180,8 @@ _DROP_TOUCHED = "DROP TABLE IF EXISTS scoring_touched"
 def _recompute(*, touched: bool) -> str:
     """The statement computing the touched keys (incremental) or every key (full)."""
     if touched:
-        return _RECOMPUTE.format(count=_COUNT_TOUCHED, removed=_NOTHING_REMOVED)
-    return _RECOMPUTE.format(count=_COUNT_ALL, removed=_REMOVED)
+        return _RECOMPUTE.format(count=_COUNT_TOUCHED.format(counted=_COUNTED), removed=_NOTHING_REMOVED)
+    return _RECOMPUTE.format(count=_COUNT_ALL.format(counted=_COUNTED), removed=_REMOVED)
 
 
 def statements(*, incremental: bool) -> list[str]:
@@ -247,6 +258,7 @@ def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
         "last_injection": previous.last_injection_id if incremental else 0,
         "last_gate": previous.last_gate_result_id if incremental else 0,
         "go_gate": GO_GATE,
+        "floor": settings.MEMORY_REUSE_SIMILARITY_FLOOR,
         "w_inj": WEIGHT_INJECTIONS,
         "w_go": WEIGHT_GATE8_GO,
         "w_dom": WEIGHT_DOMAINS,
@@ -293,6 +305,7 @@ def rescore(keys: Iterable[tuple[str, int, str]]) -> None:
     _one_run_at_a_time()
     params: dict[str, Any] = {
         "go_gate": GO_GATE,
+        "floor": settings.MEMORY_REUSE_SIMILARITY_FLOOR,
         "w_inj": WEIGHT_INJECTIONS,
         "w_go": WEIGHT_GATE8_GO,
         "w_dom": WEIGHT_DOMAINS,

@@ -172,7 +172,7 @@ def learnings_sql(dimension: int, p: str = "", columns: str = "") -> str:
     d = int(dimension)
     distance = f"e.embedding::vector({d}) <=> %({p}q)s::vector({d})"
     vectors = f"e.kind = %({p}kind)s AND e.model = %({p}model)s AND e.active"
-    readable = f"""l.scope <> 'archived'
+    readable = f"""l.scope <> 'archived' AND l.held_at IS NULL
            AND (%({p}domain)s::text IS NULL OR l.domain = %({p}domain)s)
            AND (%({p}project)s::text IS NULL OR l.project = %({p}project)s)
            AND {_within_reach(p)}"""
@@ -232,7 +232,7 @@ def story_learnings_sql(p: str = "", columns: str = "") -> str:
           FROM memory_learning l
           LEFT JOIN memory_reusescore s
                  ON s.story = l.story AND s.gate = l.gate AND s.tags_hash = l.tags_hash
-         WHERE l.scope <> 'archived' AND lower(l.domain) = lower(%({p}block_domain)s)
+         WHERE l.scope <> 'archived' AND l.held_at IS NULL AND lower(l.domain) = lower(%({p}block_domain)s)
            AND {_within_reach(p)}
          ORDER BY (l.story = %({p}story)s) DESC, score DESC, l.date_created DESC NULLS LAST, l.id DESC
          LIMIT %({p}k)s
@@ -257,7 +257,7 @@ def latest_veille_sql(p: str = "", columns: str = "") -> str:
     return f"""
         SELECT v.id, 0.0::float8 AS similarity{columns}
           FROM memory_veillenote v
-         WHERE (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
+         WHERE v.held_at IS NULL AND (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
          ORDER BY v.date DESC, v.id DESC
          LIMIT %({p}k)s
     """
@@ -294,7 +294,7 @@ def veille_sql(dimension: int, p: str = "", columns: str = "") -> str:
         WITH c AS ({_candidates_sql(dimension, p)})
         SELECT v.id, 1 - c.distance AS similarity{columns}
           FROM c JOIN memory_veillenote v ON v.id = c.object_id
-         WHERE (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
+         WHERE v.held_at IS NULL AND (%({p}impacts)s::text[] IS NULL OR v.impact_pv = ANY(%({p}impacts)s::text[]))
            AND (%({p}verdict)s::text IS NULL OR v.verdict_veille = %({p}verdict)s)
            AND (%({p}tags)s::text[] IS NULL OR ARRAY(
                 SELECT lower(t) FROM jsonb_array_elements_text(v.tags) t) @> %({p}tags)s::text[])

@@ -23,9 +23,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils.text import slugify
 
-from governance.kernel.exceptions import InvalidInput
+from governance.kernel.exceptions import Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from memory import holds, provenance
 from memory.indexing import schedule_embedding
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note
@@ -176,19 +177,27 @@ def add_note(text: str, name: str | None, *, actor: Principal) -> tuple[VeilleNo
     if key is None:
         key = f"api/{values['date'].isoformat()}-{slugify(values['title'])[:120] or 'note'}.md"
         values["path"] = key
+    provenance.check_watch_note_write(actor)
     with transaction.atomic():
         _lock_veille()
-        note = VeilleNote.objects.filter(path=key).first()
-        created = note is None
-        if created:
-            note = VeilleNote.objects.create(**values)
+        existing = VeilleNote.objects.filter(path=key).first()
+        created = existing is None
+        if existing is not None:
+            provenance.check_note_owner(actor, existing.author_id)
+            if actor.agent is not None and existing.held_at is not None:
+                raise Forbidden("This watch note is held for a reviewer: it cannot change until they decide.")
+        reasons = holds.screen_note(actor, values["title"], values["summary"])
+        if existing is None:
+            note = VeilleNote.objects.create(**values, author=actor.agent)
             record(actor=actor, action="veille.indexed", target=note, path=key)
-        elif _changed(note, values):
+        elif _changed(note := existing, values):
             for name_ in NOTE_FIELDS:
                 setattr(note, name_, values[name_])
             note.save()
             record(actor=actor, action="veille.updated", target=note, path=key)
         else:
-            return note, False
+            return existing, False
+        if reasons:
+            holds.hold_written(note, reasons, actor=actor)
         schedule_embedding("veille", [note.pk])
     return note, created

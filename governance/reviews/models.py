@@ -21,6 +21,7 @@ KIND_LABELS = {
     "agent.approval": "Approval request",
     "escalation": "Escalation",
     "kpi_critical": "KPI critical",
+    "memory_hold": "Held memory",
 }
 
 
@@ -57,7 +58,7 @@ def _decision_text(kind: str, payload: dict[str, Any]) -> str:
     """What the reviewer decides on, as one text: the learning for a promotion, the actions for
     an action approval, the question for a question, the tool and its arguments for a tool call,
     the details for an agent's approval request. Empty for kinds whose row shows facts instead."""
-    if kind == "learning_promotion":
+    if kind in ("learning_promotion", "memory_hold"):
         return str(payload.get("text") or "")
     if kind == "session_validation":
         actions = (payload.get("validationContext") or {}).get("actions") or [

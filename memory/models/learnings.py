@@ -9,10 +9,11 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from memory.models.provenance import Held, Provenance
 from memory.querysets import LearningQuerySet
 
 
-class Learning(models.Model):
+class Learning(Provenance, Held):
     class Scope(models.TextChoices):
         STORY = "story", "Story"
         DOMAIN = "domain", "Domain"
@@ -82,6 +83,11 @@ class LearningInjection(models.Model):
     project = models.CharField(max_length=100)
     at = models.DateTimeField(db_index=True)
     served_to = models.CharField(max_length=200, blank=True, db_default="", help_text="Who the block was served to")
+    similarity = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Its cosine similarity to the block's query (0 without one); empty before it was kept",
+    )
     learning_story = models.CharField(max_length=100, editable=False, help_text="The learning's story")
     learning_gate = models.PositiveSmallIntegerField(editable=False, help_text="The learning's gate")
     learning_tags_hash = models.CharField(max_length=64, editable=False, help_text="The learning's tags_hash")
@@ -93,7 +99,7 @@ class LearningInjection(models.Model):
             # Covering, and in the order a full scoring run counts them (memory/scoring.py).
             models.Index(
                 fields=["learning_story", "learning_gate", "learning_tags_hash", "story"],
-                include=["domain", "at"],
+                include=["domain", "at", "similarity"],
                 name="injection_score_key",
             ),
         ]
@@ -102,7 +108,7 @@ class LearningInjection(models.Model):
         return f"{self.learning_id} -> {self.story}"
 
 
-class GateResult(models.Model):
+class GateResult(Provenance):
     class Verdict(models.TextChoices):
         GO = "GO"
         NO_GO = "NO_GO"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from memory.models.provenance import Held, Provenance
 
-class VeilleNote(models.Model):
+
+class VeilleNote(Provenance, Held):
     """A watch note: a Markdown file with YAML front matter (seed section 2.1)."""
 
     class Verdict(models.TextChoices):
@@ -39,7 +41,7 @@ class VeilleNote(models.Model):
         return self.title
 
 
-class Clarification(models.Model):
+class Clarification(Provenance):
     """One of the four verbatim answers given for a story; a new call makes a new version."""
 
     story = models.CharField(max_length=100)

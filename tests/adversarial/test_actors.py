@@ -23,6 +23,8 @@ def test_an_agent_started_chat_is_recorded_as_the_agent(vlevel_api):
 
 @pytest.mark.django_db
 def test_learnings_and_gate_results_name_their_author(vlevel_api):
+    work = {"type": "CHAT", "name": "PD-1", "story": "PD-1", "domain": "seo", "project": "shop"}
+    assert vlevel_api.post("/sessions", work).status_code == 201  # a gate result needs work on its story
     assert vlevel_api.post("/memory/learnings", LEARNING).status_code == 201
     assert vlevel_api.post("/memory/gate-results", {"story": "PD-1", "gate": 8, "verdict": "GO"}).status_code == 201
 

@@ -17,6 +17,7 @@ from memory.models import Learning
 from tests.support.api import Api
 from tests.support.jobs import submit_job
 from tests.support.keys import issue_key
+from tests.support.manifests import writes_into
 from tests.support.refusals import nothing_written
 
 YAML = "application/yaml"
@@ -145,7 +146,8 @@ def test_a_value_of_the_wrong_shape_is_422_at_its_field(vlevel_api, field, value
 
 
 @pytest.mark.django_db
-def test_a_learning_in_an_unknown_domain_is_refused_then_accepted_once_added(agent_api, admin_api):
+def test_a_learning_in_an_unknown_domain_is_refused_then_accepted_once_added(agent, agent_api, admin_api):
+    writes_into(agent, "support")
     with nothing_written():
         refused = agent_api.post("/memory/learnings", {**LEARNING, "domain": "support"})
 
@@ -159,7 +161,8 @@ def test_a_learning_in_an_unknown_domain_is_refused_then_accepted_once_added(age
 
 
 @pytest.mark.django_db
-def test_a_learning_domain_is_stored_lowercase(agent_api):
+def test_a_learning_domain_is_stored_lowercase(agent, agent_api):
+    writes_into(agent, "seo")
     created = agent_api.post("/memory/learnings", {**LEARNING, "domain": "SEO"})
 
     assert created.status_code == 201
@@ -227,7 +230,8 @@ def test_an_agent_in_a_retired_domain_stays_readable_and_a_new_version_is_refuse
 
 
 @pytest.mark.django_db
-def test_a_learning_in_a_retired_domain_stays_readable_and_new_ones_are_refused(agent_api, viewer_api):
+def test_a_learning_in_a_retired_domain_stays_readable_and_new_ones_are_refused(agent, agent_api, viewer_api):
+    writes_into(agent, "cart")
     created = agent_api.post("/memory/learnings", {**LEARNING, "domain": "cart"}).json()
     registries.retire_value(Registry.DOMAINS, "cart", actor=SYSTEM)
 

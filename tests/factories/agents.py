@@ -1,11 +1,11 @@
-"""Factories of the agents app: agents (without a manifest) and what they measured."""
+"""Factories of the agents app: agents (without a manifest), their jobs and what they measured."""
 
 from __future__ import annotations
 
 import factory
 from django.utils import timezone
 
-from agents.models import Agent, KpiSample
+from agents.models import Agent, Job, KpiSample
 
 
 class AgentFactory(factory.django.DjangoModelFactory[Agent]):
@@ -27,3 +27,19 @@ class KpiSampleFactory(factory.django.DjangoModelFactory[KpiSample]):
     metric_id = "task_success_rate"
     value = 1.0
     recorded_at = factory.LazyFunction(timezone.now)
+
+
+class JobFactory(factory.django.DjangoModelFactory[Job]):
+    """A queued job stored as it is, unchecked: give it an agent with an active manifest
+    (`tests.support.manifests.load`); admission itself is tested through POST /jobs."""
+
+    class Meta:
+        model = Job
+
+    agent = factory.SubFactory(AgentFactory)
+    manifest = factory.LazyAttribute(lambda job: job.agent.active_manifest)
+    intent = "seo_audit"
+    scope = factory.LazyFunction(lambda: {"entityType": "page"})
+    constraints = factory.LazyFunction(dict)
+    context = factory.LazyFunction(dict)
+    idempotency_key = factory.Sequence(lambda n: f"factory-job-{n}")

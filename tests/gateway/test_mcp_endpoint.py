@@ -258,8 +258,11 @@ def test_a_nan_in_an_output_over_mcp_is_a_stored_violation_and_elsewhere_still_r
 
 
 def test_clarifications_and_gate_results_over_mcp_go_through_their_services(live_server, vlevel_key):
+    from agents.models import Agent
     from memory.models import Clarification, GateResult
+    from tests.factories.sessions import AISessionFactory
 
+    AISessionFactory(agent=Agent.objects.get(agent_id="agent.seo.vlevel"), story="PD-1")  # its work on PD-1
     answers = ["Keep it.", "No.", "Monthly.", "The SEO lead."]
 
     async def work(session: ClientSession) -> Any:

@@ -25,6 +25,7 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from memory import clarifications
 from memory.models import Clarification
+from tests.support.manifests import writes_into
 
 T0 = dt.datetime(2025, 6, 1, 10, 15, 0, tzinfo=dt.UTC)
 
@@ -105,7 +106,8 @@ def test_tc_nom_03_the_markdown_has_the_seed_shape():
     assert "\n`````text\n" + VERBATIM[3] + "\n`````\n" in text  # the fence outgrows the answer's backticks
 
 
-def test_tc_nom_03_through_the_api_with_raw_utf8_json(agent_api):
+def test_tc_nom_03_through_the_api_with_raw_utf8_json(agent, agent_api):
+    writes_into(agent, "d")
     body = {"story": "PD-7", "domain": "d", "project": "p", "answers": VERBATIM}
     response = agent_api.post("/memory/clarifications", raw=json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
@@ -250,7 +252,8 @@ def test_h06_same_date_versions_are_ordered_by_version_and_named_apart():
     assert all(clarifications.parse_clarification_name(name)[0] == "PD-295" for name in names)
 
 
-def test_h06_the_api_makes_versions_and_lists_all_of_them_on_request(agent_api):
+def test_h06_the_api_makes_versions_and_lists_all_of_them_on_request(agent, agent_api):
+    writes_into(agent, "d")
     body = {"story": "PD-11", "domain": "d", "project": "p", "answers": ["a", "b", "c", "d"]}
 
     first = agent_api.post("/memory/clarifications", body)
@@ -447,7 +450,8 @@ def test_tc_err_09_the_command_reports_on_stderr_and_step_0_goes_on():
 
 
 @pytest.mark.usefixtures("failing_write")
-def test_tc_err_09_the_api_answers_503_and_writes_nothing(agent_api):
+def test_tc_err_09_the_api_answers_503_and_writes_nothing(agent, agent_api):
+    writes_into(agent, "d")
     body = {"story": "PD-1", "domain": "d", "project": "p", "answers": ["a", "b", "c", "d"]}
 
     response = agent_api.post("/memory/clarifications", body)

@@ -17,6 +17,8 @@ from memory.injection import NO_RESULT, UNAVAILABLE, build_block
 from memory.models import Learning, LearningInjection, VeilleNote
 from memory.tags import compute_tags_hash
 from tests.factories.memory import LearningFactory, ReuseScoreFactory, VeilleNoteFactory
+from tests.factories.sessions import AISessionFactory as SessionFactory
+from tests.support.manifests import writes_into
 
 HASHING = HashingBackend(dimension=64)
 
@@ -178,7 +180,9 @@ def test_the_api_always_answers_200_with_the_block(vlevel_api, settings):
 
 
 @pytest.mark.django_db
-def test_learnings_through_the_api(agent_api, viewer_api, outsider_api):
+def test_learnings_through_the_api(agent_api, viewer_api, outsider_api, agent):
+    writes_into(agent, "core")
+    SessionFactory(agent=agent, story="PD-5")  # a gate result needs the agent's work on its story
     created = agent_api.post(
         "/memory/learnings",
         {"story": "PD-5", "gate": 3, "domain": "core", "project": "gov", "tags": ["B", "#a", "a"], "text": "t"},

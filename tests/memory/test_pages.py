@@ -43,9 +43,13 @@ def learning(story: str = "PD-1", *, gate: int = 3, tags: tuple[str, ...] = ("#a
 
 
 def inject(item: Learning, times: int = 1, *, days_ago: int = 0, story: str = "PD-900", domain: str = "seo") -> None:
+    """``times`` injections of ``item``, each into its own story (``story``-0, -1, ...): a score
+    counts one injection per story."""
     at = timezone.now() - timedelta(days=days_ago)
     LearningInjection.objects.bulk_create(
-        LearningInjection(learning=item, story=story, domain=domain, project="shop", at=at - timedelta(seconds=n))
+        LearningInjection(
+            learning=item, story=f"{story}-{n}", domain=domain, project="shop", at=at - timedelta(seconds=n)
+        )
         for n in range(times)
     )
 
@@ -335,7 +339,7 @@ def test_the_detail_breaks_the_reuse_score_down(as_viewer):
     item = learning("PD-1")
     inject(item, 2, days_ago=2, story="PD-10", domain="seo")
     inject(item, 1, days_ago=2, story="PD-11", domain="rag")
-    GateResultFactory(story="PD-10", gate=8, verdict="GO")
+    GateResultFactory(story="PD-10-0", gate=8, verdict="GO")
     scoring.compute_reuse_scores(full=True)
 
     html = page(as_viewer, DETAIL, item.pk)
@@ -370,7 +374,7 @@ def test_the_detail_lists_the_last_fifty_injections_newest_first(as_viewer):
     html = page(as_viewer, DETAIL, item.pk)
 
     assert "61 in all; the last 50 shown, newest first." in html
-    injected = re.findall(r"</td><td>(PD-[A-Z]+)</td><td>seo</td>", html)
+    injected = re.findall(r"</td><td>(PD-[A-Z]+)-\d+</td><td>seo</td>", html)
     assert len(injected) == 50
     assert injected[0] == "PD-NEW"
 

@@ -80,6 +80,7 @@ def test_a_go_before_the_injection_or_at_another_gate_does_not_count():
 
 @pytest.mark.django_db
 def test_distinct_stories_and_domains_count_once():
+    """One story's repeated calls are one use (issue 34): three blocks served to PD-40 count once."""
     item = learning()
     for domain in ("a", "a", "b"):
         inject(item, "PD-40", domain, T0)
@@ -88,7 +89,8 @@ def test_distinct_stories_and_domains_count_once():
 
     compute_reuse_scores(full=True)
 
-    assert (score(item).nb_injections, score(item).nb_stories_gate8_go, score(item).nb_domains) == (3, 1, 2)
+    assert (score(item).nb_injections, score(item).nb_stories_gate8_go, score(item).nb_domains) == (1, 1, 2)
+    assert score(item).reuse_score == Decimal("1.2")
 
 
 @pytest.mark.django_db
@@ -287,3 +289,29 @@ def test_a_full_run_gives_the_callers_transaction_its_planner_back(maintained):
         compute_reuse_scores(full=True)
         cursor.execute(planner)
         assert cursor.fetchone() == before
+
+
+@pytest.mark.django_db
+def test_an_injection_below_the_similarity_floor_does_not_count(settings):
+    """A learning served because little else matched is no evidence of reuse (issue 34): below
+    MEMORY_REUSE_SIMILARITY_FLOOR an injection counts nowhere; one from before the similarity was
+    kept (NULL) counts as it always did. Incremental and full runs agree."""
+    settings.MEMORY_REUSE_SIMILARITY_FLOOR = 0.3
+    item = learning()
+    LearningInjectionFactory.create(learning=item, story="PD-50", domain="a", at=T0, similarity=0.12)
+    LearningInjectionFactory.create(learning=item, story="PD-51", domain="b", at=T0, similarity=0.0)
+    go("PD-50", T0 + timedelta(days=1))
+
+    compute_reuse_scores()
+
+    assert not ReuseScore.objects.filter(story=item.story).exclude(nb_injections=0).exists()
+
+    LearningInjectionFactory.create(learning=item, story="PD-52", domain="c", at=T0, similarity=0.31)
+    LearningInjectionFactory.create(learning=item, story="PD-53", domain="c", at=T0, similarity=None)
+    compute_reuse_scores()
+    incremental = (score(item).nb_injections, score(item).nb_stories_gate8_go, score(item).nb_domains)
+    compute_reuse_scores(full=True)
+
+    assert incremental == (score(item).nb_injections, score(item).nb_stories_gate8_go, score(item).nb_domains)
+    assert incremental == (2, 0, 1)
+    assert score(item).reuse_score == Decimal("1.0")

@@ -21,8 +21,17 @@ from memory import watch_notes
 from memory.models import Embedding, VeilleNote
 from memory.veille import NoteError, parse_note
 from tests.factories.memory import EmbeddingFactory
+from tests.support.api import Api
+from tests.support.keys import issue_key
+from tests.support.manifests import load_granting
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def notes_api(client):
+    """agent.seo.vlevel whose manifest grants fleet-wide watch notes (memory.shared.watch_notes)."""
+    return Api(client, issue_key(agent=load_granting("agent.seo.vlevel", watch_notes=True)))
 
 
 def note(
@@ -337,9 +346,9 @@ def test_the_command_refuses_a_missing_directory(tmp_path):
 # --- POST /api/v1/memory/veille ------------------------------------------------------------------
 
 
-def test_tc_nom_02_an_agent_posts_a_markdown_note(agent_api, sent, django_capture_on_commit_callbacks):
+def test_tc_nom_02_an_agent_posts_a_markdown_note(notes_api, sent, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        response = agent_api.post("/memory/veille?name=2025/pricing.md", raw=note(), content_type="text/markdown")
+        response = notes_api.post("/memory/veille?name=2025/pricing.md", raw=note(), content_type="text/markdown")
 
     assert response.status_code == 201, response.content
     body = response.json()
@@ -357,16 +366,16 @@ def test_tc_nom_02_an_agent_posts_a_markdown_note(agent_api, sent, django_captur
     assert event.actor == "agent:agent.seo.vlevel"
 
 
-def test_posting_the_same_name_again_replaces_the_note(agent_api):
-    first = agent_api.post("/memory/veille", {"name": "n.md", "content": note()})
-    again = agent_api.post("/memory/veille", {"name": "n.md", "content": note(impact="aucun")})
+def test_posting_the_same_name_again_replaces_the_note(notes_api):
+    first = notes_api.post("/memory/veille", {"name": "n.md", "content": note()})
+    again = notes_api.post("/memory/veille", {"name": "n.md", "content": note(impact="aucun")})
 
     assert (first.status_code, again.status_code) == (201, 200)
     assert VeilleNote.objects.get().impact_pv == "aucun"
 
 
-def test_a_note_without_a_name_is_named_after_its_date_and_title(agent_api):
-    response = agent_api.post("/memory/veille", raw=note(), content_type="text/markdown")
+def test_a_note_without_a_name_is_named_after_its_date_and_title(notes_api):
+    response = notes_api.post("/memory/veille", raw=note(), content_type="text/markdown")
 
     assert response.status_code == 201
     assert response.json()["name"] == "api/2025-06-01-llm-pricing-drops.md"
