@@ -290,3 +290,15 @@ def test_a_write_into_a_domain_no_agent_reads_is_warned_at_once(client, seo):
     assert read.json()["warnings"] == []
     assert unread.json()["warnings"] == [reach.UNREAD.format(domain="cart")]
     assert "archived after 56 days" in unread.json()["warnings"][0]
+
+
+def test_the_learning_page_shows_where_it_was_written_and_why_it_is_held(client, seo, staff_viewer):
+    job = JobFactory(agent=Agent.objects.get(agent_id="agent.seo.vlevel"), payload={"story": "PD-204"})
+    created = seo.post("/memory/learnings", learning(text=POISON, job=str(job.pk))).json()
+    client.force_login(staff_viewer)
+
+    html = client.get(f"/memory/learnings/{created['id']}/").content.decode()
+
+    assert f"job <code>{job.pk}</code>" in html
+    assert "served to no agent" in html
+    assert "addresses the model" in html
