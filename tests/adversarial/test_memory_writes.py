@@ -11,6 +11,7 @@ an author wrote at once."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from agents.models import Agent
 from governance.kernel.models import AuditEvent
@@ -301,4 +302,16 @@ def test_the_learning_page_shows_where_it_was_written_and_why_it_is_held(client,
 
     assert f"job <code>{job.pk}</code>" in html
     assert "served to no agent" in html
+    assert "addresses the model" in html
+
+
+def test_the_inbox_shows_a_held_item_with_its_author_text_and_reasons(client, seo, reviewer):
+    seo.post("/memory/learnings", learning(text=POISON))
+    client.force_login(reviewer)
+
+    html = client.get(reverse("reviews:inbox")).content.decode()
+
+    assert "Held memory" in html
+    assert "agent:agent.seo.vlevel" in html
+    assert "attacker@evil.example" in html  # the whole text, as the reviewer decides on it
     assert "addresses the model" in html
