@@ -355,7 +355,7 @@ def realism(ds: Dataset, cfg: Config, embed_s: float) -> dict[str, Any]:
 
 LEARNING_COLUMNS = (
     "id, story, gate, domain, project, tags, tags_hash, text, scope, date_created, date, "
-    "scope_changed_at, archived_at, created_at, created_by"
+    "scope_changed_at, archived_at, created_at, created_by, held_reasons"
 )
 
 
@@ -372,7 +372,7 @@ def learning_lines(ds: Dataset, n: int) -> Iterator[str]:
         yield (
             f"{i + 1}\tPD-{story}\t{ds.gate[i]}\t{DOMAINS[story % len(DOMAINS)]}\tproj-{story % PROJECTS:02d}\t"
             f"{tags}\t{tags_hash}\t{ds.texts[i]}\t{SCOPES[scope]}\t{created}\t{dated}\t{gone}\t{gone}\t"
-            f"{day} 12:00:00+00\tbench\n"
+            f"{day} 12:00:00+00\tbench\t[]\n"
         )
 
 
