@@ -404,16 +404,9 @@ class Manifest(_Strict):
     @model_validator(mode="after")
     def _types_resolve(self) -> Manifest:
         """Named schemas without cycles, and no declared type nested too deeply once they are
-        resolved: what the checker walks when a job runs is bounded here, at load."""
-        schemas = self.named_schemas()
-        declared = [("inputs", i, spec.type) for i, spec in enumerate(self.inputs)]
-        declared += [("outputs", i, spec.type) for i, spec in enumerate(self.outputs) if spec.type]
-        for section, index, text in declared:
-            depth = schemas.depth(typelang.parse(text))
-            if depth > typelang.MAX_RESOLVED_DEPTH:
-                limit = typelang.MAX_RESOLVED_DEPTH
-                msg = f"type nested {depth} levels deep once schemas are resolved (at most {limit})"
-                raise ManifestLocError((section, index, "type"), msg)
+        resolved: what the checker walks when a job runs is bounded here, at load (and again with the
+        registry's definitions, agents/named_schemas.py)."""
+        self.check_resolved({})
         return self
 
     def named_schemas(self) -> typelang.Schemas:
