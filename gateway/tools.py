@@ -215,9 +215,7 @@ def _record_gate_result(principal: Principal, data: GateResultIn) -> dict[str, A
 
 def _add_clarification(principal: Principal, data: ClarificationsIn) -> dict[str, Any]:
     agent_or_perm(principal, "memory.add_clarification")
-    version, name = clarifications.persist_clarifications(
-        story=data.story, domain=data.domain, project=data.project, answers=data.answers, actor=principal
-    )
+    version, name = clarifications.persist_clarifications(**data.dict(), actor=principal)
     return {"story": data.story, "version": version, "name": name}
 
 
