@@ -461,3 +461,21 @@ def test_a_nul_character_in_an_argument_is_a_clear_refusal_not_a_database_error(
     assert "psycopg" not in text
     assert "DataError" not in text
     assert GateResult.objects.count() == 0
+
+
+def test_memory_writes_outside_the_manifest_over_mcp_are_refused_and_write_nothing(live_server, vlevel_key):
+    """Issue 34.1 through the MCP door: the same write reach as REST (vlevel is SEO)."""
+    from memory.models import Clarification, GateResult
+
+    async def work(session: ClientSession) -> Any:
+        into_rag = await session.call_tool(
+            "add_clarification", {"story": "PD-9", "domain": "rag", "project": "p", "answers": ["a", "b", "c", "d"]}
+        )
+        no_work = await session.call_tool("record_gate_result", {"story": "PD-9", "gate": 8, "verdict": "GO"})
+        return into_rag, no_work
+
+    into_rag, no_work = mcp_session(live_server.url, vlevel_key, work)
+
+    assert into_rag.is_error and no_work.is_error
+    assert "domain 'rag'" in into_rag.content[0].text
+    assert not Clarification.objects.exists() and not GateResult.objects.exists()
