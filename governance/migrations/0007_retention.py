@@ -3,12 +3,30 @@ filters (built without locking the tables: contract checks and task runs grow wi
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
+from django.utils import timezone
 
-from governance.kernel import schedules
+# Frozen here (governance.kernel.schedules as of issue 35): a migration does the same whatever the code becomes.
+SCHEDULES = [
+    (
+        "retention",
+        "governance.retention",
+        24 * 3600,
+        "Archives or prunes what grows without bound, per the RETENTION_* settings; each run is a Retention run row.",
+    ),
+]
 
 
 def forwards(apps, schema_editor):
-    schedules.seed(apps, [schedules.RETENTION])
+    interval_model = apps.get_model("django_celery_beat", "IntervalSchedule")
+    periodic_model = apps.get_model("django_celery_beat", "PeriodicTask")
+    for name, task, every_seconds, description in SCHEDULES:
+        interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
+        periodic_model.objects.get_or_create(
+            name=name, defaults={"task": task, "interval": interval, "enabled": True, "description": description}
+        )
+    # Tell a running beat to reload its schedule.
+    changed_model = apps.get_model("django_celery_beat", "PeriodicTasks")
+    changed_model.objects.update_or_create(ident=1, defaults={"last_update": timezone.now()})
 
 
 class Migration(migrations.Migration):

@@ -3,12 +3,30 @@
 import django.contrib.postgres.fields
 import django.db.models.deletion
 from django.db import migrations, models
+from django.utils import timezone
 
-from governance.kernel import schedules
+# Frozen here (governance.kernel.schedules as of issue 35): a migration does the same whatever the code becomes.
+SCHEDULES = [
+    (
+        "notifications resend",
+        "notifications.resend_due",
+        300,
+        "Queues again the notification deliveries whose attempt is overdue (a broker outage, a lost worker).",
+    ),
+]
 
 
 def forwards(apps, schema_editor):
-    schedules.seed(apps, [schedules.NOTIFICATIONS_RESEND])
+    interval_model = apps.get_model("django_celery_beat", "IntervalSchedule")
+    periodic_model = apps.get_model("django_celery_beat", "PeriodicTask")
+    for name, task, every_seconds, description in SCHEDULES:
+        interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
+        periodic_model.objects.get_or_create(
+            name=name, defaults={"task": task, "interval": interval, "enabled": True, "description": description}
+        )
+    # Tell a running beat to reload its schedule.
+    changed_model = apps.get_model("django_celery_beat", "PeriodicTasks")
+    changed_model.objects.update_or_create(ident=1, defaults={"last_update": timezone.now()})
 
 
 class Migration(migrations.Migration):

@@ -2,12 +2,18 @@
 
 from django.db import migrations
 
-from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL, create_index_sql, drop_index_sql
+# Frozen here (memory.vector_index's SQL as of issue 35): a migration does the same whatever the code becomes.
+CREATE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS embedding_{kind}_all_minilm_l6_v2_hnsw ON memory_embedding "
+    "USING hnsw ((embedding::vector(384)) vector_cosine_ops) WITH (m = 24, ef_construction = 128) "
+    "WHERE kind = '{kind}' AND model = 'all-MiniLM-L6-v2' AND active"
+)
+DROP_INDEX = "DROP INDEX IF EXISTS embedding_{kind}_all_minilm_l6_v2_hnsw"
 
 
 class Migration(migrations.Migration):
     dependencies = [("memory", "0001_learnings_veille_clarifications_embeddings")]
     operations = [
-        migrations.RunSQL(create_index_sql(kind, DEFAULT_MODEL, DEFAULT_DIMENSION), drop_index_sql(kind, DEFAULT_MODEL))
+        migrations.RunSQL(CREATE_INDEX.format(kind=kind), DROP_INDEX.format(kind=kind))
         for kind in ("learning", "veille", "clarification")  # the kinds of this migration's time
     ]

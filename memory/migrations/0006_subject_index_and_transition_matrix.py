@@ -3,7 +3,13 @@ default data (editable in the admin afterwards)."""
 
 from django.db import migrations
 
-from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL, create_index_sql, drop_index_sql
+# Frozen here (memory.vector_index's SQL as of issue 35): a migration does the same whatever the code becomes.
+CREATE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS embedding_subject_all_minilm_l6_v2_hnsw ON memory_embedding "
+    "USING hnsw ((embedding::vector(384)) vector_cosine_ops) WITH (m = 24, ef_construction = 128) "
+    "WHERE kind = 'subject' AND model = 'all-MiniLM-L6-v2' AND active"
+)
+DROP_INDEX = "DROP INDEX IF EXISTS embedding_subject_all_minilm_l6_v2_hnsw"
 
 # Seed 002, "Matrice Transitions Réalistes".
 TRANSITION_MATRIX = {
@@ -25,8 +31,6 @@ def seed_matrix(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("memory", "0005_subjects")]
     operations = [
-        migrations.RunSQL(
-            create_index_sql("subject", DEFAULT_MODEL, DEFAULT_DIMENSION), drop_index_sql("subject", DEFAULT_MODEL)
-        ),
+        migrations.RunSQL(CREATE_INDEX, DROP_INDEX),
         migrations.RunPython(seed_matrix, migrations.RunPython.noop),
     ]

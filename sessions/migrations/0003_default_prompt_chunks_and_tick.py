@@ -1,8 +1,7 @@
 """Default level-1 documentation chunks (editable in the admin) and the scheduler tick."""
 
 from django.db import migrations
-
-from governance.kernel import schedules
+from django.utils import timezone
 
 CHUNKS = [
     (
@@ -43,6 +42,17 @@ CHUNKS = [
     ),
 ]
 
+# Frozen here (governance.kernel.schedules as of issue 35): a migration does the same whatever the code becomes.
+SCHEDULES = [
+    (
+        "session scheduler tick",
+        "sessions.tick",
+        300,
+        "Fires due session timers, closes idle sessions, expires review requests, starts queued "
+        "and scheduled sessions on free slots.",
+    ),
+]
+
 
 def forwards(apps, schema_editor):
     chunk_model = apps.get_model("ai_sessions", "PromptChunk")
@@ -51,7 +61,16 @@ def forwards(apps, schema_editor):
         chunk_model.objects.get_or_create(
             key=key, defaults={"title": title, "body": body, "importance": importance, "session_types": types}
         )
-    schedules.seed(apps, [schedules.SESSION_TICK])
+    interval_model = apps.get_model("django_celery_beat", "IntervalSchedule")
+    periodic_model = apps.get_model("django_celery_beat", "PeriodicTask")
+    for name, task, every_seconds, description in SCHEDULES:
+        interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
+        periodic_model.objects.get_or_create(
+            name=name, defaults={"task": task, "interval": interval, "enabled": True, "description": description}
+        )
+    # Tell a running beat to reload its schedule.
+    changed_model = apps.get_model("django_celery_beat", "PeriodicTasks")
+    changed_model.objects.update_or_create(ident=1, defaults={"last_update": timezone.now()})
 
 
 class Migration(migrations.Migration):
