@@ -15,7 +15,7 @@ KINDS = ("learning", "veille", "clarification", "subject")
 # ef_construction 64 stayed short of recall@5 0.95 even at ef_search 1000 (24 ms per search), while
 # m 24 / ef_construction 128 reaches 0.97 at ef_search 160 (7 ms) for a build 1.6 times as long
 # (bench/README.md, issue 18). Indexes built with other values are rebuilt by
-# memory.indexing.rebuild_outdated (migration memory 0015).
+# `manage.py rebuild_vector_indexes` (memory.indexing.rebuild_outdated; migration memory 0015 ran it once).
 HNSW_M = 24
 HNSW_EF_CONSTRUCTION = 128
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.apps import apps
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from django_celery_beat.models import PeriodicTask
 
-from governance.kernel import beat, env, schedules
+from governance.kernel import beat, env
+from tests.support.beat import heartbeat_every_second
 from tests.support.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
 
 pytestmark = [
@@ -44,9 +44,7 @@ def _leading(log: Path) -> bool:
 
 
 def test_one_of_two_beats_sends_and_the_other_takes_over_when_it_is_killed(tmp_path):
-    schedules.seed(apps, [schedules.HEARTBEAT])  # transactional tests start from a flushed database
-    every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.filter(name="heartbeat").update(interval=every_second)
+    heartbeat_every_second()
     child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), BEAT_STANDBY_SECONDS="1")
     queue = child_env["CELERY_QUEUE"]  # the heartbeat goes to the default queue
     broker = redis.Redis.from_url(child_env["CELERY_BROKER_URL"])

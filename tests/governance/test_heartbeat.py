@@ -5,11 +5,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from django.apps import apps
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from governance.kernel import schedules
 from governance.kernel.models import TaskRun
+from tests.support.beat import heartbeat_every_second
 from tests.support.processes import BASE_DIR, PYTHON, database_url_of_tests, process_env, wait_for
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
@@ -38,9 +36,7 @@ def _stop(*processes: subprocess.Popen) -> None:
 
 
 def test_the_heartbeat_is_scheduled_by_beat_and_run_by_a_worker(tmp_path, anonymous_api):
-    schedules.seed(apps, [schedules.HEARTBEAT])  # transactional tests start from a flushed database
-    every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.filter(name="heartbeat").update(interval=every_second)
+    heartbeat_every_second()
     assert anonymous_api.get("/health").json()["heartbeat"]["status"] == "never"
 
     child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests())

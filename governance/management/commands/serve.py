@@ -225,8 +225,8 @@ class Command(BaseCommand):
         """The shipped contract catalog, on every start of ``--role all``, demo or not: a plane
         without it audits no LLM output. The rest a plane needs comes with ``migrate``: the
         Viewer/Reviewer/Admin groups and the shipped skills after every migrate (post_migrate,
-        governance/kernel/roles.py, agents/skills.py), the periodic tasks from data migrations
-        (governance/kernel/schedules.py).
+        governance/kernel/roles.py, agents/skills.py), the periodic tasks from each app's data
+        migrations.
 
         Here rather than in a migration or a post_migrate step: the catalog is a document operators
         version and edit (each edit a new version, with its audit row, through the contracts
