@@ -7,12 +7,11 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        from agents import escalations, named_schemas, registries, skills, tools
-        from governance.reviews import services as reviews
+        from agents import approvals, escalations, kpi_alerts, named_schemas, registries, skills, tools
+        from governance.reviews import kinds
 
-        # An escalation past its deadline is escalated again once before it expires (escalations.py).
-        reviews.register(escalations.REVIEW_KIND, escalations.on_review_decided, expires_itself=True)
-        reviews.register(tools.REVIEW_KIND, tools.on_review_decided)
+        for kind in (escalations.REVIEW, tools.REVIEW, approvals.REVIEW, kpi_alerts.REVIEW):
+            kinds.register(kind)
         post_migrate.connect(skills.seed_after_migrate, sender=self, dispatch_uid="agents.skills.seed")
         # The seeds' registry values, on a database flushed between tests as on a fresh install.
         post_migrate.connect(registries.seed_after_migrate, sender=self, dispatch_uid="agents.registries.seed")

@@ -22,6 +22,7 @@ from governance.kernel.services import record
 from governance.notifications import services as notifications
 from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
+from governance.reviews.kinds import APPROVE, REJECT, Control, ReviewKind, always
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 REVIEW_KIND = "escalation"
@@ -270,3 +271,16 @@ def describe(escalation: Escalation) -> dict[str, Any]:
         "deadline": escalation.deadline.isoformat(),
         "steps": escalation.steps,
     }
+
+
+# Its row shows the job, the triggers and the output (no text to decide on). It announces itself as
+# EventKind.ESCALATION, with its own link, so the inbox does not tell it twice; past its deadline it
+# is escalated again once before it expires (process_overdue), so reviews.expire_due leaves it.
+REVIEW = ReviewKind(
+    code=REVIEW_KIND,
+    label="Escalation",
+    template="agents/review_kinds/escalation.html",
+    controls=always(Control(APPROVE, "Approve (handled)", "approve"), Control(REJECT, "Reject", "reject")),
+    on_decided=on_review_decided,
+    expires_itself=True,
+)

@@ -28,6 +28,7 @@ from governance.kernel.services import record
 from governance.notifications import services as notifications
 from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
+from governance.reviews.kinds import APPROVE, Control, ReviewKind, always
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 REVIEW_KIND = "kpi_critical"
@@ -129,3 +130,13 @@ def _resolve(alert: KpiAlert, current: float, at: datetime) -> None:
     if item is not None and item.status == ReviewItem.Status.PENDING:
         why = f"{alert.metric_id} recovered ({current:g}) before anyone decided."
         reviews.decide(item.pk, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE, comment=why, notify=False)
+
+
+# Acknowledged, nothing more: the alert closes itself when the KPI recovers (``_resolve``). It
+# announces itself as EventKind.KPI_CRITICAL, with its own link, so the inbox does not tell it twice.
+REVIEW = ReviewKind(
+    code=REVIEW_KIND,
+    label="KPI critical",
+    template="agents/review_kinds/kpi_critical.html",
+    controls=always(Control(APPROVE, "Acknowledge", "approve")),
+)

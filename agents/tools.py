@@ -14,6 +14,7 @@ arguments: asking again is refused, so an agent cannot wear a reviewer down by r
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,7 +31,9 @@ from governance.kernel import metrics, retention
 from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
+from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
+from governance.reviews.kinds import Payload, ReviewKind
 from governance.reviews.models import ReviewDecision, ReviewItem
 
 WINDOW = timedelta(minutes=1)
@@ -219,6 +222,22 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     status = _GRANT_AFTER.get(ReviewDecision.Decision(decision.decision), ToolGrant.Status.REJECTED)
     grant.status, grant.decided_at = status, decision.decided_at
     grant.save(update_fields=["status", "decided_at"])
+
+
+def _tool_call(payload: Payload) -> str:
+    """What the reviewer decides on: the tool and the exact arguments of the one call it grants."""
+    arguments = json.dumps(payload.get("arguments"), sort_keys=True, ensure_ascii=False)
+    return f"{payload.get('toolId', '')}({arguments})"
+
+
+REVIEW = ReviewKind(
+    code=REVIEW_KIND,
+    label="Tool call",
+    template="agents/review_kinds/tool_approval.html",
+    summary=_tool_call,
+    on_decided=on_review_decided,
+    announces_as=EventKind.INBOX_TOOL_APPROVAL,
+)
 
 
 def _old_calls(cutoff: datetime) -> QuerySet[ToolCall]:

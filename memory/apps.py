@@ -6,8 +6,8 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from governance.reviews import services as reviews
+        from governance.reviews import kinds
         from memory import checks, holds, lifecycle  # noqa: F401  (checks: registers them)
 
-        reviews.register(lifecycle.REVIEW_KIND, lifecycle.on_review_decided)
-        reviews.register(holds.REVIEW_KIND, holds.on_review_decided)
+        kinds.register(lifecycle.REVIEW)
+        kinds.register(holds.REVIEW)

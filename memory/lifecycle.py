@@ -32,7 +32,9 @@ from governance.kernel.models import AuditEvent
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
+from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
+from governance.reviews.kinds import Payload, ReviewKind
 from governance.reviews.models import ReviewDecision, ReviewItem
 from memory import scope
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
@@ -181,6 +183,22 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
         proposal.status = PromotionProposal.Status.REJECTED
         proposal.decided_at, proposal.decided_by = timezone.now(), actor.label
         proposal.save(update_fields=["status", "decided_at", "decided_by"])
+
+
+def _learning_text(payload: Payload) -> str:
+    return str(payload.get("text") or "")
+
+
+# The learning is what the reviewer decides on; promotions alone are decided many at a time.
+REVIEW = ReviewKind(
+    code=REVIEW_KIND,
+    label="Learning promotion",
+    template="memory/review_kinds/learning_promotion.html",
+    summary=_learning_text,
+    on_decided=on_review_decided,
+    announces_as=EventKind.INBOX_PROMOTION,
+    bulk=True,
+)
 
 
 @transaction.atomic

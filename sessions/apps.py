@@ -9,10 +9,9 @@ class SessionsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import triggers
-        from governance.reviews import services as reviews
-        from sessions import automations, inbox, processor
+        from governance.reviews import kinds
+        from sessions import automations, inbox
 
-        # The scheduler's tick expires these (seconds, not beat's minute): reviews.expire_due leaves them.
-        reviews.register(processor.REVIEW_KINDS["validation"], inbox.on_validation_decided, expires_itself=True)
-        reviews.register(processor.REVIEW_KINDS["communication"], inbox.on_communication_decided, expires_itself=True)
+        kinds.register(inbox.VALIDATION_KIND)
+        kinds.register(inbox.COMMUNICATION_KIND)
         triggers.listen(automations.on_platform_event)  # seed 003's EVENT trigger

@@ -13,8 +13,8 @@ from django import forms
 from django.db.models import Q, QuerySet
 
 from governance.kernel.forms import ANY, FilterForm
-from governance.reviews.models import KIND_LABELS, ReviewDecision, ReviewItem, kind_label
-from governance.reviews.services import COMMUNICATION_KIND, allowed_answers
+from governance.reviews import kinds
+from governance.reviews.models import ReviewDecision, ReviewItem
 
 
 class DecisionForm(forms.Form):
@@ -40,11 +40,12 @@ class DecisionForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         decision, answer = data.get("decision"), data.get("answer") or ""
+        kind, payload = self.item.review_kind, self.item.payload_dict
         if decision == ReviewDecision.Decision.ANSWER:
-            if answer not in allowed_answers(self.item):
+            if answer not in kind.answers(payload):
                 raise forms.ValidationError("Choose one of the answers the request offers.")
         elif decision is not None:
-            if self.item.kind == COMMUNICATION_KIND and decision == ReviewDecision.Decision.APPROVE:
+            if decision == ReviewDecision.Decision.APPROVE and not kind.approvable(payload):
                 raise forms.ValidationError("A question is answered, not approved.")
             data["answer"] = None
         return data
@@ -61,19 +62,19 @@ class InboxFilterForm(FilterForm):
 
     def __init__(self, *args: Any, pending: QuerySet[ReviewItem], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        kinds = set(KIND_LABELS) | set(pending.order_by().values_list("kind", flat=True).distinct())
+        codes = {kind.code for kind in kinds.all()} | set(pending.order_by().values_list("kind", flat=True).distinct())
         agents = set(pending.exclude(agent=None).order_by().values_list("agent__agent_id", "agent__domain").distinct())
         promoted = pending.filter(payload__has_key="domain").order_by().values_list("payload__domain", flat=True)
         domains = {domain for _, domain in agents} | {str(domain) for domain in promoted.distinct()}
         offered = {
-            "kind": {kind: kind_label(kind) for kind in kinds},
+            "kind": {code: kinds.get(code).label for code in codes},
             "agent": {agent: agent for agent, _ in agents},
             "domain": {domain: domain for domain in domains if domain},
         }
         for name, choices in offered.items():
             chosen = self.data.get(name) if self.is_bound else None
             if chosen and chosen not in choices:
-                choices[chosen] = kind_label(chosen) if name == "kind" else chosen
+                choices[chosen] = kinds.get(chosen).label if name == "kind" else chosen
             self.fields[name].widget.choices = [ANY, *sorted(choices.items(), key=lambda choice: choice[1])]
 
     def apply(self, pending: QuerySet[ReviewItem]) -> QuerySet[ReviewItem]:

@@ -9,71 +9,14 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from governance.reviews import kinds
 from governance.reviews.querysets import ReviewItemQuerySet
-
-# The one mapping from an inbox kind to the words reviewers read: rows, the kind filter, bulk
-# confirmations. A kind missing here reads as its code with spaces ("memory promotion").
-KIND_LABELS = {
-    "learning_promotion": "Learning promotion",
-    "session_validation": "Action approval",
-    "session_communication": "Question",
-    "tool_approval": "Tool call",
-    "agent.approval": "Approval request",
-    "escalation": "Escalation",
-    "kpi_critical": "KPI critical",
-    "memory_hold": "Held memory",
-}
 
 
 def payload_hash(payload: Any) -> str:
     """SHA-256 of the canonical JSON of ``payload``: what a decision, a tool grant and an agent's
     approval request are bound to."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _shown_actions(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The actions an action approval asks to run, each as its words (the validation context's,
-    whose long values are shortened) with its full parameters as JSON: the reviewer reads those
-    before approving. Items from before the actions were kept have their words only."""
-    commands = [command for command in payload.get("actionCommands") or [] if isinstance(command, dict)]
-    words = [str(action) for action in (payload.get("validationContext") or {}).get("actions") or []]
-    if not commands:
-        return [{"words": action, "parameters": None} for action in words]
-    if len(words) != len(commands):
-        words = [f"Run {(command.get('params') or {}).get('tool_id') or command.get('type')}" for command in commands]
-    return [
-        {
-            "words": action,
-            "parameters": json.dumps(command.get("params") or {}, indent=2, sort_keys=True, ensure_ascii=False),
-        }
-        for action, command in zip(words, commands, strict=True)
-    ]
-
-
-def kind_label(kind: str) -> str:
-    return KIND_LABELS.get(kind) or kind.replace("_", " ").replace(".", " ").capitalize()
-
-
-def _decision_text(kind: str, payload: dict[str, Any]) -> str:
-    """What the reviewer decides on, as one text: the learning for a promotion, the actions for
-    an action approval, the question for a question, the tool and its arguments for a tool call,
-    the details for an agent's approval request. Empty for kinds whose row shows facts instead."""
-    if kind in ("learning_promotion", "memory_hold"):
-        return str(payload.get("text") or "")
-    if kind == "session_validation":
-        actions = (payload.get("validationContext") or {}).get("actions") or [
-            f"Run {command.get('type')}" for command in payload.get("actionCommands") or [] if isinstance(command, dict)
-        ]
-        return "; ".join(str(action) for action in actions)
-    if kind == "session_communication":
-        data = (payload.get("module") or {}).get("data") or {}
-        return str(data.get("question") or data.get("message") or "")
-    if kind == "tool_approval":
-        arguments = json.dumps(payload.get("arguments"), sort_keys=True, ensure_ascii=False)
-        return f"{payload.get('toolId', '')}({arguments})"
-    if kind == "agent.approval":
-        return str(payload.get("details") or "")
-    return ""
 
 
 class ReviewItem(models.Model):
@@ -110,22 +53,44 @@ class ReviewItem(models.Model):
         return f"{self.kind}: {self.title}"
 
     @property
+    def review_kind(self) -> kinds.ReviewKind:
+        """What the app that opened the item declared of its kind (governance.reviews.kinds)."""
+        return kinds.get(self.kind)
+
+    @property
+    def payload_dict(self) -> dict[str, Any]:
+        """The payload, or nothing when it is not an object (every app writes an object)."""
+        return self.payload if isinstance(self.payload, dict) else {}
+
+    @property
     def kind_label(self) -> str:
-        return kind_label(self.kind)
+        return self.review_kind.label
+
+    @property
+    def kind_template(self) -> str:
+        return self.review_kind.template
+
+    @property
+    def kind_details(self) -> dict[str, Any]:
+        return self.review_kind.details(self.payload_dict)
 
     @property
     def decision_text(self) -> str:
-        return _decision_text(self.kind, self.payload if isinstance(self.payload, dict) else {})
+        return self.review_kind.summary(self.payload_dict)
+
+    @property
+    def decision_controls(self) -> tuple[kinds.Control, ...]:
+        return self.review_kind.controls(self.payload_dict)
+
+    @property
+    def bulk_decidable(self) -> bool:
+        return self.review_kind.bulk
 
     @property
     def content_hash(self) -> str:
         """The hash of what the item shows, which a reviewer's decision posts back: a decision on
         an item whose content changed since it was shown is refused."""
         return payload_hash(self.payload)
-
-    @property
-    def shown_actions(self) -> list[dict[str, Any]]:
-        return _shown_actions(self.payload if isinstance(self.payload, dict) else {})
 
 
 class ReviewDecision(models.Model):

@@ -1,6 +1,6 @@
 """The shared review mechanism: any app opens review items; reviewers (or the system, on expiry)
-decide them once; the app that opened an item reacts to the decision through a handler it
-registered for that kind, inside the same transaction as the decision.
+decide them once; the app that opened an item reacts to the decision through the handler of the
+kind it declared (``governance.reviews.kinds``), inside the same transaction as the decision.
 
 An item with a deadline (``expires_at``) is decided before it or not at all: past it, a
 reviewer's decision is a Conflict, and the beat task ``reviews.expire_due`` expires it (unless
@@ -8,7 +8,7 @@ its app expires that kind itself), so nothing approved late is ever acted on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications import services as notifications
-from governance.notifications.models import EventKind
+from governance.reviews import kinds
 
 # payload_hash: what decisions, tool grants and agents' requests are bound to (reviews.payload_hash).
 from governance.reviews.models import ReviewDecision, ReviewItem, payload_hash
@@ -30,59 +30,12 @@ from governance.reviews.models import ReviewDecision, ReviewItem, payload_hash
 if TYPE_CHECKING:
     from agents.models import Agent
 
-COMMUNICATION_KIND = "session_communication"
-# A Validation module asks yes or no. Both buttons answer (approve/reject as plain decisions
-# would reach the model as "declined to answer"), with these words.
-VALIDATION_ANSWERS = ("Approved", "Rejected")
-
-# The inbox kinds announced as new inbox items (governance/notifications). Escalations and
-# critical KPIs also land in the inbox, but announce themselves as their own events, with their
-# own links, so they are not told twice.
-ANNOUNCED_KINDS = {
-    "session_validation": EventKind.INBOX_VALIDATION,
-    COMMUNICATION_KIND: EventKind.INBOX_COMMUNICATION,
-    "tool_approval": EventKind.INBOX_TOOL_APPROVAL,
-    "agent.approval": EventKind.INBOX_TOOL_APPROVAL,
-    "learning_promotion": EventKind.INBOX_PROMOTION,
-}
-
-DecisionHandler = Callable[[ReviewItem, ReviewDecision], None]
-_handlers: dict[str, DecisionHandler] = {}
-_expire_themselves: set[str] = set()
-
 _STATUS_AFTER = {
     ReviewDecision.Decision.APPROVE: ReviewItem.Status.APPROVED,
     ReviewDecision.Decision.REJECT: ReviewItem.Status.REJECTED,
     ReviewDecision.Decision.ANSWER: ReviewItem.Status.ANSWERED,
     ReviewDecision.Decision.EXPIRE: ReviewItem.Status.EXPIRED,
 }
-
-
-def register(kind: str, handler: DecisionHandler, *, expires_itself: bool = False) -> None:
-    """Called from an AppConfig.ready(): ``handler`` runs when an item of ``kind`` is decided.
-    ``expires_itself``: the app closes the kind's items at their deadline on its own terms (an
-    escalation is escalated again once first), so ``expire_due`` leaves them to it."""
-    _handlers[kind] = handler
-    if expires_itself:
-        _expire_themselves.add(kind)
-
-
-def multiple_choice_options(item: ReviewItem) -> tuple[str, ...] | None:
-    """The options of a MultipleChoice question (seed 003 section 12); None for any other item."""
-    module = (item.payload or {}).get("module") or {}
-    if item.kind != COMMUNICATION_KIND or module.get("type") != "MultipleChoice":
-        return None
-    return tuple((module.get("data") or {}).get("options") or ())
-
-
-def allowed_answers(item: ReviewItem) -> tuple[str, ...]:
-    """The answers a communication item accepts: its options, or yes/no for a Validation module."""
-    options = multiple_choice_options(item)
-    if options is not None:
-        return options
-    if item.kind == COMMUNICATION_KIND and ((item.payload or {}).get("module") or {}).get("type") == "Validation":
-        return VALIDATION_ANSWERS
-    return ()
 
 
 def open_item(
@@ -94,11 +47,13 @@ def open_item(
     agent: Agent | None = None,
     expires_at: datetime | None = None,
 ) -> ReviewItem:
-    """Put an item in the reviewer inbox (call inside the caller's transaction)."""
+    """Put an item in the reviewer inbox (call inside the caller's transaction), announced as its
+    kind says."""
     item = ReviewItem.objects.create(kind=kind, title=title[:300], agent=agent, payload=payload, expires_at=expires_at)
     record(actor=actor, action="review.opened", target=item, kind=kind)
-    if kind in ANNOUNCED_KINDS:
-        _announce(item, ANNOUNCED_KINDS[kind])
+    event = kinds.get(kind).announces_as
+    if event is not None:
+        _announce(item, event)
     return item
 
 
@@ -183,7 +138,7 @@ def decide(
     item.status = _STATUS_AFTER[ReviewDecision.Decision(decision)]
     item.save(update_fields=["status"])
     record(actor=actor, action=f"review.{decision}", target=item, comment=comment, payload_hash=outcome.payload_hash)
-    handler = _handlers.get(item.kind)
+    handler = kinds.get(item.kind).on_decided
     if handler is not None and notify:
         handler(item, outcome)
     return outcome
@@ -245,7 +200,7 @@ def expire_due() -> dict[str, Any]:
     others are expired all the same."""
     due = (
         ReviewItem.objects.filter(status=ReviewItem.Status.PENDING, expires_at__lte=timezone.now())
-        .exclude(kind__in=_expire_themselves)
+        .exclude(kind__in=[kind.code for kind in kinds.all() if kind.expires_itself])
         .order_by("expires_at")
     )
     failures = Failures("reviews")
@@ -270,7 +225,7 @@ def answer(
     is the answer checked (422 at ``response``); ``decide`` refuses an item decided already (409)."""
     _require_reviewer(actor)
     item = ReviewItem.objects.get(pk=item_id)
-    options = multiple_choice_options(item)
+    options = item.review_kind.options(item.payload_dict)
     if options is None:
         msg = "only a MultipleChoice question is answered; approve or reject this item"
         raise InvalidInput(msg, errors=[{"loc": ["body", "decision"], "msg": msg, "type": "not_a_question"}])

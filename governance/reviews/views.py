@@ -37,9 +37,10 @@ from governance.kernel import live
 from governance.kernel.access import signed_in
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import Principal
+from governance.reviews import kinds
 from governance.reviews import services as reviews
 from governance.reviews.forms import DecisionForm, InboxFilterForm
-from governance.reviews.models import ReviewDecision, ReviewItem, kind_label
+from governance.reviews.models import ReviewDecision, ReviewItem
 
 RECENT_DECISIONS = 20
 ITEMS_PER_PAGE = 25
@@ -57,7 +58,6 @@ CSV_COLUMNS = [
     "payload_hash",
     "key_minted_by",
 ]
-BULK_APPROVABLE = "learning_promotion"  # the one kind decided in bulk (selected, or all matching)
 # Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -110,14 +110,22 @@ def _page(request: HttpRequest, matching: QuerySet[ReviewItem]) -> Page:
     return Paginator(matching, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
 
 
+def _bulk_kinds() -> list[kinds.ReviewKind]:
+    """The kinds decided in bulk (selected, or all matching): today the learning promotions."""
+    return [kind for kind in kinds.all() if kind.bulk]
+
+
 def _bulk_context(form: InboxFilterForm, matching: QuerySet[ReviewItem]) -> dict[str, Any]:
     """What "select all matching" confirms: how many promotions match, and the newest of them,
     so items that arrive after the confirmation are never decided with it."""
-    promotions = matching.filter(kind=BULK_APPROVABLE).order_by().aggregate(count=Count("pk"), upto=Max("pk"))
+    bulk = _bulk_kinds()
+    promotions = (
+        matching.filter(kind__in=[kind.code for kind in bulk]).order_by().aggregate(count=Count("pk"), upto=Max("pk"))
+    )
     return {
         "bulk_count": promotions["count"],
         "bulk_upto": promotions["upto"],
-        "bulk_label": kind_label(BULK_APPROVABLE),
+        "bulk_label": " or ".join(kind.label for kind in bulk),
     }
 
 
@@ -242,7 +250,8 @@ def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
     if not selected:
         messages.info(request, "Select the promotions to approve first.")
         return redirect("reviews:inbox")
-    pending = list(_pending().filter(pk__in=selected, kind=BULK_APPROVABLE).values_list("pk", flat=True))
+    bulk = [kind.code for kind in _bulk_kinds()]
+    pending = list(_pending().filter(pk__in=selected, kind__in=bulk).values_list("pk", flat=True))
     decision = ReviewDecision.Decision.APPROVE
     outcome = reviews.decide_many(pending, actor=signed_in(request), decision=decision)
     _bulk_messages(request, decision, outcome, len(selected) - len(pending), "already decided or not a promotion")
@@ -262,7 +271,8 @@ def bulk_matching(request: HttpRequest) -> HttpResponse:
     count, upto = request.POST.get("count", ""), request.POST.get("upto", "")
     if not form.is_valid() or decision not in ("approve", "reject") or not count.isdigit() or not upto.isdigit():
         return HttpResponse("Bad bulk decision: filters, decision, count and upto.", status=400)
-    targets = list(matching.filter(kind=BULK_APPROVABLE, pk__lte=int(upto)).values_list("pk", flat=True))
+    bulk = [kind.code for kind in _bulk_kinds()]
+    targets = list(matching.filter(kind__in=bulk, pk__lte=int(upto)).values_list("pk", flat=True))
     outcome = reviews.decide_many(targets, actor=signed_in(request), decision=decision)
     stale = max(int(count) - len(targets), 0)
     _bulk_messages(request, decision, outcome, stale, "decided meanwhile or no longer matching")

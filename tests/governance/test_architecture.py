@@ -15,6 +15,7 @@ run. Imports inside functions are counted: they run.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,41 @@ def test_the_readme_lists_every_module_of_every_package() -> None:
         present |= {f"templatetags/{p.name}" for p in folder.glob("templatetags/*.py") if p.name != "__init__.py"}
         assert sorted(present - listed) == [], f"{package}: modules missing from README"
         assert sorted(listed - present) == [], f"{package}: README names modules that are gone"
+
+
+def opened_kinds() -> dict[str, str]:
+    """Every review kind code the product opens items of -> where: the ``kind=`` of each
+    ``open_item(`` call, a literal or a name of the calling module (a dict subscripted by a
+    variable stands for all its values)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+                if getattr(call.func, "attr", getattr(call.func, "id", "")) != "open_item":
+                    continue
+                where = f"{path.relative_to(ROOT)}:{call.lineno}"
+                (kind,) = [keyword.value for keyword in call.keywords if keyword.arg == "kind"]
+                namespace = vars(importlib.import_module(module_name(path)))
+                if isinstance(kind, ast.Constant):
+                    codes = [kind.value]
+                elif isinstance(kind, ast.Name):
+                    codes = [namespace[kind.id]]
+                elif isinstance(kind, ast.Subscript) and isinstance(kind.value, ast.Name):
+                    codes = list(namespace[kind.value.id].values())
+                else:
+                    pytest.fail(f"{where}: name the review kind with a constant of the module")
+                found.update((code, where) for code in codes)
+    return found
+
+
+def test_every_kind_the_product_opens_is_declared_by_its_app() -> None:
+    """An item of an undeclared kind would show as a generic request, with no handler: the app
+    that opens a kind declares it (governance.reviews.kinds) in its AppConfig.ready(). Unlike the
+    layer tests, this one reads the modules' constants and the registry, so Django is set up."""
+    from governance.reviews import kinds
+
+    opened = opened_kinds()
+    declared = {kind.code for kind in kinds.all()}
+    assert {code: where for code, where in opened.items() if code not in declared} == {}
+    assert sorted(declared - set(opened)) == [], "declared kinds nothing opens"
