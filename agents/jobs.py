@@ -192,7 +192,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
             if not _claim(agent, key, job_id, now):
                 # Held by a submission that committed first: replay it.
                 return _replay(agent, key, envelope, now), False
-            job = Job(
+            job = Job.objects.create(
                 job_id=job_id,
                 trace_id=envelope.traceId or uuid4(),
                 parent_id=envelope.parentJobId,
@@ -209,7 +209,6 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
                 budget=_initial_budget(envelope.constraints.maxTokens),
                 pre_conditions=pre_conditions,
             )
-            rows.insert(job)  # Job.objects.create(...), its INSERT written once (governance/kernel/rows.py)
             record(actor=actor, action="job.submitted", target=job, intent=job.intent, key=key)
     except IntegrityError as exc:
         raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc

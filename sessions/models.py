@@ -22,7 +22,10 @@ def _choices(enum: type) -> list[tuple[str, str]]:
 
 class AISession(models.Model):
     """One session of an agent. At most one is active per agent: a partial unique index says so,
-    so no code path, however concurrent, can activate two."""
+    so no code path, however concurrent, can activate two.
+
+    The processor stores its state at every event through governance/kernel/rows.py: those writes
+    bypass save() and the pre_save/post_save signals (tests/governance/test_rows.py)."""
 
     session_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="sessions")
@@ -95,7 +98,10 @@ class AISession(models.Model):
 
 
 class SessionMessage(models.Model):
-    """The unified message (seed 003): which fields are filled tells the variant apart."""
+    """The unified message (seed 003): which fields are filled tells the variant apart.
+
+    The parsed answer (``ai_message``) is stored through governance/kernel/rows.py: that write
+    bypasses save() and the pre_save/post_save signals (tests/governance/test_rows.py)."""
 
     class Sender(models.TextChoices):
         USER = "USER"
@@ -276,6 +282,8 @@ class Automation(models.Model):
     """A SEED session run again and again: on a schedule, by hand, or on an event.
 
     An automation with a provider profile is hosted: the server calls the profile's model itself.
+    The tick moves ``next_run_at`` through governance/kernel/rows.py: that write bypasses save()
+    and the pre_save/post_save signals (tests/governance/test_rows.py).
     """
 
     class Trigger(models.TextChoices):

@@ -201,8 +201,9 @@ class _Run:
             self._seq = (rows.fetch_one(_LAST_SEQ_SQL, [self.session.pk]) or (0,))[0]
         self._seq += 1
         self._commands_at_start = None
-        message = SessionMessage(session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields)
-        rows.insert(message)  # SessionMessage.objects.create(...), without compiling the INSERT every event
+        message = SessionMessage.objects.create(
+            session=self.session, seq=self._seq, timestamp=self.now, sender=sender, **fields
+        )
         if sender == "AI" and message.ai_message_json is not None:
             self._ai = message
         return message

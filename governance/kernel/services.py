@@ -30,11 +30,9 @@ def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditE
     minted for its user by someone else names its minter in the row too."""
     if actor.minted_by:
         data = {**data, "minted_by": actor.minted_by}
-    event = AuditEvent(
+    return AuditEvent.objects.create(
         actor=actor.label, action=action, target_type=target._meta.label_lower, target_id=str(target.pk), data=data
     )
-    rows.insert(event)  # AuditEvent.objects.create(...): every write records one, so its INSERT is written once
-    return event
 
 
 REFUSED = "access.refused"
