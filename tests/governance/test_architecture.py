@@ -200,7 +200,7 @@ def opened_kinds() -> dict[str, str]:
     """Every review kind code the product opens items of -> where: the ``kind=`` of each
     ``open_item(`` call, a literal or a name of the calling module (a dict subscripted by a
     variable stands for all its values)."""
-    found = {}
+    found: dict[str, str] = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             tree = ast.parse(path.read_text(), str(path))
@@ -218,7 +218,7 @@ def opened_kinds() -> dict[str, str]:
                     codes = list(namespace[kind.value.id].values())
                 else:
                     pytest.fail(f"{where}: name the review kind with a constant of the module")
-                found.update((code, where) for code in codes)
+                found.update((str(code), where) for code in codes)
     return found
 
 

@@ -41,7 +41,12 @@ def imports(tree: ast.AST) -> Iterator[tuple[int, str]]:
             and child.args
         ):
             first = child.args[0]
-            yield child.lineno, first.value if isinstance(first, ast.Constant) else "<computed name>"
+            yield (
+                child.lineno,
+                first.value
+                if isinstance(first, ast.Constant) and isinstance(first.value, str)
+                else ("<computed name>"),
+            )
 
 
 def unfrozen_imports(source: str) -> list[tuple[int, str]]:
@@ -96,8 +101,11 @@ def test_the_frozen_rebuild_of_memory_0015_gives_an_old_graph_index_the_denser_o
             f"CREATE INDEX {name} ON memory_embedding USING hnsw ((embedding::vector(384)) vector_cosine_ops) "
             "WITH (m = 16, ef_construction = 64) WHERE kind = 'learning' AND model = 'old-graph' AND active"
         )
-    old_options, old_definition = _graph(name)
-    _, current_definition = _graph(current)
+    old, now = _graph(name), _graph(current)
+    assert old is not None
+    assert now is not None
+    old_options, old_definition = old
+    current_definition = now[1]
     migration = importlib.import_module("memory.migrations.0015_denser_hnsw_graphs")
     try:
         with connection.schema_editor(atomic=False) as editor:
