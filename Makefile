@@ -63,11 +63,15 @@ inspector: $(INSPECTOR)
 run: install
 	$(PY) manage.py serve
 
-# In parallel: one test database per worker process (tests/conftest.py names them by pid).
+# In parallel: one test database per worker process (tests/conftest.py names them by pid). A whole run
+# measures line coverage (var/coverage.json) and holds it to tools/coverage-floor.txt; a run of some
+# tests (PYTEST_ARGS) measures nothing.
 TEST_WORKERS ?= auto
+COVERAGE := $(if $(PYTEST_ARGS),,--cov --cov-report=json:var/coverage.json --cov-report=)
 test: install-dev
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory inspector; fi
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(COVERAGE) $(PYTEST_ARGS)
+	$(if $(PYTEST_ARGS),,$(PY) tools/coverage_floor.py)
 
 # Schemathesis over the whole OpenAPI document (agent key and operator key), FUZZ_EXAMPLES per
 # operation and key; prints how many requests were sent and how many answered 5xx.
