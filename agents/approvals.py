@@ -23,20 +23,19 @@ from governance.kernel.exceptions import Conflict, Forbidden, NotFound
 from governance.kernel.principals import Principal
 from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
-from governance.reviews.kinds import Payload, ReviewKind
+from governance.reviews.kinds import ReviewKind, payload_field
 from governance.reviews.models import ReviewItem
 
 REVIEW_KIND = "agent.approval"
 
 
-def _details(payload: Payload) -> str:
-    return str(payload.get("details") or "")
-
-
 # The row shows the request's details, then the whole payload the decision is bound to (the
 # generic template). Nothing is done on a decision: the agent reads it (``approval``).
 REVIEW = ReviewKind(
-    code=REVIEW_KIND, label="Approval request", summary=_details, announces_as=EventKind.INBOX_TOOL_APPROVAL
+    code=REVIEW_KIND,
+    label="Approval request",
+    summary=payload_field("details"),
+    announces_as=EventKind.INBOX_TOOL_APPROVAL,
 )
 
 

@@ -26,7 +26,7 @@ from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.reviews import services as reviews
-from governance.reviews.kinds import Payload, ReviewKind
+from governance.reviews.kinds import ReviewKind, payload_field
 from governance.reviews.models import ReviewDecision, ReviewItem
 from memory import screening
 from memory.models import Learning, VeilleNote
@@ -109,17 +109,13 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     record(actor=actor, action="memory.hold_rejected", target=held, review_item=str(item.pk))
 
 
-def _held_text(payload: Payload) -> str:
-    return str(payload.get("text") or "")
-
-
 # The held text is what the reviewer decides on. Not announced: no notification event names held
 # memory (governance.notifications.models.EventKind); reviewers find it in the inbox.
 REVIEW = ReviewKind(
     code=REVIEW_KIND,
     label="Held memory",
     template="memory/review_kinds/memory_hold.html",
-    summary=_held_text,
+    summary=payload_field("text"),
     on_decided=on_review_decided,
 )
 

@@ -34,7 +34,7 @@ from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications.models import EventKind
 from governance.reviews import services as reviews
-from governance.reviews.kinds import Payload, ReviewKind
+from governance.reviews.kinds import ReviewKind, payload_field
 from governance.reviews.models import ReviewDecision, ReviewItem
 from memory import scope
 from memory.models import Embedding, Learning, LearningInjection, PromotionProposal, ReuseScore
@@ -185,16 +185,12 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
         proposal.save(update_fields=["status", "decided_at", "decided_by"])
 
 
-def _learning_text(payload: Payload) -> str:
-    return str(payload.get("text") or "")
-
-
 # The learning is what the reviewer decides on; promotions alone are decided many at a time.
 REVIEW = ReviewKind(
     code=REVIEW_KIND,
     label="Learning promotion",
     template="memory/review_kinds/learning_promotion.html",
-    summary=_learning_text,
+    summary=payload_field("text"),
     on_decided=on_review_decided,
     announces_as=EventKind.INBOX_PROMOTION,
     bulk=True,

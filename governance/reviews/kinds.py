@@ -46,6 +46,15 @@ def always(*controls: Control) -> Callable[[Payload], tuple[Control, ...]]:
     return controls_of
 
 
+def payload_field(name: str) -> Callable[[Payload], str]:
+    """A ``summary`` that is one field of the payload, as text (empty when it has none)."""
+
+    def summary(payload: Payload) -> str:
+        return str(payload.get(name) or "")
+
+    return summary
+
+
 def _approve_or_reject(payload: Payload) -> tuple[Control, ...]:
     return (Control(APPROVE, "Approve", "approve"), Control(REJECT, "Reject", "reject"))
 
