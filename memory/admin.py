@@ -246,7 +246,8 @@ class LearningInjectionAdmin(MemoryAdmin):
 
 @admin.register(GateResult)
 class GateResultAdmin(MemoryAdmin):
-    list_display = ["at", "story", "gate", "verdict"]
+    list_display = ["at", "story", "gate", "verdict", "author"]
+    list_select_related = ["author"]
     list_filter = ["verdict", "gate"]
     search_fields = ["story"]
     date_hierarchy = "at"
@@ -324,7 +325,8 @@ class VeilleNoteAdmin(HeldActions):
 @admin.register(Clarification)
 class ClarificationAdmin(CorrectionActions):
     kind = "clarification"
-    list_display = ["date", "story", "version", "question_idx", "domain", "project", "name"]
+    list_display = ["date", "story", "version", "question_idx", "domain", "project", "name", "author"]
+    list_select_related = ["author"]
     list_filter = ["domain", "project"]
     search_fields = ["story", "name", "verbatim"]
     date_hierarchy = "date"

@@ -476,6 +476,8 @@ def test_memory_writes_outside_the_manifest_over_mcp_are_refused_and_write_nothi
 
     into_rag, no_work = mcp_session(live_server.url, vlevel_key, work)
 
-    assert into_rag.is_error and no_work.is_error
+    assert into_rag.is_error
+    assert no_work.is_error
     assert "domain 'rag'" in into_rag.content[0].text
-    assert not Clarification.objects.exists() and not GateResult.objects.exists()
+    assert not Clarification.objects.exists()
+    assert not GateResult.objects.exists()
