@@ -10,7 +10,7 @@ class SessionsConfig(AppConfig):
     def ready(self) -> None:
         from agents import triggers
         from governance.reviews import kinds
-        from sessions import automations, inbox
+        from sessions import automations, checks, inbox  # noqa: F401  (checks: registers them)
 
         kinds.register(inbox.VALIDATION_KIND)
         kinds.register(inbox.COMMUNICATION_KIND)

@@ -8,6 +8,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.utils import timezone
 
 from governance.kernel.exceptions import Conflict
@@ -139,3 +141,13 @@ def test_the_deadline_setting_overrides_the_seed_defaults():
     assert set(deadlines) == set(ACTIVE_PHASES)  # every active phase has one
     assert int(deadlines["CALLING_AI"].total_seconds()) == 120  # the seed's 2-minute HTTP timeout
     assert int(deadlines["EXECUTING_ACTIONS"].total_seconds()) == 900
+
+
+def test_a_bad_deadline_setting_stops_the_checks_that_serve_and_migrate_run(settings):
+    settings.SESSION_PHASE_DEADLINES = "CALLING_AI=2m"
+
+    with pytest.raises(SystemCheckError, match=r"sessions.E001.*SESSION_PHASE_DEADLINES"):
+        call_command("check")
+
+    settings.SESSION_PHASE_DEADLINES = "CALLING_AI=300"
+    call_command("check")  # a good value passes
