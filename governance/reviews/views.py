@@ -65,8 +65,10 @@ view_items = permission_required("governance.view_reviewitem", raise_exception=T
 decide_items = permission_required("governance.decide_reviewitem", raise_exception=True)
 
 
-def _pending() -> QuerySet[ReviewItem]:
-    return ReviewItem.objects.filter(status=ReviewItem.Status.PENDING).select_related("agent").order_by("created_at")
+def _pending(request: HttpRequest) -> QuerySet[ReviewItem]:
+    """The pending items the signed-in person may see (``visible_to``, as the badge and the API)."""
+    pending = ReviewItem.objects.visible_to(signed_in(request)).filter(status=ReviewItem.Status.PENDING)
+    return pending.select_related("agent").order_by("created_at")
 
 
 def _recent_decisions() -> QuerySet[ReviewDecision]:
@@ -101,9 +103,9 @@ def pending_badge(request: HttpRequest) -> dict[str, Any]:
     return {"inbox_pending_count": SimpleLazyObject(count)}
 
 
-def _filtered(params: Any) -> tuple[InboxFilterForm, QuerySet[ReviewItem]]:
-    form = InboxFilterForm(params, pending=_pending())
-    return form, form.apply(_pending())
+def _filtered(request: HttpRequest, params: Any) -> tuple[InboxFilterForm, QuerySet[ReviewItem]]:
+    form = InboxFilterForm(params, pending=_pending(request))
+    return form, form.apply(_pending(request))
 
 
 def _page(request: HttpRequest, matching: QuerySet[ReviewItem]) -> Page:
@@ -132,7 +134,7 @@ def _bulk_context(form: InboxFilterForm, matching: QuerySet[ReviewItem]) -> dict
 @login_required
 @view_items
 def inbox(request: HttpRequest) -> HttpResponse:
-    form, matching = _filtered(request.GET)
+    form, matching = _filtered(request, request.GET)
     page = _page(request, matching)
     context = {
         "form": form,
@@ -165,7 +167,7 @@ def inbox_pending(request: HttpRequest) -> HttpResponse:
     replaced wholesale, so a comment being typed or a button being clicked is never pulled from
     under the reviewer."""
     shown = {int(value) for value in request.GET.getlist("shown")[:MAX_SHOWN] if value.isdigit()}
-    _, matching = _filtered(request.GET)
+    _, matching = _filtered(request, request.GET)
     context = {
         "new_items": [item for item in _page(request, matching).object_list if item.pk not in shown],
         "decided_elsewhere": ReviewItem.objects.filter(pk__in=shown)
@@ -251,7 +253,7 @@ def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
         messages.info(request, "Select the promotions to approve first.")
         return redirect("reviews:inbox")
     bulk = [kind.code for kind in _bulk_kinds()]
-    pending = list(_pending().filter(pk__in=selected, kind__in=bulk).values_list("pk", flat=True))
+    pending = list(_pending(request).filter(pk__in=selected, kind__in=bulk).values_list("pk", flat=True))
     decision = ReviewDecision.Decision.APPROVE
     outcome = reviews.decide_many(pending, actor=signed_in(request), decision=decision)
     _bulk_messages(request, decision, outcome, len(selected) - len(pending), "already decided or not a promotion")
@@ -266,7 +268,7 @@ def bulk_matching(request: HttpRequest) -> HttpResponse:
     asked the browser to confirm the count (``count``) up to the newest promotion it counted
     (``upto``). The match is read again here, so items decided meanwhile or no longer matching
     are skipped and reported, and items that came after the confirmation are left alone."""
-    form, matching = _filtered(request.POST)
+    form, matching = _filtered(request, request.POST)
     decision = request.POST.get("decision", "")
     count, upto = request.POST.get("count", ""), request.POST.get("upto", "")
     if not form.is_valid() or decision not in ("approve", "reject") or not count.isdigit() or not upto.isdigit():
