@@ -71,11 +71,15 @@ def screen_note(actor: Principal, title: str, summary: str) -> list[str]:
     return screening.screen_all([title, summary], seen_host=_seen_in(None))
 
 
-def hold_written(item: Learning | VeilleNote, reasons: list[str], *, actor: Principal) -> ReviewItem:
-    """Hold an item being written (in the writer's transaction) and ask a reviewer about it."""
+def held(reasons: list[str]) -> dict[str, Any]:
+    """The fields an item being written gets when the screen found ``reasons`` (none: nothing), so
+    it is stored held in the same INSERT or UPDATE that writes it."""
+    return {"held_at": timezone.now(), "held_reasons": reasons} if reasons else {}
+
+
+def ask_reviewer(item: Learning | VeilleNote, reasons: list[str], *, actor: Principal) -> ReviewItem:
+    """Open the inbox item about an item just stored held (in the writer's transaction)."""
     kind = "learning" if isinstance(item, Learning) else "veille"
-    item.held_at, item.held_reasons = timezone.now(), reasons
-    item.save(update_fields=["held_at", "held_reasons"])
     text = item.text if isinstance(item, Learning) else f"{item.title}\n\n{item.summary}"
     record(actor=actor, action="memory.held", target=item, reasons=reasons)
     return reviews.open_item(

@@ -49,6 +49,7 @@ def create_learning(
     reasons = holds.screen_learning(actor, text, domain)
     learning = Learning.objects.create(
         **origin,
+        **holds.held(reasons),
         story=story,
         gate=gate,
         domain=domain,
@@ -63,7 +64,7 @@ def create_learning(
     )
     record(actor=actor, action="learning.created", target=learning, story=story, gate=gate)
     if reasons:
-        holds.hold_written(learning, reasons, actor=actor)
+        holds.ask_reviewer(learning, reasons, actor=actor)
     schedule_embedding("learning", [learning.pk])
     return learning
 

@@ -188,16 +188,17 @@ def add_note(text: str, name: str | None, *, actor: Principal) -> tuple[VeilleNo
                 raise Forbidden("This watch note is held for a reviewer: it cannot change until they decide.")
         reasons = holds.screen_note(actor, values["title"], values["summary"])
         if existing is None:
-            note = VeilleNote.objects.create(**values, author=actor.agent)
+            note = VeilleNote.objects.create(**values, **holds.held(reasons), author=actor.agent)
             record(actor=actor, action="veille.indexed", target=note, path=key)
         elif _changed(note := existing, values):
-            for name_ in NOTE_FIELDS:
-                setattr(note, name_, values[name_])
+            changes = {name_: values[name_] for name_ in NOTE_FIELDS}
+            for name_, value in {**changes, **holds.held(reasons)}.items():
+                setattr(note, name_, value)
             note.save()
             record(actor=actor, action="veille.updated", target=note, path=key)
         else:
             return existing, False
         if reasons:
-            holds.hold_written(note, reasons, actor=actor)
+            holds.ask_reviewer(note, reasons, actor=actor)
         schedule_embedding("veille", [note.pk])
     return note, created
