@@ -6,7 +6,7 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
     from django.core.management import execute_from_command_line
 
     from governance.kernel import runtime

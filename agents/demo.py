@@ -8,7 +8,7 @@ last 14 days is written directly, since it stands for jobs that ran before the d
 
 Safe to run again: manifests already active are a no-op, jobs and history are created only when
 the demo agents have none. The agents' demo keys are made once, by `load_demo` on an empty
-database (governance.demo_credentials), never here.
+database (controlplane.demo_credentials), never here.
 """
 
 from __future__ import annotations

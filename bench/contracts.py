@@ -410,7 +410,7 @@ def start_server(port: int, log: Path) -> subprocess.Popen:
         sys.executable,
         "-m",
         "gunicorn",
-        "governance.wsgi",
+        "controlplane.wsgi",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

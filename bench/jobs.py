@@ -281,7 +281,7 @@ def start_server(port: int, log: Path, db_name: str = DB_NAME) -> subprocess.Pop
         sys.executable,
         "-m",
         "gunicorn",
-        "governance.wsgi",
+        "controlplane.wsgi",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

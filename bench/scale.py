@@ -590,7 +590,7 @@ def retention_function() -> Callable[..., Any] | None:
     """The retention run, wherever it lives (``run_retention(*, actor, dry_run=False)``)."""
     import importlib
 
-    for module in ("governance.retention", "governance.tasks", "governance.kernel.retention"):
+    for module in ("controlplane.retention", "governance.retention", "governance.tasks", "governance.kernel.retention"):
         try:
             found = getattr(importlib.import_module(module), "run_retention", None)
         except ImportError:

@@ -4,7 +4,7 @@ A separate module (rather than URLs added to the project) keeps the unauthentica
 ``/bench/bare`` and ``/bench/raw/jobs`` endpoints out of every real deployment.
 """
 
-from governance.settings import *  # noqa: F403
+from controlplane.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.urls"
 """The project's URLs plus the baselines (``bench/urls.py``), so they cross the same middleware stack."""

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from bench import views
-from governance import urls as project_urls
+from controlplane import urls as project_urls
 
 urlpatterns = [
     *project_urls.urlpatterns,

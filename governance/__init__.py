@@ -1,5 +1,2 @@
-"""Project package and the governance app (contracts, review inbox, API keys, task runs)."""
-
-from governance.celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""The governance app: the kernel every app builds on, notifications, the reviewer inbox and the
+contract catalog. It is the lowest layer and imports no other product package."""

@@ -7,11 +7,9 @@ class GovernanceConfig(AppConfig):
     verbose_name = "Governance"
 
     def ready(self) -> None:
-        from governance import gauges
         from governance.kernel import checks, metrics, roles, taskruns  # noqa: F401  (checks: registers them)
 
         taskruns.connect()
         metrics.connect()
-        metrics.register(gauges.collect)
         # Permissions of models added by later migrations join the roles they belong to.
         post_migrate.connect(roles.sync_after_migrate, dispatch_uid="governance.kernel.roles.sync")

@@ -1,7 +1,7 @@
 """The contract catalog with two weeks of audited outputs of the demo agents (contract_demo.py).
 
 The demo accounts and agent keys are not made here: `load_demo` creates them once, on an empty
-database, through governance.demo_credentials.
+database, through controlplane.demo_credentials.
 """
 
 from __future__ import annotations

@@ -16,12 +16,3 @@ __all__ = ["notification_tasks", "review_tasks"]
 def heartbeat() -> dict:
     """Does nothing but run: its TaskRun row is the proof that beat, broker and worker all work."""
     return {"at": timezone.now().isoformat()}
-
-
-@shared_task(name="governance.retention", ignore_result=True)
-def apply_retention() -> dict:
-    """Daily: archives or prunes what grows without bound, per the RETENTION_* settings."""
-    from governance.kernel.principals import SYSTEM
-    from governance.retention import run_retention
-
-    return run_retention(actor=SYSTEM).as_dict()

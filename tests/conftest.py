@@ -25,7 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Tasks the code under test hands to Celery go to a queue of this run's own: a developer's
     `make run` worker on the same Redis must never receive ids from the test database. Tests that
     start real workers point both sides at their own queue."""
-    from governance.celery import app
+    from controlplane.celery import app
     from governance.kernel import runtime
 
     # This run's metric files in a folder of its own, never in a developer's var/metrics: the
@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _purge_test_queue() -> None:
-    from governance.celery import app
+    from controlplane.celery import app
 
     try:
         with app.connection_for_write() as conn:

@@ -1,4 +1,4 @@
-"""Domain errors raised by services. The API maps each to one HTTP status (governance/api.py);
+"""Domain errors raised by services. The API maps each to one HTTP status (controlplane/api.py);
 services never speak HTTP."""
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ writes its counters and histograms to its own files under ``METRICS_DIR`` (the s
 ``PROMETHEUS_MULTIPROC_DIR`` there before the library is imported), and a scrape adds every
 process's files up, so the figures do not depend on which worker answers. A dead process's
 counters stay counted; its "live" gauges (requests and tasks in progress) are dropped by
-``mark_dead``, called from gunicorn's ``child_exit`` (governance/gunicorn_conf.py) and Celery's
+``mark_dead``, called from gunicorn's ``child_exit`` (controlplane/gunicorn_conf.py) and Celery's
 ``worker_process_shutdown``. The directory is emptied when the plane starts
 (``reset_multiprocess_dir``), never while processes write to it.
 
 What the tables say (jobs waiting, sessions by phase, the inbox, learnings...) is not counted
 here: it is read from the database at scrape time by the sources the apps register
-(``register``; governance/gauges.py), so it is always the database's own figure. Tables that
+(``register``; controlplane/gauges.py), so it is always the database's own figure. Tables that
 grow to millions of rows (tool calls, jobs that finished, contract checks) are counted when they are written
 (``count_on_commit``) instead, as a query over them would make a scrape slow.
 

@@ -123,7 +123,7 @@ class TaskRun(models.Model):
 
 
 class RetentionRun(models.Model):
-    """One run of the retention policies (``governance/retention.py``): what each step archived or
+    """One run of the retention policies (``controlplane/retention.py``): what each step archived or
     pruned, so an operator sees what maintenance removed and when. Dry runs leave no row."""
 
     started_at = models.DateTimeField()

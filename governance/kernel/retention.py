@@ -1,7 +1,7 @@
 """Retention policies: how one growing table is archived or pruned, in bounded batches.
 
 Each app declares the policy of the table it owns (it alone knows which rows are old enough and
-which are still needed); the project's ``governance/retention.py`` runs them in order with their
+which are still needed); the project's ``controlplane/retention.py`` runs them in order with their
 settings and records the run. This module knows no app's models.
 
 A batch is one short transaction: it locks up to ``batch_size`` candidate rows with ``FOR UPDATE

@@ -9,7 +9,7 @@ sampler, batch delays, the Django instrumentation's excluded URLs).
 ``setup`` must run after the fork, in the process that serves or works: the exporter's thread
 does not survive a fork. gunicorn loads the application in each worker (no preload), so the WSGI
 and ASGI modules call it; Celery calls it in each prefork child (``worker_process_init``), in the
-worker itself for the pools that do not fork, and in beat (governance/celery.py).
+worker itself for the pools that do not fork, and in beat (controlplane/celery.py).
 
 A job's ``traceId`` (seed 001) is the agent's, not W3C's: it stays an attribute (``job.trace_id``)
 of the spans of the requests about the job and of the tasks they queue. The request span is begun
@@ -175,7 +175,7 @@ def _task_finished(**_: Any) -> None:
 
 
 def connect_celery() -> None:
-    """Carry the log context from the sender to the task (governance/celery.py calls it)."""
+    """Carry the log context from the sender to the task (controlplane/celery.py calls it)."""
     signals.before_task_publish.connect(_before_publish, weak=False, dispatch_uid="governance.tracing.publish")
     signals.task_prerun.connect(_task_started, weak=False, dispatch_uid="governance.tracing.started")
     signals.task_postrun.connect(_task_finished, weak=False, dispatch_uid="governance.tracing.finished")

@@ -146,7 +146,7 @@ def get_backend(name: str | None = None, *, allow_test_backend: bool = False, **
 
 
 def preload() -> bool:
-    """Ready the configured backend as a web worker starts (governance/wsgi.py), so that no
+    """Ready the configured backend as a web worker starts (controlplane/wsgi.py), so that no
     agent's injection block pays for it: loading the local model takes about 5 s on 2 cores, once
     per process (a block arriving meanwhile waits for the same load, no longer than it would have).
     Backends that call a server have nothing to load, and contact none here. A backend that cannot

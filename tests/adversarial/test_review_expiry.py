@@ -19,7 +19,7 @@ from django_celery_beat.models import PeriodicTask
 
 from agents.models import Escalation, ToolCall, ToolGrant
 from agents.tasks import escalation_timeouts
-from governance.celery import app
+from controlplane.celery import app
 from governance.kernel.models import TaskRun
 from governance.kernel.principals import SYSTEM
 from governance.reviews import services as reviews

@@ -200,7 +200,7 @@ def production_env(tmp_path) -> dict[str, str]:
     inherited = ("SECURE_", "SECRET_", "DJANGO_ALLOW_ASYNC_UNSAFE")
     child = {key: value for key, value in os.environ.items() if not key.startswith(inherited)}
     child.update(
-        DJANGO_SETTINGS_MODULE="governance.settings",
+        DJANGO_SETTINGS_MODULE="controlplane.settings",
         VAR_DIR=str(tmp_path),
         DATABASE_URL=database_url_of_tests(),
         SECRET_KEY=secrets.token_urlsafe(64),

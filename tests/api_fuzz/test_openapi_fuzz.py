@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from governance.wsgi import application
+from controlplane.wsgi import application
 from tests.factories.governance import UserFactory, recent_heartbeat
 from tests.support.keys import issue_key
 from tests.support.manifests import load

@@ -41,7 +41,7 @@ def _get(url: str, **headers: str) -> int:
 def test_access_lines_keep_no_query_string_and_no_subject_key(transactional_db, tmp_path, log_format):
     Subject.objects.create(key=SECRET)
     with gunicorn(
-        tmp_path, workers=1, threads=2, options=("--config", "python:governance.gunicorn_conf"), LOG_FORMAT=log_format
+        tmp_path, workers=1, threads=2, options=("--config", "python:controlplane.gunicorn_conf"), LOG_FORMAT=log_format
     ) as base:
         referer = f"{base}/memory/subjects/{SECRET}/?q={SECRET}"
         statuses = [

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from governance.api import api
+from controlplane.api import api
 from tests.factories.governance import recent_heartbeat
 from tests.support.manifests import manifest_text
 

@@ -3,9 +3,9 @@
 The kernel (``governance.kernel``) is below everything and imports no product package; the
 notifications every layer above announces its events to come next, then the governance services
 every app calls (the reviewer inbox, the contract catalog); then
-agents, then the apps built on agents (sessions, memory); the project modules of ``governance``
-(settings, urls, the root API, demo loading) sit on top, above the MCP
-endpoint (``gateway``), which calls every app's services, and are the only ones that import every app.
+agents, then the apps built on agents (sessions, memory), then the MCP endpoint (``gateway``),
+which calls every app's services; the project package (``controlplane``: settings, urls, the root
+API, demo loading) sits on top and is the only one that imports every app.
 An import against that order is a cycle waiting to happen, so the test names the offending line.
 
 Imports under ``if TYPE_CHECKING:`` are left out: they are read by the type checker only and never
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("governance", "agents", "sessions", "memory", "gateway")
+PACKAGES = ("governance", "agents", "sessions", "memory", "gateway", "controlplane")
 SUB_APPS = ("governance.kernel", "governance.notifications", "governance.reviews", "governance.contracts")
 # Pure modules filed with the app that needed them first and used by lower layers too: they count
 # as the kernel, so they stay free of product imports (the kernel's own test below holds them to it).
@@ -37,11 +37,12 @@ LAYERS = {
     "governance.notifications": 1,  # every layer above announces its events
     "governance.reviews": 2,
     "governance.contracts": 3,
-    "agents": 4,
-    "sessions": 5,
-    "memory": 5,
-    "gateway": 6,  # MCP: an edge over every app's services
-    "governance": 7,  # the project package: settings, urls, celery, the root API, demo loading
+    "governance": 4,  # the app's own modules, which gather its sub-packages' models, admin and tasks
+    "agents": 5,
+    "sessions": 6,
+    "memory": 6,
+    "gateway": 7,  # MCP: an edge over every app's services
+    "controlplane": 8,  # the project package: settings, urls, celery, the root API, demo loading
 }
 
 

@@ -29,7 +29,7 @@ pytestmark = [
 
 def _beat(child_env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [PYTHON, "-m", "celery", "-A", "governance", "beat", "--loglevel", "INFO", "--max-interval", "1"],
+        [PYTHON, "-m", "celery", "-A", "controlplane", "beat", "--loglevel", "INFO", "--max-interval", "1"],
         cwd=BASE_DIR,
         env=child_env,
         stdout=log.open("w"),

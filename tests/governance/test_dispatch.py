@@ -12,7 +12,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from governance.celery import app
+from controlplane.celery import app
 from governance.kernel import dispatch, queues
 from tests.support.processes import sending_to
 

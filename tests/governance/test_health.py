@@ -50,7 +50,7 @@ def test_the_vector_check_fails_without_pgvector(django_db_blocker):
 
 @pytest.mark.django_db
 def test_the_broker_check_reports_an_unreachable_broker(settings):
-    from governance.celery import app
+    from controlplane.celery import app
 
     original = app.conf.broker_url
     app.conf.broker_url = "redis://127.0.0.1:1/0"
@@ -97,7 +97,7 @@ def _beat_ran(seconds_ago: float) -> None:
 @pytest.fixture
 def broker_down():
     """The broker at a closed port, as when Redis is stopped."""
-    from governance.celery import app
+    from controlplane.celery import app
 
     original = app.conf.broker_url
     app.conf.broker_url = "redis://127.0.0.1:1/0"

@@ -56,7 +56,7 @@ def test_the_top_bar_is_green_when_everything_answers_and_amber_without_a_heartb
 
 @pytest.mark.django_db
 def test_the_top_bar_turns_amber_when_the_broker_is_down(client, viewer):
-    from governance.celery import app
+    from controlplane.celery import app
 
     beat_ran(30)
     client.force_login(viewer)

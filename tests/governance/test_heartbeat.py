@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
 def _start(args: list[str], child_env: dict, log) -> subprocess.Popen:
     return subprocess.Popen(
-        [PYTHON, "-m", "celery", "-A", "governance", *args],
+        [PYTHON, "-m", "celery", "-A", "controlplane", *args],
         cwd=BASE_DIR,
         env=child_env,
         stdout=log,

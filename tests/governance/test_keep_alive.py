@@ -16,7 +16,7 @@ pytestmark = pytest.mark.process
 
 
 def test_a_connection_idle_between_requests_is_kept_open(transactional_db, tmp_path):
-    with gunicorn(tmp_path, options=("--config", "python:governance.gunicorn_conf")) as base:
+    with gunicorn(tmp_path, options=("--config", "python:controlplane.gunicorn_conf")) as base:
         parts = urlsplit(base)
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         answers = []

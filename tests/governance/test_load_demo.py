@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from governance import demo_credentials
+from controlplane import demo_credentials
 from governance.kernel.models import ApiKey
 from tests.factories.governance import UserFactory
 from tests.support.api import Api

@@ -137,7 +137,7 @@ def test_loopback_reads_without_a_token_and_a_remote_caller_with_it(client, sett
 
 @pytest.mark.django_db
 def test_metrics_is_read_only_outside_the_api_and_never_redirected_to_https(client, settings):
-    from governance.api import api
+    from controlplane.api import api
 
     assert not [path for path in api.get_openapi_schema()["paths"] if "metrics" in path.split("/")]
     settings.SECURE_SSL_REDIRECT = True
@@ -272,7 +272,7 @@ def _get(url: str) -> str:
 @pytest.mark.process
 def test_two_gunicorn_workers_add_up_and_a_dead_one_still_counts(transactional_db, tmp_path):
     requests = 40
-    with gunicorn(tmp_path, workers=2, threads=4, options=("--config", "python:governance.gunicorn_conf")) as base:
+    with gunicorn(tmp_path, workers=2, threads=4, options=("--config", "python:controlplane.gunicorn_conf")) as base:
         with ThreadPoolExecutor(8) as pool:
             pages = list(pool.map(lambda _: _get(f"{base}/accounts/login/"), range(requests)))
         assert len(pages) == requests

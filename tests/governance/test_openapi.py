@@ -49,7 +49,7 @@ def test_every_operation_but_health_and_signed_webhooks_requires_a_key(client):
 def test_every_operation_names_its_operation_id(client):
     """Operation ids are what generated clients call their functions: each is written out in the
     route, never derived from the module path, so moving a module renames nothing."""
-    from governance.api import api
+    from controlplane.api import api
 
     declared, seen = [], set()
     routers = [router for _prefix, router in api._routers]

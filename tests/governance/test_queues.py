@@ -13,15 +13,15 @@ import redis
 from celery import current_app
 from django.core.management import CommandError, call_command
 
+from controlplane.management.commands.serve import role_commands
 from governance.kernel import env, queues
 from governance.kernel.models import TaskRun
-from governance.management.commands.serve import role_commands
 from tests.support.processes import BASE_DIR, database_url_of_tests, process_env, sending_to, wait_for
 
 
 def test_every_task_has_a_queue_chosen_for_it():
     """A new task must be placed (ROUTES) or left on the default queue on purpose (UNROUTED)."""
-    import governance.celery  # noqa: F401  (registers every app's tasks)
+    import controlplane.celery  # noqa: F401  (registers every app's tasks)
 
     current_app.loader.import_default_modules()
     ours = {name for name in current_app.tasks if not name.startswith("celery.")}

@@ -14,15 +14,15 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from agents.models import Escalation, Job, KpiSample, ToolCall, ToolGrant
+from controlplane.retention import run_retention
+from controlplane.tasks import apply_retention
 from gateway.models import GatewayCall
 from governance.contracts.models import ContractCheck
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import AuditEvent, RetentionRun, TaskRun
 from governance.kernel.principals import SYSTEM, Principal
-from governance.retention import run_retention
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
-from governance.tasks import apply_retention
 from sessions.models import AISession, SessionMessage
 from tests.factories.agents import KpiSampleFactory
 from tests.factories.gateway import GatewayCallFactory

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.process
 
 def child_env(var_dir) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "SECRET_KEY")}
-    env.update(DJANGO_SETTINGS_MODULE="governance.settings", VAR_DIR=str(var_dir))
+    env.update(DJANGO_SETTINGS_MODULE="controlplane.settings", VAR_DIR=str(var_dir))
     return env
 
 

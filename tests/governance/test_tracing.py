@@ -272,7 +272,7 @@ def test_an_agent_traceparent_is_joined_and_a_malformed_one_breaks_nothing(tmp_p
 
 PROBE = """
 import json, sys, threading
-import governance.wsgi
+import controlplane.wsgi
 from django.conf import settings
 from governance.kernel import tracing
 print(json.dumps({
@@ -285,7 +285,7 @@ print(json.dumps({
 
 
 def _web_process_state(tmp_path, **extra: str) -> dict[str, Any]:
-    """What a web process (governance/wsgi.py, as gunicorn loads it) has set up."""
+    """What a web process (controlplane/wsgi.py, as gunicorn loads it) has set up."""
     env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), **extra)
     if not extra:
         env = {key: value for key, value in env.items() if not key.startswith("OTEL_")}

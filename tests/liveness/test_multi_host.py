@@ -294,7 +294,7 @@ def each_due_automation_starts_once(plant: Plant) -> dict[str, int]:
     due = "UPDATE ai_sessions_automation SET next_run_at = now() - interval '1 second' WHERE id = ANY(%s)"
     query(plant.db, due, [plant.automations])
     with sending_to(plant.queue, broker_url(*RABBITMQ)):
-        from governance.celery import app
+        from controlplane.celery import app
 
         for _ in range(12):
             app.send_task("sessions.tick")

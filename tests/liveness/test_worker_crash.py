@@ -52,7 +52,7 @@ from kombu import Connection, Exchange, Queue
 from agents import jobs
 from agents.models import Job
 from agents.registry import load_manifest
-from governance.celery import app
+from controlplane.celery import app
 from governance.kernel import env
 from governance.kernel.models import AuditEvent, TaskRun
 from governance.kernel.principals import SYSTEM, Principal

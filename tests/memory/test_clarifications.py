@@ -58,7 +58,7 @@ def stored(story: str, version: int) -> list[str]:
 @pytest.fixture
 def sent(monkeypatch) -> list[list]:
     """Embedding tasks sent to the broker (the real schedule_embedding, a recording broker)."""
-    from governance.celery import app
+    from controlplane.celery import app
 
     calls: list[list] = []
     monkeypatch.setattr(app, "send_task", lambda name, args=None, **kw: calls.append([name, *args]))

@@ -680,7 +680,7 @@ def test_the_local_model_uses_the_configured_blas_threads(threads: int) -> None:
         "backend = get_backend('local'); backend.embed(['one thread'])\n"
         "print(backend.threads, sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "governance.settings", "EMBEDDING_THREADS": str(threads)}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlplane.settings", "EMBEDDING_THREADS": str(threads)}
     env.pop("OPENBLAS_NUM_THREADS", None)
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -363,7 +363,7 @@ def test_export_writes_the_seed_formats_with_iso_dates(tmp_path):
 
 
 def test_embeddings_are_scheduled_in_batches_after_commit(monkeypatch, django_capture_on_commit_callbacks):
-    from governance.celery import app
+    from controlplane.celery import app
 
     sent: list[list] = []
     monkeypatch.setattr(app, "send_task", lambda name, args=None, **kw: sent.append([name, *args]))

@@ -61,7 +61,7 @@ def write(root: Path, relative: str, text: str | bytes) -> Path:
 @pytest.fixture
 def sent(monkeypatch) -> list[list]:
     """Embedding tasks sent to the broker (the real schedule_embedding, a recording broker)."""
-    from governance.celery import app
+    from controlplane.celery import app
 
     calls: list[list] = []
     monkeypatch.setattr(app, "send_task", lambda name, args=None, **kw: calls.append([name, *args]))

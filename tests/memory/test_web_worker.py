@@ -1,5 +1,5 @@
 """A web worker loads the local embedding model in the background as it starts
-(governance/wsgi.py): the agents' injection blocks do not pay for it, and gunicorn's boot timeout
+(controlplane/wsgi.py): the agents' injection blocks do not pay for it, and gunicorn's boot timeout
 does not either."""
 
 from __future__ import annotations

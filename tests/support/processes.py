@@ -40,7 +40,7 @@ def process_env(var_dir: Path, **extra: str) -> dict[str, str]:
     child = dict(os.environ)
     child.pop("DATABASE_URL", None)
     child.update(
-        DJANGO_SETTINGS_MODULE="governance.settings",
+        DJANGO_SETTINGS_MODULE="controlplane.settings",
         VAR_DIR=str(var_dir),
         CELERY_QUEUE=f"test-{uuid.uuid4().hex[:8]}",
         CELERY_BROKER_URL="redis://127.0.0.1:6379/0" if env.redis_answers() else "filesystem://",
@@ -113,7 +113,7 @@ def _fresh_broker_pools() -> None:
     """Forget this process's broker connections, so the next send uses the current broker_url."""
     from kombu import pools as kombu_pools
 
-    from governance.celery import app
+    from controlplane.celery import app
 
     app.pool.force_close_all()
     app._pool = None
@@ -126,7 +126,7 @@ def sending_to(queue: str, broker_url: str, transport_options: dict | None = Non
     """This process sends its tasks to ``queue`` on ``broker_url`` for the block (tasks can wait
     there before any worker runs); on exit the previous queue and broker come back and the broker
     pools start afresh: a pool closed here would otherwise refuse every later send of the run."""
-    from governance.celery import app
+    from controlplane.celery import app
 
     saved = app.conf.task_default_queue, app.conf.broker_url, dict(app.conf.broker_transport_options or {})
     app.conf.task_default_queue, app.conf.broker_url = queue, broker_url
@@ -164,7 +164,7 @@ def celery_worker_process(
     log_path = tmp_path / log_name
     with sending_to(child_env["CELERY_QUEUE"], child_env["CELERY_BROKER_URL"], options), open(log_path, "w") as log:
         process = subprocess.Popen(
-            [PYTHON, "-m", "celery", "-A", "governance", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+            [PYTHON, "-m", "celery", "-A", "controlplane", "worker", "--loglevel", "INFO", "--concurrency", "2"],
             cwd=BASE_DIR,
             env=child_env,
             stdout=log,
@@ -205,7 +205,7 @@ def gunicorn(
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [
-                *(sys.executable, "-m", "gunicorn", "governance.wsgi", "--bind", f"127.0.0.1:{port}"),
+                *(sys.executable, "-m", "gunicorn", "controlplane.wsgi", "--bind", f"127.0.0.1:{port}"),
                 *("--workers", str(workers), "--threads", str(threads), "--no-control-socket"),
                 *options,
             ],

@@ -41,7 +41,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from kombu.utils.url import maybe_sanitize_url
 
-from governance import demo_credentials
+from controlplane import demo_credentials
 from governance.contracts import services as contracts
 from governance.kernel import embedded_db, metrics, queues, runtime
 from governance.kernel.principals import SYSTEM
@@ -76,10 +76,10 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
         # Threads (gunicorn's gthread worker): a live page's event stream (governance.kernel.live)
         # holds one thread for up to LIVE_STREAM_SECONDS, not a whole process.
         commands["web"] = [
-            *(python, "-m", "gunicorn", "governance.wsgi", "--bind", f"{host}:{port}"),
+            *(python, "-m", "gunicorn", "controlplane.wsgi", "--bind", f"{host}:{port}"),
             *("--workers", os.environ.get("WEB_CONCURRENCY", "2"), "--threads", os.environ.get("WEB_THREADS", "8")),
             *("--access-logfile", "-", "--graceful-timeout", "10", "--no-control-socket"),
-            *("--config", "python:governance.gunicorn_conf"),
+            *("--config", "python:controlplane.gunicorn_conf"),
         ]
     if role in ("all", "worker"):
         concurrency = int(os.environ.get("CELERY_CONCURRENCY", "2"))
@@ -98,11 +98,11 @@ def role_commands(role: str, *, host: str, port: int, queue_kinds: str = "") -> 
             # name) under the same node name would crash at every start.
             node = f"{name.split()[0]}.{os.getpid()}@%h"
             commands[name] = [
-                *(python, "-m", "celery", "-A", "governance", *quiet, "worker", "--loglevel", "INFO"),
+                *(python, "-m", "celery", "-A", "controlplane", *quiet, "worker", "--loglevel", "INFO"),
                 *("--queues", taken, "--concurrency", str(processes), "--hostname", node),
             ]
     if role in ("all", "beat"):
-        commands["beat"] = [python, "-m", "celery", "-A", "governance", *quiet, "beat", "--loglevel", "INFO"]
+        commands["beat"] = [python, "-m", "celery", "-A", "controlplane", *quiet, "beat", "--loglevel", "INFO"]
     return commands
 
 

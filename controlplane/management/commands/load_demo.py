@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from agents.demo import DEMO_AGENTS
-from governance import demo_credentials
+from controlplane import demo_credentials
 from governance.kernel.roles import PRODUCT_APPS
 
 

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "sessions.apps.SessionsConfig",
     "memory",
     "gateway",
+    "controlplane",
 ]
 
 MIDDLEWARE = [
@@ -102,13 +103,13 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "governance.urls"
+ROOT_URLCONF = "controlplane.urls"
 # The API whose declared request bodies the input guard checks (governance.kernel.validation).
-INPUT_GUARD_API = "governance.api.api"
+INPUT_GUARD_API = "controlplane.api.api"
 # What jobs ask of memory (agents cannot import it: a layer above): the ragContext at a job's
 # first lease, the gate result a job's result reports (memory/rag.py).
 JOB_MEMORY = "memory.rag"
-WSGI_APPLICATION = "governance.wsgi.application"
+WSGI_APPLICATION = "controlplane.wsgi.application"
 
 TEMPLATES = [
     {
@@ -406,7 +407,7 @@ CELERY_BULK_CONCURRENCY = env.integer("CELERY_BULK_CONCURRENCY", 1)
 
 # --- Backups and retention -----------------------------------------------------------------------
 
-# Days each growing record keeps its payload or its row (governance/retention.py); 0 keeps forever.
+# Days each growing record keeps its payload or its row (controlplane/retention.py); 0 keeps forever.
 RETENTION_CONTRACT_OUTPUTS_DAYS = env.integer("RETENTION_CONTRACT_OUTPUTS_DAYS", 90)
 RETENTION_TOOL_CALLS_DAYS = env.integer("RETENTION_TOOL_CALLS_DAYS", 90)
 RETENTION_SESSION_MESSAGES_DAYS = env.integer("RETENTION_SESSION_MESSAGES_DAYS", 180)

@@ -3,9 +3,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from controlplane import health_page
+from controlplane.api import api
 from gateway import views as mcp_views
-from governance import health_page
-from governance.api import api
 from governance.kernel import metrics
 
 admin.site.site_header = "Agent governance control plane"

@@ -2,7 +2,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 from governance.kernel import runtime, tracing
 

@@ -3,7 +3,7 @@ import threading
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 from governance.kernel import runtime, tracing
 from memory import embeddings

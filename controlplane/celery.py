@@ -8,7 +8,7 @@ from celery import Celery, signals
 
 from governance.kernel import tracing
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 app = Celery("governance")
 app.config_from_object("django.conf:settings", namespace="CELERY")

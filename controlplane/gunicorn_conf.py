@@ -1,4 +1,4 @@
-"""gunicorn's configuration for the plane's web server (``--config python:governance.gunicorn_conf``).
+"""gunicorn's configuration for the plane's web server (``--config python:controlplane.gunicorn_conf``).
 
 Its logs go through the plane's formatters (settings.LOGGING): with ``LOG_FORMAT=json`` the
 master's and workers' error log and the access log are one JSON object per line like every other
@@ -27,7 +27,7 @@ from typing import Any
 
 from governance.kernel import env
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "governance.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 keepalive = env.integer("WEB_KEEPALIVE_SECONDS", 75)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from controlplane.retention import run_retention
 from governance.kernel.principals import SYSTEM
-from governance.retention import run_retention
 
 
 class Command(BaseCommand):
