@@ -75,4 +75,4 @@ def health_view(request: HttpRequest) -> HttpResponse:
         "label": LABELS[current],
         "backlog": embedding_backlog() if report["database"] == "ok" else None,
     }
-    return render(request, "governance/health.html", context)
+    return render(request, "controlplane/health.html", context)

@@ -64,7 +64,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
     filters = form.values()
     rows = contract_reports.catalog(**filters, since=since if can_report else None)
     context = {"form": form, "rows": rows, "can_report": can_report, "since": since, "filtered": any(filters.values())}
-    template = "governance/partials/contract_table.html" if is_partial(request) else "governance/contracts.html"
+    template = "governance/contracts/partials/table.html" if is_partial(request) else "governance/contracts/list.html"
     return render(request, template, context)
 
 
@@ -86,7 +86,7 @@ def detail(request: HttpRequest, name: str) -> HttpResponse:
     if can_report:
         since_form, since = _since(request)
         context.update(since_form=since_form, report=contract_reports.contract_report(name, since))
-    return render(request, "governance/contract_detail.html", context)
+    return render(request, "governance/contracts/detail.html", context)
 
 
 @login_required
@@ -102,8 +102,8 @@ def spec_audit(request: HttpRequest, name: str) -> HttpResponse:
     context = {"contract": contract, "spec_form": form, "result": result}
     status = 200 if result is not None or request.htmx else 400
     if request.htmx:
-        return render(request, "governance/partials/spec_audit_result.html", context, status=status)
-    return render(request, "governance/contract_spec_audit.html", context, status=status)
+        return render(request, "governance/contracts/partials/spec_audit_result.html", context, status=status)
+    return render(request, "governance/contracts/spec_audit.html", context, status=status)
 
 
 @login_required
@@ -133,7 +133,7 @@ def agent_report(request: HttpRequest, agent_id: str) -> HttpResponse:
         "report": contract_reports.agent_report(agent.agent_id, since),
         "can_view_agent": request.user.has_perm("agents.view_agent"),
     }
-    return render(request, "governance/contract_agent.html", context)
+    return render(request, "governance/contracts/agent.html", context)
 
 
 @login_required
@@ -143,7 +143,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
     """Every contract and every agent ranked by violation rate."""
     since_form, since = _since(request)
     context = {"since_form": since_form, "report": contract_reports.fleet_report(since)}
-    return render(request, "governance/contract_fleet.html", context)
+    return render(request, "governance/contracts/fleet.html", context)
 
 
 @login_required

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # The decisions a reviewer's button posts (the values of ReviewDecision.Decision).
 APPROVE, REJECT, ANSWER = "approve", "reject", "answer"
-GENERIC_TEMPLATE = "governance/partials/kinds/generic.html"
+GENERIC_TEMPLATE = "governance/reviews/review_kinds/generic.html"
 
 Payload = Mapping[str, Any]
 DecisionHandler = Callable[["ReviewItem", "ReviewDecision"], None]

@@ -145,7 +145,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "version": _version(),
         **_bulk_context(form, matching),
     }
-    return render(request, "governance/inbox.html", context)
+    return render(request, "governance/reviews/inbox.html", context)
 
 
 @login_required
@@ -176,7 +176,7 @@ def inbox_pending(request: HttpRequest) -> HttpResponse:
         "decisions": _recent_decisions(),
         "can_decide": _can_decide(request),
     }
-    return render(request, "governance/partials/pending_poll.html", context)
+    return render(request, "governance/reviews/partials/pending_poll.html", context)
 
 
 def _item(item_id: int) -> ReviewItem:
@@ -186,7 +186,7 @@ def _item(item_id: int) -> ReviewItem:
 
 def _row(request: HttpRequest, item: ReviewItem, status: int = 200, **extra: Any) -> HttpResponse:
     context = {"item": item, "can_decide": _can_decide(request), **extra}
-    return render(request, "governance/partials/review_item.html", context, status=status)
+    return render(request, "governance/reviews/partials/review_item.html", context, status=status)
 
 
 def _already(item: ReviewItem) -> str:

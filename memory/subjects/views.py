@@ -59,7 +59,7 @@ def subject_list(request: HttpRequest) -> HttpResponse:
     form = SubjectSearchForm(request.GET)
     query = form.query()
     context = {"form": form, "query": query, **subject_queries.subject_list(query)}
-    template = "memory/partials/subject_table.html" if is_partial(request) else "memory/subjects.html"
+    template = "memory/subjects/partials/table.html" if is_partial(request) else "memory/subjects/list.html"
     return render(request, template, context)
 
 
@@ -73,7 +73,7 @@ def subject_detail(request: HttpRequest, key: str) -> HttpResponse:
         {"kind": kind, "label": FACT_LABELS[kind], "rows": rows, **_can(request, kind)}
         for kind, rows in context.pop("facts").items()
     ]
-    return render(request, "memory/subject_detail.html", context)
+    return render(request, "memory/subjects/detail.html", context)
 
 
 # --- One fact ------------------------------------------------------------------------------------
@@ -95,14 +95,14 @@ def _row(request: HttpRequest, subject: Subject, kind: str, fact: Model, templat
     """One fact's table row, in the mode ``template`` draws (display, edit or delete)."""
     status = extra.pop("status", 200)
     context = {"subject": subject, "row": FactRow.of(kind, fact), **_can(request, kind), **extra}
-    return render(request, f"memory/partials/{template}.html", context, status=status)
+    return render(request, f"memory/subjects/partials/{template}.html", context, status=status)
 
 
 def _page(request: HttpRequest, subject: Subject, kind: str, fact: Model, mode: str, **extra: Any) -> HttpResponse:
     """The same action as a page of its own, for clients without htmx."""
     status = extra.pop("status", 200)
     context = {"subject": subject, "row": FactRow.of(kind, fact), "mode": mode, "kind_label": FACT_LABELS[kind]}
-    return render(request, "memory/subject_fact.html", context | extra, status=status)
+    return render(request, "memory/subjects/fact.html", context | extra, status=status)
 
 
 def _back(subject: Subject, kind: str, fact_id: str) -> str:

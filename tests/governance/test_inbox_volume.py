@@ -129,7 +129,7 @@ def test_the_navigation_bar_counts_the_pending_items_in_one_query(
     with django_assert_num_queries(1):
         assert str(pending_badge(request)["inbox_pending_count"]) == "3"
     assert "3 pending" in render_to_string(
-        "governance/partials/inbox_badge.html", {"count": pending_badge(request)["inbox_pending_count"]}
+        "governance/reviews/partials/inbox_badge.html", {"count": pending_badge(request)["inbox_pending_count"]}
     )
     request.user = outsider
     assert str(pending_badge(request)["inbox_pending_count"]) == ""
