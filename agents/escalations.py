@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents import conditions, jobs
 from agents.envelope import AgentOutput, JobEnvelopeIn
 from agents.models import Agent, Escalation, Job
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
@@ -29,12 +30,13 @@ REVIEW_KIND = "escalation"
 ACTIVE = (Escalation.Status.OPEN, Escalation.Status.REESCALATED)
 
 
-def _step(escalation: Escalation, action: str, *, by: Principal = SYSTEM, **detail: Any) -> None:
+def _step(escalation: Escalation, action: AuditAction, *, by: Principal = SYSTEM, **detail: Any) -> None:
+    """Append the step to the escalation's history (named by the action's verb, ``opened``) and audit it."""
     escalation.steps = [
         *escalation.steps,
-        {"at": timezone.now().isoformat(), "action": action, "by": by.label, **detail},
+        {"at": timezone.now().isoformat(), "action": action.value.partition(".")[2], "by": by.label, **detail},
     ]
-    record(actor=by, action=f"escalation.{action}", target=escalation, **detail)
+    record(actor=by, action=action, target=escalation, **detail)
 
 
 def _fired(triggers: list[str], context: dict[str, Any]) -> list[str]:
@@ -85,7 +87,7 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
         timeout_hours=config["timeout_hours"],
         deadline=timezone.now() + timedelta(hours=config["timeout_hours"]),
     )
-    _step(escalation, "opened", by=by, triggers=fired)
+    _step(escalation, AuditAction.ESCALATION_OPENED, by=by, triggers=fired)
     target = Agent.objects.filter(agent_id=config["target_agent"]).select_related("active_manifest").first()
     ready = not human and target is not None and target.active_manifest is not None
     envelope = _child_envelope(escalation) if ready else None
@@ -94,9 +96,11 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
         _route_to_agent(escalation, target, envelope)
     else:
         if refused:  # the target's own contract (or a registry) would refuse the job: a human decides instead
-            _step(escalation, "target_refused", targetAgent=config["target_agent"], reasons=refused)
+            _step(
+                escalation, AuditAction.ESCALATION_TARGET_REFUSED, targetAgent=config["target_agent"], reasons=refused
+            )
         elif not human:
-            _step(escalation, "target_unavailable", targetAgent=config["target_agent"])
+            _step(escalation, AuditAction.ESCALATION_TARGET_UNAVAILABLE, targetAgent=config["target_agent"])
         _route_to_human(escalation)
     escalation.save()
     _announce(escalation)
@@ -177,7 +181,12 @@ def _route_to_agent(escalation: Escalation, target: Agent, envelope: JobEnvelope
         idempotency_key=jobs.idempotency_key(envelope),
         budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
     )
-    _step(escalation, "routed_to_agent", targetAgent=target.agent_id, childJob=str(escalation.child_job.job_id))
+    _step(
+        escalation,
+        AuditAction.ESCALATION_ROUTED_TO_AGENT,
+        targetAgent=target.agent_id,
+        childJob=str(escalation.child_job.job_id),
+    )
 
 
 def _route_to_human(escalation: Escalation) -> None:
@@ -195,14 +204,14 @@ def _route_to_human(escalation: Escalation) -> None:
         },
         expires_at=escalation.deadline,
     )
-    _step(escalation, "routed_to_human", reviewItem=escalation.review_item.pk)
+    _step(escalation, AuditAction.ESCALATION_ROUTED_TO_HUMAN, reviewItem=escalation.review_item.pk)
 
 
 def child_job_finished(job: Job) -> None:
     """The agent an escalation went to has finished its job: the escalation is handled."""
     for escalation in Escalation.objects.select_for_update().filter(child_job=job, status__in=ACTIVE):
         escalation.status, escalation.handled_at = Escalation.Status.HANDLED, timezone.now()
-        _step(escalation, "handled", by=Principal(agent=job.agent), jobStatus=job.status)
+        _step(escalation, AuditAction.ESCALATION_HANDLED, by=Principal(agent=job.agent), jobStatus=job.status)
         escalation.save()
 
 
@@ -212,7 +221,13 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     if escalation is None or decision.decision == ReviewDecision.Decision.EXPIRE:
         return
     escalation.status, escalation.handled_at = Escalation.Status.HANDLED, timezone.now()
-    _step(escalation, "handled", by=Principal(user=decision.user), decision=decision.decision, comment=decision.comment)
+    _step(
+        escalation,
+        AuditAction.ESCALATION_HANDLED,
+        by=Principal(user=decision.user),
+        decision=decision.decision,
+        comment=decision.comment,
+    )
     escalation.save()
 
 
@@ -243,7 +258,7 @@ def _overdue(escalation: Escalation) -> str:
     if escalation.status == Escalation.Status.OPEN:
         escalation.status = Escalation.Status.REESCALATED
         escalation.deadline = timezone.now() + timedelta(hours=escalation.timeout_hours)
-        _step(escalation, "reescalated", deadline=escalation.deadline.isoformat())
+        _step(escalation, AuditAction.ESCALATION_REESCALATED, deadline=escalation.deadline.isoformat())
         if escalation.review_item is None:
             _route_to_human(escalation)
         else:
@@ -251,7 +266,7 @@ def _overdue(escalation: Escalation) -> str:
         escalation.save()
         return "reescalated"
     escalation.status = Escalation.Status.EXPIRED
-    _step(escalation, "expired")
+    _step(escalation, AuditAction.ESCALATION_EXPIRED)
     escalation.save()
     if escalation.review_item is not None and escalation.review_item.status == ReviewItem.Status.PENDING:
         reviews.decide(escalation.review_item.pk, actor=SYSTEM, decision=ReviewDecision.Decision.EXPIRE)

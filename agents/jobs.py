@@ -39,6 +39,7 @@ from agents.registry import manifest_document, manifest_types
 from agents.vocabulary import Registry
 from governance.contracts import services as contracts
 from governance.kernel import metrics, rows
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
@@ -209,7 +210,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
                 budget=_initial_budget(envelope.constraints.maxTokens),
                 pre_conditions=pre_conditions,
             )
-            record(actor=actor, action="job.submitted", target=job, intent=job.intent, key=key)
+            record(actor=actor, action=AuditAction.JOB_SUBMITTED, target=job, intent=job.intent, key=key)
     except IntegrityError as exc:
         raise Conflict(f"A job with id {envelope.jobId} already exists.", jobId=str(envelope.jobId)) from exc
     return job, True
@@ -451,7 +452,9 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
         job.rag_context = _memory().context_for_job(job, actor=actor)
         fields.append("rag_context")
     job.save(update_fields=fields)
-    record(actor=actor, action="job.leased", target=job, owner=owner, attempt=job.attempts, renewed=bool(held))
+    record(
+        actor=actor, action=AuditAction.JOB_LEASED, target=job, owner=owner, attempt=job.attempts, renewed=bool(held)
+    )
     return job
 
 
@@ -520,7 +523,7 @@ def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal, writer
     if job.status == Job.Status.QUEUED:
         job.status, job.started_at = Job.Status.RUNNING, timezone.now()
     job.save()
-    record(actor=actor, action="job.state_updated", target=job, node=job.current_node)
+    record(actor=actor, action=AuditAction.JOB_STATE_UPDATED, target=job, node=job.current_node)
     return job
 
 
@@ -552,7 +555,7 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
         job.finished_at = now
     job.lease_owner, job.lease_expires_at = "", None
     job.save()
-    record(actor=actor, action="job.result_submitted", target=job, status=job.status, success=output.success)
+    record(actor=actor, action=AuditAction.JOB_RESULT_SUBMITTED, target=job, status=job.status, success=output.success)
     _memory().record_gate(job, output.data, actor=actor)  # a gate verdict feeds reuse scores (seed 004)
     follow_up = None
     if job.is_finished:
@@ -587,7 +590,7 @@ def _continue(job: Job, output: AgentOutput) -> Job | None:
     previous = job.payload.get("continuation") if isinstance(job.payload, dict) else None
     depth = triggers.chain_depth(previous)
     if depth >= settings.JOB_MAX_CONTINUATIONS:
-        record(actor=SYSTEM, action="job.continuation_stopped", target=job, depth=depth)
+        record(actor=SYSTEM, action=AuditAction.JOB_CONTINUATION_STOPPED, target=job, depth=depth)
         return None
     envelope = JobEnvelopeIn.model_validate(
         {
@@ -608,9 +611,9 @@ def _continue(job: Job, output: AgentOutput) -> Job | None:
         with transaction.atomic():
             follow_up, _ = submit_job(envelope, actor=Principal(agent=job.agent))
     except (Forbidden, InvalidInput, Conflict) as exc:
-        record(actor=SYSTEM, action="job.continuation_refused", target=job, detail=exc.detail)
+        record(actor=SYSTEM, action=AuditAction.JOB_CONTINUATION_REFUSED, target=job, detail=exc.detail)
         return None
-    record(actor=SYSTEM, action="job.continued", target=job, nextJob=str(follow_up.job_id))
+    record(actor=SYSTEM, action=AuditAction.JOB_CONTINUED, target=job, nextJob=str(follow_up.job_id))
     return follow_up
 
 
@@ -696,7 +699,7 @@ def _unsweepable(pk: UUID, error: Exception, *, now) -> None:
         errors=RawSQL(f"COALESCE({_JOB}.errors, '[]'::jsonb) || %s::jsonb", [json.dumps([entry])]),
     )
     if ended:
-        record(actor=SYSTEM, action="job.sweep_failed", target=Job(pk=pk), error=reason)
+        record(actor=SYSTEM, action=AuditAction.JOB_SWEEP_FAILED, target=Job(pk=pk), error=reason)
 
 
 def _sweep_one(job: Job, now) -> str | None:
@@ -714,7 +717,7 @@ def _sweep_one(job: Job, now) -> str | None:
     retry = job.attempts < settings.JOB_LOCK_RETRY
     record(
         actor=SYSTEM,
-        action="job.lease_expired",
+        action=AuditAction.JOB_LEASE_EXPIRED,
         target=job,
         owner=job.lease_owner,
         attempt=job.attempts,
@@ -730,7 +733,11 @@ def _sweep_one(job: Job, now) -> str | None:
     return "requeued"
 
 
-def _end(job: Job, status: str, reason: str, now) -> None:
+# The audit action of each status the platform ends a job with.
+_ENDED = {Job.Status.FAILED: AuditAction.JOB_FAILED, Job.Status.EXPIRED: AuditAction.JOB_EXPIRED}
+
+
+def _end(job: Job, status: Job.Status, reason: str, now) -> None:
     """Finish a job the platform ends: the reason among its errors, then (when failed) an
     escalation per the manifest and the KPI samples of a failed run, then its artifacts."""
     job.status, job.finished_at = status, now
@@ -740,7 +747,7 @@ def _end(job: Job, status: str, reason: str, now) -> None:
         {"node": job.current_node, "message": reason, "timestamp": now.isoformat(), "recoverable": False},
     ]
     job.save()
-    record(actor=SYSTEM, action=f"job.{status}", target=job, reason=reason, attempts=job.attempts)
+    record(actor=SYSTEM, action=_ENDED[status], target=job, reason=reason, attempts=job.attempts)
     if status == Job.Status.FAILED:
         escalations.open_for(job, reason)
         kpi_alerts.check(job, kpis.record_samples(job, AgentOutput(success=False), at=now, from_result=False), at=now)

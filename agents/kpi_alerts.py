@@ -22,6 +22,7 @@ from agents.kpi import kpi_status
 from agents.kpis import averages
 from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
 from agents.registry import manifest_kpis
+from governance.kernel.audit import AuditAction
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
@@ -110,7 +111,7 @@ def _open(
         },
     )
     alert.save(update_fields=["review_item"])
-    record(actor=SYSTEM, action="kpi_alert.opened", target=alert, metric=metric_id, value=current)
+    record(actor=SYSTEM, action=AuditAction.KPI_ALERT_OPENED, target=alert, metric=metric_id, value=current)
     notifications.announce(
         EventKind.KPI_CRITICAL,
         agent=agent.agent_id,
@@ -125,7 +126,7 @@ def _open(
 def _resolve(alert: KpiAlert, current: float, at: datetime) -> None:
     alert.resolved_at, alert.resolved_value = at, current
     alert.save(update_fields=["resolved_at", "resolved_value"])
-    record(actor=SYSTEM, action="kpi_alert.resolved", target=alert, metric=alert.metric_id, value=current)
+    record(actor=SYSTEM, action=AuditAction.KPI_ALERT_RESOLVED, target=alert, metric=alert.metric_id, value=current)
     item = alert.review_item
     if item is not None and item.status == ReviewItem.Status.PENDING:
         why = f"{alert.metric_id} recovered ({current:g}) before anyone decided."

@@ -34,6 +34,7 @@ from agents import types as typelang
 from agents.manifest import Manifest, ManifestLocError, schema_definition
 from agents.models import NamedSchema
 from agents.models.schemas import MAX_NAME_LENGTH
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -134,7 +135,7 @@ def save_schema(
             description=description or "",
             created_by=actor.label,
         )
-        record(actor=actor, action="schema.added", target=entry, name=name, definition=definition)
+        record(actor=actor, action=AuditAction.SCHEMA_ADDED, target=entry, name=name, definition=definition)
         return entry, "added"
     changes = {
         "definition": definition,
@@ -148,10 +149,12 @@ def save_schema(
     previous = entry.definition
     for field, value in changes.items():
         setattr(entry, field, value)
-    outcome = "reinstated" if entry.retired else "changed"
+    outcome, action = (
+        ("reinstated", AuditAction.SCHEMA_REINSTATED) if entry.retired else ("changed", AuditAction.SCHEMA_CHANGED)
+    )
     entry.retired_at, entry.retired_by = None, ""
     entry.save(update_fields=[*changes, "retired_at", "retired_by"])
-    record(actor=actor, action=f"schema.{outcome}", target=entry, name=name, definition=definition, previous=previous)
+    record(actor=actor, action=action, target=entry, name=name, definition=definition, previous=previous)
     return entry, outcome
 
 
@@ -165,7 +168,7 @@ def retire_schema(name: str, *, actor: Principal) -> NamedSchema:
     if not entry.retired:
         entry.retired_at, entry.retired_by = timezone.now(), actor.label
         entry.save(update_fields=["retired_at", "retired_by"])
-        record(actor=actor, action="schema.retired", target=entry, name=name)
+        record(actor=actor, action=AuditAction.SCHEMA_RETIRED, target=entry, name=name)
     return entry
 
 

@@ -41,6 +41,7 @@ from agents.vocabulary import (
     retired_message,
     unknown_message,
 )
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -112,7 +113,14 @@ def add_value(
         value=value, defaults={"label": label, "created_by": actor.label}
     )
     if created:
-        record(actor=actor, action="registry.added", target=entry, registry=registry.value, value=value, label=label)
+        record(
+            actor=actor,
+            action=AuditAction.REGISTRY_ADDED,
+            target=entry,
+            registry=registry.value,
+            value=value,
+            label=label,
+        )
         return entry, ADDED
     if not entry.retired:
         return entry, UNCHANGED
@@ -122,7 +130,7 @@ def add_value(
         return entry, UNCHANGED
     entry.retired_at, entry.retired_by = None, ""
     entry.save(update_fields=["retired_at", "retired_by"])
-    record(actor=actor, action="registry.reinstated", target=entry, registry=registry.value, value=value)
+    record(actor=actor, action=AuditAction.REGISTRY_REINSTATED, target=entry, registry=registry.value, value=value)
     return entry, REINSTATED
 
 
@@ -141,7 +149,7 @@ def retire_value(registry: Registry, value: str, *, actor: Principal) -> Registr
     if not entry.retired:
         entry.retired_at, entry.retired_by = timezone.now(), actor.label
         entry.save(update_fields=["retired_at", "retired_by"])
-        record(actor=actor, action="registry.retired", target=entry, registry=registry.value, value=value)
+        record(actor=actor, action=AuditAction.REGISTRY_RETIRED, target=entry, registry=registry.value, value=value)
     return entry
 
 
@@ -156,7 +164,7 @@ def relabel_value(registry: Registry, value: str, label: str, *, actor: Principa
         entry.save(update_fields=["label"])
         record(
             actor=actor,
-            action="registry.relabelled",
+            action=AuditAction.REGISTRY_RELABELLED,
             target=entry,
             registry=registry.value,
             value=value,

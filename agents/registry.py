@@ -30,6 +30,7 @@ from agents.manifest import (
 from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.vocabulary import Registry, Value
 from governance.contracts.models import Contract
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -237,7 +238,7 @@ def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManife
         manifest.owner,
     )
     agent.save(update_fields=["active_manifest", "name", "role", "domain", "owner"])
-    record(actor=actor, action="manifest.activated", target=row, version=manifest.version, previous=previous)
+    record(actor=actor, action=AuditAction.MANIFEST_ACTIVATED, target=row, version=manifest.version, previous=previous)
     return row, True
 
 

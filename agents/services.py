@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -17,7 +18,7 @@ def register_agent(*, actor: Principal, agent_id: str, name: str = "") -> Agent:
     try:
         with transaction.atomic():
             agent = Agent.objects.create(agent_id=agent_id, name=name)
-            record(actor=actor, action="agent.registered", target=agent, agent_id=agent_id)
+            record(actor=actor, action=AuditAction.AGENT_REGISTERED, target=agent, agent_id=agent_id)
     except IntegrityError as exc:
         raise Conflict(f"Agent {agent_id!r} already exists.", agent_id=agent_id) from exc
     return agent

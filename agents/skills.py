@@ -28,6 +28,7 @@ from pydantic import Field
 from agents.manifest import SEMVER_PATTERN, Manifest, _Strict, version_key
 from agents.models import Skill
 from agents.models.skill import SKILL_ID_PATTERN
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -129,10 +130,12 @@ def save_skill(spec: SkillSpec, *, actor: Principal, enabled: bool | None = None
         skill.enabled = enabled
     skill.updated_by = actor.label
     skill.save()
-    outcome = "created" if existing is None else "updated"
+    outcome, action = (
+        ("created", AuditAction.SKILL_CREATED) if existing is None else ("updated", AuditAction.SKILL_UPDATED)
+    )
     record(
         actor=actor,
-        action=f"skill.{outcome}",
+        action=action,
         target=skill,
         version=skill.version,
         previous=previous,

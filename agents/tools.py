@@ -28,6 +28,7 @@ from django.utils import timezone
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document, manifest_tools
 from governance.kernel import metrics, retention
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -108,11 +109,11 @@ def record_call(
     call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
     metrics.count_on_commit(metrics.TOOL_CALLS, agent.agent_id)
     if dry:
-        record(actor=actor, action="tool.dry_call", target=call, tool_id=tool_id, job=str(job.pk))
+        record(actor=actor, action=AuditAction.TOOL_DRY_CALL, target=call, tool_id=tool_id, job=str(job.pk))
     if grant is not None:
         grant.status, grant.used_at, grant.tool_call = ToolGrant.Status.USED, now, call
         grant.save(update_fields=["status", "used_at", "tool_call"])
-        record(actor=actor, action="tool.grant_used", target=grant, tool_id=tool_id, call=call.pk)
+        record(actor=actor, action=AuditAction.TOOL_GRANT_USED, target=grant, tool_id=tool_id, call=call.pk)
     return {
         "id": call.pk,
         "tool_id": tool_id,
@@ -160,7 +161,7 @@ def _approved_grant(
     )
     if latest is not None and latest.status == ToolGrant.Status.APPROVED:
         if latest.decided_at is not None and now - latest.decided_at > _validity(agent, tool.tool_id):
-            _close_grant(latest, ToolGrant.Status.EXPIRED, now)
+            _expire_grant(latest, now)
         else:
             return latest
     elif latest is not None and latest.status == ToolGrant.Status.PENDING:
@@ -188,7 +189,9 @@ def _approved_grant(
     grant = ToolGrant.objects.create(
         agent=agent, tool_id=tool.tool_id, arguments_hash=digest, arguments=arguments, review_item=item, job=job
     )
-    record(actor=actor, action="tool.approval_requested", target=grant, tool_id=tool.tool_id, review_item=item.pk)
+    record(
+        actor=actor, action=AuditAction.TOOL_APPROVAL_REQUESTED, target=grant, tool_id=tool.tool_id, review_item=item.pk
+    )
     return PendingApproval(review_item_id=item.pk)
 
 
@@ -202,10 +205,10 @@ def _validity(agent: Agent, tool_id: str) -> timedelta:
     return timedelta(hours=hours)
 
 
-def _close_grant(grant: ToolGrant, status: str, now) -> None:
-    grant.status, grant.decided_at = status, grant.decided_at or now
+def _expire_grant(grant: ToolGrant, now) -> None:
+    grant.status, grant.decided_at = ToolGrant.Status.EXPIRED, grant.decided_at or now
     grant.save(update_fields=["status", "decided_at"])
-    record(actor=SYSTEM, action=f"tool.grant_{status}", target=grant, tool_id=grant.tool_id)
+    record(actor=SYSTEM, action=AuditAction.TOOL_GRANT_EXPIRED, target=grant, tool_id=grant.tool_id)
 
 
 _GRANT_AFTER = {

@@ -50,6 +50,7 @@ from agents.registry import manifest_document
 from agents.vocabulary import Registry
 from governance.kernel import cron as cron_rules
 from governance.kernel import keys, webhooks
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
@@ -92,7 +93,7 @@ def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -
     trigger.save()
     record(
         actor=actor,
-        action="trigger.added" if adding else "trigger.changed",
+        action=AuditAction.TRIGGER_ADDED if adding else AuditAction.TRIGGER_CHANGED,
         target=trigger,
         kind=trigger.kind,
         fields=sorted(changed),
@@ -135,7 +136,9 @@ def rotate_secret(trigger: JobTrigger, *, actor: Principal) -> JobTrigger:
         raise Forbidden("Rotating a webhook secret needs the agents.change_jobtrigger permission.")
     JobTrigger.objects.filter(pk=trigger.pk).update(secret_version=F("secret_version") + 1)
     trigger.refresh_from_db()
-    record(actor=actor, action="trigger.secret_rotated", target=trigger, secret_version=trigger.secret_version)
+    record(
+        actor=actor, action=AuditAction.TRIGGER_SECRET_ROTATED, target=trigger, secret_version=trigger.secret_version
+    )
     return trigger
 
 
@@ -146,13 +149,13 @@ def _fire(trigger: JobTrigger, *, key: str, extra_payload: dict[str, Any] | None
     )
     if created:
         JobTrigger.objects.filter(pk=trigger.pk).update(fired_count=F("fired_count") + 1, last_fired_at=timezone.now())
-        record(actor=SYSTEM, action="trigger.fired", target=trigger, job=str(job.job_id), key=key)
+        record(actor=SYSTEM, action=AuditAction.TRIGGER_FIRED, target=trigger, job=str(job.job_id), key=key)
     return job, created
 
 
 def _refused(trigger: JobTrigger, key: str, exc: DomainError) -> None:
     logger.warning("[triggers] %s could not create its job: %s", trigger.name, exc.detail)
-    record(actor=SYSTEM, action="trigger.refused", target=trigger, key=key, detail=exc.detail, **exc.data())
+    record(actor=SYSTEM, action=AuditAction.TRIGGER_REFUSED, target=trigger, key=key, detail=exc.detail, **exc.data())
 
 
 # Cron ---------------------------------------------------------------------------------------------
@@ -202,7 +205,9 @@ def _switch_off(trigger: JobTrigger, exc: Exception) -> None:
     """A trigger its run could not handle stops firing (an operator sees why in the audit log),
     instead of failing again at every beat."""
     JobTrigger.objects.filter(pk=trigger.pk).update(enabled=False)
-    record(actor=SYSTEM, action="trigger.disabled", target=trigger, reason=f"{type(exc).__name__}: {exc}"[:500])
+    record(
+        actor=SYSTEM, action=AuditAction.TRIGGER_DISABLED, target=trigger, reason=f"{type(exc).__name__}: {exc}"[:500]
+    )
 
 
 # Webhooks -----------------------------------------------------------------------------------------
@@ -321,7 +326,7 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
             continue
         key = f"{event}:{subject}"
         if depth >= settings.JOB_TRIGGER_MAX_CHAIN:
-            record(actor=SYSTEM, action="trigger.chain_stopped", target=trigger, key=key, depth=depth)
+            record(actor=SYSTEM, action=AuditAction.TRIGGER_CHAIN_STOPPED, target=trigger, key=key, depth=depth)
             continue
         payload = {"event": {"name": event, "subject": subject, "depth": depth + 1, **facts}}
         try:

@@ -23,6 +23,7 @@ from agents.tools import TOOL_CALL_RETENTION
 from gateway.forwarding import ARGUMENTS_RETENTION
 from governance.contracts.services import OUTPUT_RETENTION
 from governance.kernel import retention
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import RetentionRun
 from governance.kernel.periodic import Failures
@@ -137,5 +138,5 @@ def run_retention(*, actor: Principal, dry_run: bool = False, batch_size: int | 
                 steps=report.as_dict()["steps"],
             )
             report.run_id = run.pk
-            record(actor=actor, action="retention.applied", target=run, rows=report.rows)
+            record(actor=actor, action=AuditAction.RETENTION_APPLIED, target=run, rows=report.rows)
     return report

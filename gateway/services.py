@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from gateway.models import UpstreamServer
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -26,7 +27,7 @@ def save_upstream(server: UpstreamServer, *, actor: Principal, changed: list[str
     server.save()
     record(
         actor=actor,
-        action="gateway.upstream_added" if adding else "gateway.upstream_changed",
+        action=AuditAction.GATEWAY_UPSTREAM_ADDED if adding else AuditAction.GATEWAY_UPSTREAM_CHANGED,
         target=server,
         fields=sorted(changed),
     )

@@ -33,6 +33,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from governance.kernel.admin import ReadOnlyAdmin
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -593,7 +594,7 @@ class TransitionProbabilityAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         record(
             actor=Principal(user=request.user),
-            action="transition_probability.changed" if change else "transition_probability.added",
+            action=AuditAction.TRANSITION_PROBABILITY_CHANGED if change else AuditAction.TRANSITION_PROBABILITY_ADDED,
             target=obj,
             move=f"{obj.from_emotion} -> {obj.to_emotion}",
             probability=obj.probability,
@@ -603,7 +604,7 @@ class TransitionProbabilityAdmin(admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: TransitionProbability) -> None:
         record(
             actor=Principal(user=request.user),
-            action="transition_probability.deleted",
+            action=AuditAction.TRANSITION_PROBABILITY_DELETED,
             target=obj,
             move=f"{obj.from_emotion} -> {obj.to_emotion}",
         )

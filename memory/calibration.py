@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -172,7 +173,7 @@ def tune(
             )
             record(
                 actor=actor,
-                action="search.calibrated",
+                action=AuditAction.SEARCH_CALIBRATED,
                 target=calibration,
                 ef_search=ef,
                 recall=round(recall, 4),

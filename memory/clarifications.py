@@ -21,6 +21,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -175,7 +176,12 @@ def persist_clarifications(
                 for index, answer in enumerate(answers, start=1)
             )
             record(
-                actor=actor, action="clarifications.persisted", target=rows[0], story=story, version=version, name=name
+                actor=actor,
+                action=AuditAction.CLARIFICATIONS_PERSISTED,
+                target=rows[0],
+                story=story,
+                version=version,
+                name=name,
             )
             schedule_embedding("clarification", [row.pk for row in rows])
     except DatabaseError as exc:

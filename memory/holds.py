@@ -22,6 +22,7 @@ from django.db.models import Model, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -81,7 +82,7 @@ def ask_reviewer(item: Learning | VeilleNote, reasons: list[str], *, actor: Prin
     """Open the inbox item about an item just stored held (in the writer's transaction)."""
     kind = "learning" if isinstance(item, Learning) else "veille"
     text = item.text if isinstance(item, Learning) else f"{item.title}\n\n{item.summary}"
-    record(actor=actor, action="memory.held", target=item, reasons=reasons)
+    record(actor=actor, action=AuditAction.MEMORY_HELD, target=item, reasons=reasons)
     return reviews.open_item(
         actor=actor,
         kind=REVIEW_KIND,
@@ -110,7 +111,7 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
         held.scope, held.scope_changed_at = Learning.Scope.ARCHIVED, timezone.now()
         fields += ["scope", "scope_changed_at"]
     held.save(update_fields=fields)
-    record(actor=actor, action="memory.hold_rejected", target=held, review_item=str(item.pk))
+    record(actor=actor, action=AuditAction.MEMORY_HOLD_REJECTED, target=held, review_item=str(item.pk))
 
 
 # The held text is what the reviewer decides on. Not announced: no notification event names held
@@ -143,7 +144,7 @@ def quarantine_author(author_id: int, *, actor: Principal) -> dict[str, int]:
     for kind, model in HELD_KINDS.items():
         items = model.objects.filter(author_id=author_id, held_at__isnull=True)
         counts[kind] = items.update(held_at=now, held_reasons=[reason])
-    record(actor=actor, action="memory.quarantined", target=author, **counts)
+    record(actor=actor, action=AuditAction.MEMORY_QUARANTINED, target=author, **counts)
     return counts
 
 
@@ -151,7 +152,7 @@ def _release(items: list[Model], *, actor: Principal) -> None:
     for item in items:
         item.held_at, item.held_reasons = None, []  # type: ignore[attr-defined]
         item.save(update_fields=["held_at", "held_reasons"])
-        record(actor=actor, action="memory.released", target=item)
+        record(actor=actor, action=AuditAction.MEMORY_RELEASED, target=item)
 
 
 @transaction.atomic

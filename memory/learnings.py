@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents import registries
 from agents.vocabulary import Registry
 from governance.kernel.access import agent_or_perm
+from governance.kernel.audit import AuditAction
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from memory import holds, provenance, scoring
@@ -62,7 +63,7 @@ def create_learning(
         scope_migrated_at=timezone.now(),
         created_by=actor.label,
     )
-    record(actor=actor, action="learning.created", target=learning, story=story, gate=gate)
+    record(actor=actor, action=AuditAction.LEARNING_CREATED, target=learning, story=story, gate=gate)
     if reasons:
         holds.ask_reviewer(learning, reasons, actor=actor)
     schedule_embedding("learning", [learning.pk])
@@ -86,7 +87,7 @@ def record_gate_result(
     origin = provenance.origin(actor, job=job, session=session)
     scoring.hold_inputs()
     result = GateResult.objects.create(story=story, gate=gate, verdict=verdict, at=timezone.now(), **origin)
-    record(actor=actor, action="gate_result.recorded", target=result, story=story, gate=gate, verdict=verdict)
+    record(actor=actor, action=AuditAction.GATE_RESULT_RECORDED, target=result, story=story, gate=gate, verdict=verdict)
     return result
 
 
@@ -119,5 +120,5 @@ def record_gate_results(*, actor: Principal, results: Iterable[GateVerdict]) -> 
     new = [GateResult(**result._asdict()) for result in given if result not in existing]
     created = GateResult.objects.bulk_create(new, batch_size=1000)
     if created:
-        record(actor=actor, action="gate_results.imported", target=created[0], created=len(created))
+        record(actor=actor, action=AuditAction.GATE_RESULTS_IMPORTED, target=created[0], created=len(created))
     return len(created), len(wanted) - len(created)

@@ -27,6 +27,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from agents import triggers as job_triggers
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, NotFound
 from governance.kernel.models import AuditEvent
 from governance.kernel.periodic import Failures
@@ -161,7 +162,9 @@ def _apply(proposal: PromotionProposal, *, actor: Principal) -> str:
         previous = learning.scope
         learning.scope, learning.scope_changed_at = target.value, now
         learning.save(update_fields=["scope", "scope_changed_at"])
-        record(actor=actor, action="learning.promoted", target=learning, previous=previous, scope=target.value)
+        record(
+            actor=actor, action=AuditAction.LEARNING_PROMOTED, target=learning, previous=previous, scope=target.value
+        )
         job_triggers.learning_promoted(
             learning_id=learning.pk, story=learning.story, domain=learning.domain, scope=target.value, previous=previous
         )
@@ -213,7 +216,7 @@ def evict(*, today: date | None = None) -> LifecycleReport:
         "cutoff": cutoff,
         "now": timezone.now(),
         "actor": SYSTEM.label,
-        "action": "learning.archived",
+        "action": AuditAction.LEARNING_ARCHIVED.value,
         "target_type": Learning._meta.label_lower,
         "data": json.dumps({"reason": "stale"}),
     }
@@ -246,7 +249,7 @@ CHANGE = "memory.change_learning"
 
 
 def _move_by_hand(
-    learning_id: int, *, actor: Principal, action: str, rule: Callable[[scope.Scope], scope.Scope], **data: str
+    learning_id: int, *, actor: Principal, action: AuditAction, rule: Callable[[scope.Scope], scope.Scope], **data: str
 ) -> Learning:
     """Check the operator, lock the learning, move it where ``rule`` says and audit it as
     ``action`` with its previous and new scope (a refused move is a 409: nothing is written)."""
@@ -280,16 +283,18 @@ def _to_archive(current: scope.Scope) -> scope.Scope:
 @transaction.atomic
 def archive(learning_id: int, *, actor: Principal) -> Learning:
     """An operator archives a live learning: it leaves the searches and injection blocks."""
-    return _move_by_hand(learning_id, actor=actor, action="learning.archived", rule=_to_archive, reason="by hand")
+    return _move_by_hand(
+        learning_id, actor=actor, action=AuditAction.LEARNING_ARCHIVED, rule=_to_archive, reason="by hand"
+    )
 
 
 @transaction.atomic
 def restore(learning_id: int, *, actor: Principal) -> Learning:
     """An operator takes a learning out of the archive, back to `story` (scope.restore_target)."""
-    return _move_by_hand(learning_id, actor=actor, action="learning.restored", rule=scope.restore_target)
+    return _move_by_hand(learning_id, actor=actor, action=AuditAction.LEARNING_RESTORED, rule=scope.restore_target)
 
 
 @transaction.atomic
 def demote(learning_id: int, *, actor: Principal) -> Learning:
     """An operator moves a learning one scope down (scope.demotion_target)."""
-    return _move_by_hand(learning_id, actor=actor, action="learning.demoted", rule=scope.demotion_target)
+    return _move_by_hand(learning_id, actor=actor, action=AuditAction.LEARNING_DEMOTED, rule=scope.demotion_target)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, NotFound
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import Principal
@@ -57,17 +58,26 @@ Correctable = Learning | VeilleNote | Clarification
 
 @dataclass(frozen=True)
 class Kind:
-    """What a correctable kind of memory is made of: its model, and its fields holding content."""
+    """What a correctable kind of memory is made of: its model, its fields holding content, and
+    the audit actions of erasing and redacting one."""
 
     name: str
     model: type[Learning] | type[VeilleNote] | type[Clarification]
     content: tuple[str, ...]
+    erased: AuditAction
+    redacted: AuditAction
 
 
 KINDS = {
-    "learning": Kind("learning", Learning, ("text",)),
-    "veille": Kind("veille", VeilleNote, ("title", "summary")),
-    "clarification": Kind("clarification", Clarification, ("verbatim",)),
+    "learning": Kind("learning", Learning, ("text",), AuditAction.LEARNING_ERASED, AuditAction.LEARNING_REDACTED),
+    "veille": Kind("veille", VeilleNote, ("title", "summary"), AuditAction.VEILLE_ERASED, AuditAction.VEILLE_REDACTED),
+    "clarification": Kind(
+        "clarification",
+        Clarification,
+        ("verbatim",),
+        AuditAction.CLARIFICATION_ERASED,
+        AuditAction.CLARIFICATION_REDACTED,
+    ),
 }
 
 
@@ -144,7 +154,7 @@ def erase(kind_name: str, object_id: int, *, actor: Principal) -> None:
     require_operator(actor, _perm(kind, "delete"))
     with transaction.atomic():
         row = _locked(kind, object_id)
-        record(actor=actor, action=f"{kind.name}.erased", target=row)
+        record(actor=actor, action=kind.erased, target=row)
         _scrub_copies(row, kind)
         if isinstance(row, Learning):
             PromotionProposal.objects.filter(learning=row).delete()
@@ -171,4 +181,4 @@ def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
             fields.append("path")
         row.save(update_fields=fields)
         Embedding.objects.filter(kind=kind.name, object_id=row.pk).delete()
-        record(actor=actor, action=f"{kind.name}.redacted", target=row)
+        record(actor=actor, action=kind.redacted, target=row)

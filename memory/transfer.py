@@ -43,6 +43,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from memory import scoring
@@ -399,11 +400,11 @@ def _flush_learnings(pending: list[_Pending], report: ImportReport, created_by: 
     report.created += len(new)
 
 
-def _finish(report: ImportReport, *, actor: Principal, started: float) -> ImportReport:
+def _finish(report: ImportReport, action: AuditAction, *, actor: Principal, started: float) -> ImportReport:
     report.seconds = time.monotonic() - started
     record(
         actor=actor,
-        action=f"memory.{report.kind}_imported",
+        action=action,
         target=_ImportedFile(report.source[:200]),
         **{k: v for k, v in report.as_dict().items() if k not in ("source", "seconds")},
     )
@@ -452,7 +453,8 @@ def import_learnings(
                 _flush_learnings(pending, report, actor.label, warn)
                 pending = []
         _flush_learnings(pending, report, actor.label, warn)
-        _finish(report, actor=actor, started=started)
+        action = AuditAction.MEMORY_ARCHIVE_IMPORTED if archive else AuditAction.MEMORY_LEARNINGS_IMPORTED
+        _finish(report, action, actor=actor, started=started)
     if progress is not None:
         progress(number)
     return report
@@ -572,7 +574,7 @@ def import_injections(
                 _flush_injections(pending, report, warn)
                 pending = []
         _flush_injections(pending, report, warn)
-        _finish(report, actor=actor, started=started)
+        _finish(report, AuditAction.MEMORY_INJECTIONS_IMPORTED, actor=actor, started=started)
     if progress is not None:
         progress(number)
     return report

@@ -23,6 +23,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils.text import slugify
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -80,7 +81,13 @@ def _changed(note: VeilleNote, values: dict[str, Any]) -> bool:
 def _remove_notes(notes: list[VeilleNote], *, actor: Principal, reasons: dict[str, str]) -> None:
     """Delete notes and their vectors (an Embedding has no foreign key to cascade), audited first."""
     for note in notes:
-        record(actor=actor, action="veille.removed", target=note, path=note.path, reason=reasons.get(note.path, ""))
+        record(
+            actor=actor,
+            action=AuditAction.VEILLE_REMOVED,
+            target=note,
+            path=note.path,
+            reason=reasons.get(note.path, ""),
+        )
     ids = [note.pk for note in notes]
     Embedding.objects.filter(kind="veille", object_id__in=ids).delete()
     VeilleNote.objects.filter(pk__in=ids).delete()
@@ -122,7 +129,7 @@ def index_veille(directory: Path, *, actor: Principal, warn: Callable[[str], Non
         VeilleNote.objects.bulk_create(new)
         changed = [note.pk for note in new]
         for note in new:
-            record(actor=actor, action="veille.indexed", target=note, path=note.path)
+            record(actor=actor, action=AuditAction.VEILLE_INDEXED, target=note, path=note.path)
         for path, values in found.items():
             note = existing.get(path)
             if note is None:
@@ -135,7 +142,7 @@ def index_veille(directory: Path, *, actor: Principal, warn: Callable[[str], Non
             note.save()
             changed.append(note.pk)
             report.updated += 1
-            record(actor=actor, action="veille.updated", target=note, path=path)
+            record(actor=actor, action=AuditAction.VEILLE_UPDATED, target=note, path=path)
         gone = [note for path, note in existing.items() if path not in found]
         _remove_notes(gone, actor=actor, reasons={note.path: reasons.get(note.path, "file removed") for note in gone})
         schedule_embedding("veille", changed)
@@ -189,13 +196,13 @@ def add_note(text: str, name: str | None, *, actor: Principal) -> tuple[VeilleNo
         reasons = holds.screen_note(actor, values["title"], values["summary"])
         if existing is None:
             note = VeilleNote.objects.create(**values, **holds.held(reasons), author=actor.agent)
-            record(actor=actor, action="veille.indexed", target=note, path=key)
+            record(actor=actor, action=AuditAction.VEILLE_INDEXED, target=note, path=key)
         elif _changed(note := existing, values):
             changes = {name_: values[name_] for name_ in NOTE_FIELDS}
             for name_, value in {**changes, **holds.held(reasons)}.items():
                 setattr(note, name_, value)
             note.save()
-            record(actor=actor, action="veille.updated", target=note, path=key)
+            record(actor=actor, action=AuditAction.VEILLE_UPDATED, target=note, path=key)
         else:
             return existing, False
         if reasons:

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 
 from governance.kernel.admin import NoDelete, ReadOnly, UnboundedList
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -251,7 +252,7 @@ class PromptChunkAdmin(NoDelete, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         record(
             actor=Principal(user=request.user),
-            action="prompt_chunk.changed" if change else "prompt_chunk.added",
+            action=AuditAction.PROMPT_CHUNK_CHANGED if change else AuditAction.PROMPT_CHUNK_ADDED,
             target=obj,
             fields=list(form.changed_data),
         )

@@ -25,6 +25,7 @@ from agents.models.trigger import EVENTS, event_filter_errors
 from agents.registry import manifest_document
 from governance.kernel import cron as cron_rules
 from governance.kernel import dispatch
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -121,7 +122,7 @@ def on_platform_event(event: str, subject: str, facts: dict[str, Any], depth: in
         except DomainError as exc:
             record(
                 actor=SYSTEM,
-                action="automation.event_refused",
+                action=AuditAction.AUTOMATION_EVENT_REFUSED,
                 target=automation,
                 event=event,
                 subject=subject,
@@ -242,7 +243,7 @@ def create_automation(
         automation.save(update_fields=["next_run_at"])
     record(
         actor=actor,
-        action="automation.created",
+        action=AuditAction.AUTOMATION_CREATED,
         target=automation,
         agent=agent.agent_id,
         trigger=trigger,
@@ -304,7 +305,7 @@ def change_automation(automation_id: int, *, actor: Principal, **changes: Any) -
     automation.save()
     record(
         actor=actor,
-        action="automation.changed",
+        action=AuditAction.AUTOMATION_CHANGED,
         target=automation,
         fields={field: str(getattr(value, "name", value)) for field, value in changes.items()},
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.principals import SYSTEM
 from governance.kernel.services import record
 from governance.notifications.models import EventKind
@@ -40,7 +41,13 @@ def on_validation_decided(item: ReviewItem, decision: ReviewDecision) -> None:
         actions = [a for a in (item.payload or {}).get("actionCommands") or [] if isinstance(a, dict)]
         withdrawn = validation.ungranted(actions, granted_tools(session.agent.active_manifest_id))
         if withdrawn:
-            record(actor=SYSTEM, action="session.approval_voided", target=session, review_item=item.pk, tools=withdrawn)
+            record(
+                actor=SYSTEM,
+                action=AuditAction.SESSION_APPROVAL_VOIDED,
+                target=session,
+                review_item=item.pk,
+                tools=withdrawn,
+            )
             approved = False
     apply_event(session.pk, Event.VALIDATION_RECEIVED, {"approved": approved}, actor=SYSTEM)
 

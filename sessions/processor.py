@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agents.models import Agent, ManifestTool
 from agents.registry import manifest_document
 from governance.kernel import dispatch, metrics, rows
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -305,7 +306,7 @@ class _Run:
             # Only a manifest grants a tool, never a reviewer: no review item, nothing handed out.
             record(
                 actor=SYSTEM,
-                action="session.actions_refused",
+                action=AuditAction.SESSION_ACTIONS_REFUSED,
                 target=self.session,
                 tools=refused,
                 ai_message=str(message.pk),
@@ -526,7 +527,7 @@ class _Run:
         if before.end_reason == machine.EndReason.SUSPENDED:
             record(
                 actor=SYSTEM,
-                action="session.resumed",
+                action=AuditAction.SESSION_RESUMED,
                 target=self.session,
                 type=self.session.type,
                 phase=self.session.phase,

@@ -14,6 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -102,7 +103,9 @@ def create_profile(
     )
     _validated(profile, actor=actor)
     profile.save()
-    record(actor=actor, action="provider_profile.created", target=profile, name=name, **_audit_fields(profile))
+    record(
+        actor=actor, action=AuditAction.PROVIDER_PROFILE_CREATED, target=profile, name=name, **_audit_fields(profile)
+    )
     return profile
 
 
@@ -129,7 +132,7 @@ def change_profile(profile_id: int, *, actor: Principal, **changes: Any) -> Prov
     profile.save()
     record(
         actor=actor,
-        action="provider_profile.changed",
+        action=AuditAction.PROVIDER_PROFILE_CHANGED,
         target=profile,
         changed=sorted(changes),
         **_audit_fields(profile),

@@ -24,6 +24,7 @@ from django.utils import timezone
 from agents import quotas
 from agents.models import Agent
 from governance.kernel import periodic, retention, rows
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
@@ -140,7 +141,7 @@ def start_chat(
         domain=domain,
         project=project,
     )
-    record(actor=actor, action="session.started", target=session, type=session.type, name=name)
+    record(actor=actor, action=AuditAction.SESSION_STARTED, target=session, type=session.type, name=name)
     apply_event(session.pk, Event.SESSION_ACTIVATION_REQUESTED, {}, actor=SYSTEM, now=now)
     session.refresh_from_db()
     return session
@@ -215,7 +216,12 @@ def queue_automation_session(
     )
     _store_instructions(session, messages or [], now)
     record(
-        actor=actor, action="session.queued", target=session, type=session.type, name=name, messages=len(messages or [])
+        actor=actor,
+        action=AuditAction.SESSION_QUEUED,
+        target=session,
+        type=session.type,
+        name=name,
+        messages=len(messages or []),
     )
     fill_slot(agent.pk, now=now)
     session.refresh_from_db()
@@ -236,7 +242,9 @@ def execute_automation(
     _require_manifest(automation.agent)
     check_queue_quota(automation.agent, actor)
     (session,) = _new_runs([automation], Automation.Trigger(trigger).value, now)
-    record(actor=actor, action="automation.executed", target=session, automation=automation.pk, trigger=trigger)
+    record(
+        actor=actor, action=AuditAction.AUTOMATION_EXECUTED, target=session, automation=automation.pk, trigger=trigger
+    )
     fill_slot(automation.agent_id, now=now)
     session.refresh_from_db()
     return ("active" if session.is_active else "queued"), session
@@ -288,7 +296,7 @@ def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -
     waiting = (session.waiting_context or {}).get("reviewItemId")
     apply_event(session.pk, Event.SESSION_COMPLETED, {"endReason": EndReason.CANCELLED.value}, actor=SYSTEM, now=now)
     session.refresh_from_db()
-    record(actor=actor, action="session.stopped", target=session, phase=session.phase)
+    record(actor=actor, action=AuditAction.SESSION_STOPPED, target=session, phase=session.phase)
     if waiting:
         _withdraw(waiting, f"Withdrawn: the session was stopped by {actor.label}.")
     return session

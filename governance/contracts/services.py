@@ -37,6 +37,7 @@ from governance.contracts.models import (
 from governance.contracts.validator import Report, first_unserializable
 from governance.kernel import metrics, retention
 from governance.kernel.access import agent_or_perm, get_for
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -144,8 +145,10 @@ def save_contract(doc: contract_catalog.ContractDoc, *, actor: Principal) -> tup
         created_by=actor.label,
     )
     ContractField.objects.bulk_create(_field(contract, row, rule) for row, rule in zip(doc.rows, rules, strict=True))
-    status = "created" if current is None else "changed"
-    record(actor=actor, action=f"contract.{status}", target=contract, version=contract.version)
+    status, action = (
+        ("created", AuditAction.CONTRACT_CREATED) if current is None else ("changed", AuditAction.CONTRACT_CHANGED)
+    )
+    record(actor=actor, action=action, target=contract, version=contract.version)
     return contract, status
 
 

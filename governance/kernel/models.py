@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from governance.kernel.audit import AuditAction
+
 
 class ApiKey(models.Model):
     """A bearer key for the REST API, bound to one agent or to one operator (a Django user).
@@ -74,7 +76,7 @@ class AuditEvent(models.Model):
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.CharField(max_length=200, help_text="user:<name>, agent:<id> or system")
-    action = models.CharField(max_length=100)
+    action = models.CharField(max_length=100, choices=AuditAction.choices)
     target_type = models.CharField(max_length=100)
     target_id = models.CharField(max_length=200)
     data = models.JSONField(default=dict, blank=True)

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from governance.kernel import keys, rows
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import ApiKey, AuditEvent
 from governance.kernel.principals import Principal
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from agents.models import Agent
 
 
-def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditEvent:
+def record(*, actor: Principal, action: AuditAction, target: Any, **data: Any) -> AuditEvent:
     """Append one audit row; call inside the transaction that makes the change. An operator key
     minted for its user by someone else names its minter in the row too."""
     if actor.minted_by:
@@ -35,7 +36,7 @@ def record(*, actor: Principal, action: str, target: Any, **data: Any) -> AuditE
     )
 
 
-REFUSED = "access.refused"
+REFUSED = AuditAction.ACCESS_REFUSED  # the action of every refusal record_refusal writes
 
 
 def record_refusal(*, actor: str, method: str, path: str, status: int, detail: str, **data: Any) -> AuditEvent:
@@ -94,7 +95,7 @@ def issue_api_key(
         created_by=actor.label,
         minted_by=_minter(actor, user, minted_by) if user is not None else "",
     )
-    record(actor=actor, action="api_key.issued", target=api_key, kind=kind, owner=api_key.owner_label)
+    record(actor=actor, action=AuditAction.API_KEY_ISSUED, target=api_key, kind=kind, owner=api_key.owner_label)
     return api_key, new.plain
 
 
@@ -118,7 +119,7 @@ def revoke_api_key(api_key: ApiKey, *, actor: Principal) -> ApiKey:
         locked.revoked_at = timezone.now()
         locked.revoked_by = actor.label
         locked.save(update_fields=["revoked_at", "revoked_by"])
-        record(actor=actor, action="api_key.revoked", target=locked)
+        record(actor=actor, action=AuditAction.API_KEY_REVOKED, target=locked)
     return locked
 
 

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 import sessions.providers.outbound as outbound
 from governance.kernel import dispatch, keys, periodic, webhooks
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -64,7 +65,7 @@ def save_rule(rule: NotificationRule, *, actor: Principal, changed: list[str]) -
     rule.save()
     record(
         actor=actor,
-        action="notification_rule.added" if adding else "notification_rule.changed",
+        action=AuditAction.NOTIFICATION_RULE_ADDED if adding else AuditAction.NOTIFICATION_RULE_CHANGED,
         target=rule,
         fields=sorted(changed),
         enabled=rule.enabled,
@@ -78,7 +79,12 @@ def rotate_secret(rule: NotificationRule, *, actor: Principal) -> NotificationRu
     _require(actor, "governance.change_notificationrule")
     NotificationRule.objects.filter(pk=rule.pk).update(secret_version=F("secret_version") + 1)
     rule.refresh_from_db(fields=["secret_version"])
-    record(actor=actor, action="notification_rule.secret_rotated", target=rule, secret_version=rule.secret_version)
+    record(
+        actor=actor,
+        action=AuditAction.NOTIFICATION_RULE_SECRET_ROTATED,
+        target=rule,
+        secret_version=rule.secret_version,
+    )
     return rule
 
 

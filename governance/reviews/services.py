@@ -17,6 +17,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.kernel.periodic import Failures
 from governance.kernel.principals import SYSTEM, Principal
@@ -36,6 +37,12 @@ _STATUS_AFTER = {
     ReviewDecision.Decision.ANSWER: ReviewItem.Status.ANSWERED,
     ReviewDecision.Decision.EXPIRE: ReviewItem.Status.EXPIRED,
 }
+_ACTION_OF = {
+    ReviewDecision.Decision.APPROVE: AuditAction.REVIEW_APPROVE,
+    ReviewDecision.Decision.REJECT: AuditAction.REVIEW_REJECT,
+    ReviewDecision.Decision.ANSWER: AuditAction.REVIEW_ANSWER,
+    ReviewDecision.Decision.EXPIRE: AuditAction.REVIEW_EXPIRE,
+}
 
 
 def open_item(
@@ -50,7 +57,7 @@ def open_item(
     """Put an item in the reviewer inbox (call inside the caller's transaction), announced as its
     kind says."""
     item = ReviewItem.objects.create(kind=kind, title=title[:300], agent=agent, payload=payload, expires_at=expires_at)
-    record(actor=actor, action="review.opened", target=item, kind=kind)
+    record(actor=actor, action=AuditAction.REVIEW_OPENED, target=item, kind=kind)
     event = kinds.get(kind).announces_as
     if event is not None:
         _announce(item, event)
@@ -135,9 +142,10 @@ def decide(
         minted_by=actor.minted_by,
         payload_hash=current,
     )
-    item.status = _STATUS_AFTER[ReviewDecision.Decision(decision)]
+    decided = ReviewDecision.Decision(decision)
+    item.status = _STATUS_AFTER[decided]
     item.save(update_fields=["status"])
-    record(actor=actor, action=f"review.{decision}", target=item, comment=comment, payload_hash=outcome.payload_hash)
+    record(actor=actor, action=_ACTION_OF[decided], target=item, comment=comment, payload_hash=outcome.payload_hash)
     handler = kinds.get(item.kind).on_decided
     if handler is not None and notify:
         handler(item, outcome)

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from agents.registry import manifest_document
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -51,7 +52,7 @@ def subject_for(principal: Principal, key: str, *, access: str, purpose: str) ->
     if subject is None:  # unknown, or restricted to other agents: the same answer, word for word
         raise NotFound(f"No subject {key!r}.")
     if access == READ:
-        record(actor=principal, action="subject.read", target=subject, purpose=purpose)
+        record(actor=principal, action=AuditAction.SUBJECT_READ, target=subject, purpose=purpose)
     return subject
 
 
@@ -76,5 +77,5 @@ def restrict(subject: Subject, agent_ids: Iterable[str], *, actor: Principal) ->
     locked = Subject.objects.select_for_update().get(pk=subject.pk)
     before = sorted(locked.allowed_agents.values_list("agent_id", flat=True))
     locked.allowed_agents.set(agents)
-    record(actor=actor, action="subject.access_restricted", target=locked, before=before, after=wanted)
+    record(actor=actor, action=AuditAction.SUBJECT_ACCESS_RESTRICTED, target=locked, before=before, after=wanted)
     return wanted

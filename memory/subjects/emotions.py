@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.principals import Principal
 from governance.kernel.services import record as audit
@@ -97,7 +98,7 @@ def record(
         state.counts = {**state.counts, emotion: state.counts.get(emotion, 0) + 1}
         state.last_updated = at
         state.save()
-        audit(actor=actor, action="subject.emotion_recorded", target=subject, emotion=emotion, event=event.pk)
+        audit(actor=actor, action=AuditAction.SUBJECT_EMOTION_RECORDED, target=subject, emotion=emotion, event=event.pk)
     return event
 
 

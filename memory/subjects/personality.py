@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from django.db import transaction
 from django.utils import timezone
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.principals import Principal
 from governance.kernel.services import record as audit
 from memory.models import PersonalityState, Subject, TraitSnapshot
@@ -123,7 +124,7 @@ def record_interactions(
         state.save()
         audit(
             actor=actor,
-            action="subject.interactions_recorded",
+            action=AuditAction.SUBJECT_INTERACTIONS_RECORDED,
             target=subject,
             count=count,
             traits_updated=snapshot is not None,

@@ -12,12 +12,13 @@ import hashlib
 import re
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Model
 from pydantic import ValidationError
 
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -49,6 +50,31 @@ FACT_KINDS = {
     "preference": (Preference, "pref_id", "pref"),
     "event": (LifeEvent, "event_id", "event"),
     "relationship": (Relationship, "rel_id", "rel"),
+}
+
+
+class _FactActions(NamedTuple):
+    """The audit actions of one kind of fact."""
+
+    added: AuditAction
+    edited: AuditAction
+    deleted: AuditAction
+
+
+_FACT_ACTIONS = {
+    "preference": _FactActions(
+        AuditAction.SUBJECT_PREFERENCE_ADDED,
+        AuditAction.SUBJECT_PREFERENCE_EDITED,
+        AuditAction.SUBJECT_PREFERENCE_DELETED,
+    ),
+    "event": _FactActions(
+        AuditAction.SUBJECT_EVENT_ADDED, AuditAction.SUBJECT_EVENT_EDITED, AuditAction.SUBJECT_EVENT_DELETED
+    ),
+    "relationship": _FactActions(
+        AuditAction.SUBJECT_RELATIONSHIP_ADDED,
+        AuditAction.SUBJECT_RELATIONSHIP_EDITED,
+        AuditAction.SUBJECT_RELATIONSHIP_DELETED,
+    ),
 }
 
 
@@ -119,7 +145,7 @@ def import_documents(key: str, documents: dict[str, Any], *, actor: Principal, l
                 meta[name] |= {"model": document.model, "embedding_dim": document.embedding_dim}
         subject.documents = meta
         subject.save(update_fields=["documents"])
-        record(actor=actor, action="subject.imported", target=subject, documents=sorted(parsed))
+        record(actor=actor, action=AuditAction.SUBJECT_IMPORTED, target=subject, documents=sorted(parsed))
     return counts
 
 
@@ -524,7 +550,7 @@ def add_fact(subject: Subject, kind: str, values: dict[str, Any], *, actor: Prin
             subject=subject, key=getattr(fact, id_field), type=kind, text=text, timestamp=at
         )
         schedule_embedding("subject", [memory.pk])
-        record(actor=actor, action=f"subject.{kind}_added", target=subject, fact=getattr(fact, id_field))
+        record(actor=actor, action=_FACT_ACTIONS[kind].added, target=subject, fact=getattr(fact, id_field))
     return fact
 
 
@@ -567,7 +593,7 @@ def correct_fact(subject: Subject, kind: str, fact_id: str, values: dict[str, An
             fact.delete()
             Embedding.objects.filter(kind="subject", object_id__in=memory.values("pk")).delete()
             memory.delete()
-            record(actor=actor, action=f"subject.{kind}_deleted", target=subject, fact=fact_id)
+            record(actor=actor, action=_FACT_ACTIONS[kind].deleted, target=subject, fact=fact_id)
             return
         for name, value in values.items():
             setattr(fact, name, value)
@@ -575,7 +601,7 @@ def correct_fact(subject: Subject, kind: str, fact_id: str, values: dict[str, An
         fact.save()
         memory.update(text=_fact_text(kind, fact))
         schedule_embedding("subject", memory.values_list("pk", flat=True))
-        record(actor=actor, action=f"subject.{kind}_edited", target=subject, fact=fact_id, fields=sorted(values))
+        record(actor=actor, action=_FACT_ACTIONS[kind].edited, target=subject, fact=fact_id, fields=sorted(values))
 
 
 # --- Erasure -------------------------------------------------------------------------------------
@@ -601,7 +627,7 @@ def erase(subject: Subject, *, actor: Principal) -> str:
         locked.delete()  # every other table cascades from the subject
         AuditEvent.objects.create(
             actor=actor.label,
-            action="subject.erased",
+            action=AuditAction.SUBJECT_ERASED,
             target_type=Subject._meta.label_lower,
             target_id="",
             data={"erasure_id": erasure_id},
