@@ -345,28 +345,28 @@ def _dependency_problem(report: dict[str, Any], failing: list[str]) -> HttpRespo
 
 
 def _mount_routers() -> None:
-    from agents.api import router as agents_router
-    from agents.approvals_api import router as approvals_router
-    from agents.jobs_api import router as jobs_router
-    from agents.registries_api import router as registries_router
-    from agents.triggers_api import router as triggers_router
-    from governance.contracts.api import router as contracts_router
-    from governance.reviews.api import router as reviews_router
-    from memory.api import router as memory_router
-    from sessions.api import automations as automations_router
-    from sessions.api import router as sessions_router
+    from agents.api import agents, approvals, jobs, registries, triggers
+    from governance.contracts import api as contracts
+    from governance.reviews import api as reviews
+    from memory.api import learnings, notes
+    from memory.subjects import api as subjects
+    from sessions.api import automations, sessions
 
-    api.add_router("/agents", agents_router)
-    api.add_router("/jobs", jobs_router)
-    api.add_router("/triggers", triggers_router)
-    api.add_router("/approvals", approvals_router)
-    api.add_router("/registries", registries_router)
-    api.add_router("/reviews", reviews_router)
-    api.add_router("/sessions", sessions_router)
-    api.add_router("/automations", automations_router)
+    api.add_router("/agents", agents.router)
+    api.add_router("/jobs", jobs.router)
+    api.add_router("/triggers", triggers.router)
+    api.add_router("/approvals", approvals.router)
+    api.add_router("/registries", registries.router)
+    api.add_router("/reviews", reviews.router)
+    api.add_router("/sessions", sessions.router)
+    api.add_router("/automations", automations.router)
 
-    api.add_router("/memory", memory_router)
-    api.add_router("/contracts", contracts_router)
+    # Notes and subjects hang under the learnings router, as they always have: an operation carries
+    # the tags of every router above it, and the OpenAPI document (clients' tags) must not change.
+    learnings.router.add_router("", notes.router)
+    learnings.router.add_router("", subjects.router)
+    api.add_router("/memory", learnings.router)
+    api.add_router("/contracts", contracts.router)
 
 
 _mount_routers()

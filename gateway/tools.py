@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents import approvals, jobs
 from agents.access import owned_job, traced
+from agents.api.jobs import serialize
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
-from agents.jobs_api import serialize
 from agents.schemas import JobOut, JobResultOut
 from agents.vocabulary import Registry
 from governance.contracts import services as contracts

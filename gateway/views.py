@@ -22,22 +22,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway import refusals
 from gateway.server import PRINCIPAL, SERVER
-from governance.kernel.models import ApiKey
+from governance.kernel.auth import any_key
 from governance.kernel.principals import Principal
 from governance.kernel.problems import problem_response
-from governance.kernel.services import authenticate_key
 
 
 def _token(request: HttpRequest) -> str:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def _principal(token: str) -> Principal | None:
-    api_key: ApiKey | None = authenticate_key(token) if token else None
-    if api_key is None:
-        return None
-    return Principal(agent=api_key.agent, user=api_key.user, api_key=api_key)
 
 
 def _security() -> TransportSecuritySettings:
@@ -102,7 +94,7 @@ def _read(request: HttpRequest) -> tuple[Principal | None, bytes]:
     """Who calls, and the body: one trip to Django's thread for both. A caller turned away is
     audited there when its key is one of ours (gateway/refusals.py)."""
     token = _token(request)
-    principal = _principal(token)
+    principal = any_key.authenticate(request, token)  # the REST API's key check: a key is the same caller on both
     if principal is None:
         refusals.record_turned_away(token, method=request.method or "", path=request.path)
         return None, b""

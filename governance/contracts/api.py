@@ -15,7 +15,7 @@ from governance.contracts import services as contracts
 from governance.contracts import spec as contract_spec
 from governance.contracts.models import Contract, ContractCheck
 from governance.kernel.access import agent_or_perm
-from governance.kernel.auth import operator_key
+from governance.kernel.auth import caller, operator_key
 from governance.kernel.exceptions import Forbidden, InvalidInput
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
@@ -145,7 +145,7 @@ def _field_out(field: Any) -> dict[str, Any]:
 @paginate(BoundedLimitOffsetPagination)
 def list_contracts(request: HttpRequest, section: str | None = None, q: str | None = None) -> Any:
     """The current version of every contract, by section then name."""
-    agent_or_perm(request.auth, "governance.view_contract")
+    agent_or_perm(caller(request), "governance.view_contract")
     found = Contract.objects.filter(is_current=True).order_by("section", "name")
     if section:
         found = found.filter(section=section)
@@ -166,7 +166,8 @@ def _fields(data: ValidateIn) -> dict[str, Any]:
 def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     """Up to 1000 outputs, each against its named contract; stored as one batch. An unknown
     contract name refuses the whole batch (422 naming the item), nothing stored."""
-    agent_or_perm(request.auth, "governance.add_contractcheck")
+    principal = caller(request)
+    agent_or_perm(principal, "governance.add_contractcheck")
     names = {item.contract for item in data.items}
     current = {c.name: c for c in Contract.objects.filter(name__in=names, is_current=True)}
     unknown = [
@@ -176,8 +177,8 @@ def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
     ]
     if unknown:
         raise InvalidInput("Some items name no contract of the catalog.", unknown)
-    submissions = [contracts.submission(request.auth, current[item.contract], **_fields(item)) for item in data.items]
-    checks = contracts.check(submissions, principal=request.auth, source=ContractCheck.Source.BATCH)
+    submissions = [contracts.submission(principal, current[item.contract], **_fields(item)) for item in data.items]
+    checks = contracts.check(submissions, principal=principal, source=ContractCheck.Source.BATCH)
     return {
         "total": len(checks),
         "compliant": sum(c.compliant for c in checks),
@@ -187,7 +188,7 @@ def audit(request: HttpRequest, data: AuditIn) -> dict[str, Any]:
 
 @router.get("/{name}", operation_id="get_contract", response=ContractOut)
 def get_contract(request: HttpRequest, name: str, version: int | None = None) -> dict[str, Any]:
-    agent_or_perm(request.auth, "governance.view_contract")
+    agent_or_perm(caller(request), "governance.view_contract")
     contract = contracts.version(name, version)
     return {
         "name": contract.name,
@@ -202,14 +203,14 @@ def get_contract(request: HttpRequest, name: str, version: int | None = None) ->
 @router.post("/{name}/validate", operation_id="validate_contract_output", response=ReportOut)
 def validate(request: HttpRequest, name: str, data: ValidateIn) -> dict[str, Any]:
     """Check one output against the current version of the contract; every call is stored."""
-    return contracts.report(contracts.validate_output(request.auth, name, **_fields(data)))
+    return contracts.report(contracts.validate_output(caller(request), name, **_fields(data)))
 
 
 @router.post("/{name}/spec-audit", operation_id="spec_audit", response=SpecAuditOut)
 def spec_audit(request: HttpRequest, name: str, data: Body[Any]) -> dict[str, Any]:
     """A prompt's declared output: a JSON Schema, or an example answer; either as the body itself
     or wrapped as {"schema": ...} / {"example": ...}."""
-    agent_or_perm(request.auth, "governance.view_contract")
+    agent_or_perm(caller(request), "governance.view_contract")
     contract = contracts.current(name)
     document = data
     if isinstance(data, dict) and len(data) == 1 and ("schema" in data or "example" in data):
@@ -228,7 +229,7 @@ def spec_audit(request: HttpRequest, name: str, data: Body[Any]) -> dict[str, An
 @router.get("/{name}/stats", operation_id="contract_stats", response=StatsOut, auth=operator_key)
 def contract_stats(request: HttpRequest, name: str, filters: Query[StatsFilter]) -> dict[str, Any]:
     """Compliance rate, top violations by path and code, and checks per day, from the aggregates."""
-    if not request.auth.has_perm("governance.view_contractcheck"):
+    if not caller(request).has_perm("governance.view_contractcheck"):
         raise Forbidden("This needs the governance.view_contractcheck permission.")
     contract = contracts.current(name)
     found = contracts.stats(contract_name=contract.name, since=filters.since)

@@ -16,13 +16,6 @@ from governance.kernel.principals import Principal
 from governance.kernel.querysets import PrincipalQuerySet
 
 
-def caller(request: HttpRequest) -> Principal:
-    """Who calls an API endpoint: the principal django-ninja's key authentication put on the
-    request (typed here once, instead of ``request.auth`` everywhere)."""
-    principal: Principal = getattr(request, "auth")  # noqa: B009 - set at runtime by the auth class
-    return principal
-
-
 def signed_in(request: HttpRequest) -> Principal:
     """The person behind a browser request (admin, pages). The admin site and ``login_required``
     turn anonymous visitors away first; one that slips through is refused, never made SYSTEM."""

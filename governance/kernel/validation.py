@@ -30,7 +30,7 @@ MAX_DEPTH = 200
 BIGINT = 2**63 - 1
 
 # Media types read as their canonical form: the manifest PUT takes every usual YAML spelling, the
-# watch note every usual Markdown one (agents.api.YAML_TYPES, memory.notes_api.MARKDOWN_TYPES).
+# watch note every usual Markdown one (agents.api.agents.YAML_TYPES, memory.api.notes.MARKDOWN_TYPES).
 MEDIA_ALIASES = {
     "application/x-yaml": "application/yaml",
     "text/yaml": "application/yaml",

@@ -7,8 +7,7 @@ from django.http import HttpRequest
 from ninja import Router
 from ninja.pagination import paginate
 
-from governance.kernel.access import caller
-from governance.kernel.auth import operator_key
+from governance.kernel.auth import caller, operator_key
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.validation import BoundedLimitOffsetPagination
 from governance.reviews import services as reviews
@@ -21,7 +20,7 @@ router = Router(tags=["reviews"], auth=operator_key)
 @router.get("", operation_id="list_review_items", response=list[ReviewItemOut])
 @paginate(BoundedLimitOffsetPagination)
 def list_review_items(request: HttpRequest, status: str = "pending") -> QuerySet[ReviewItem]:
-    if not request.auth.has_perm("governance.view_reviewitem"):
+    if not caller(request).has_perm("governance.view_reviewitem"):
         raise Forbidden("Your account may not view review items.")
     return ReviewItem.objects.filter(status=status).select_related("agent")
 

@@ -7,8 +7,9 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from governance.kernel.auth import agent_key, operator_key
+from governance.kernel.auth import agent_key, caller, operator_key
 from governance.kernel.exceptions import Forbidden
+from governance.kernel.principals import Principal
 from memory.models import PersonalityState
 from memory.subjects import personality
 from memory.subjects import services as subjects
@@ -32,9 +33,12 @@ from memory.subjects.schemas import (
 router = Router(tags=["subjects"])
 
 
-def _operator(request: HttpRequest, perm: str) -> None:
-    if not request.auth.has_perm(perm):
+def _operator(request: HttpRequest, perm: str) -> Principal:
+    """The operator calling, once it is known to hold ``perm``."""
+    principal = caller(request)
+    if not principal.has_perm(perm):
         raise Forbidden(f"This needs the {perm} permission.")
+    return principal
 
 
 @router.post(
@@ -46,8 +50,8 @@ def _operator(request: HttpRequest, perm: str) -> None:
 )
 def import_subject(request: HttpRequest, subject: str, data: ImportIn) -> dict[str, int]:
     """Each given document replaces what the subject had of it; 422 with paths, nothing written."""
-    _operator(request, "memory.add_subject")
-    return subjects.import_documents(subject, data.dict(), actor=request.auth, loc=["body"])
+    actor = _operator(request, "memory.add_subject")
+    return subjects.import_documents(subject, data.dict(), actor=actor, loc=["body"])
 
 
 @router.get("/subjects/{subject}/export", operation_id="export_subject", auth=operator_key, response=SubjectExportOut)
@@ -65,18 +69,18 @@ def search_subject(
 ) -> list[dict[str, Any]]:
     """The subject's memories nearest to ``q`` (cosine similarity as ``score``); 503 when the
     embedding backend cannot answer."""
-    return subjects.search_subject(request.auth, subject, q=q, k=k)
+    return subjects.search_subject(caller(request), subject, q=q, k=k)
 
 
 @router.post("/subjects/{subject}/emotions", operation_id="record_emotion", auth=agent_key, response={201: EmotionOut})
 def record_emotion(request: HttpRequest, subject: str, data: EmotionIn) -> Status:
     """422 naming from, to and probability when the move from the current emotion is unrealistic."""
-    return Status(201, subjects.record_emotion(request.auth, subject, **data.as_fields()))
+    return Status(201, subjects.record_emotion(caller(request), subject, **data.as_fields()))
 
 
 @router.get("/subjects/{subject}/system-prompt", operation_id="system_prompt", auth=agent_key, response=SystemPromptOut)
 def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
-    found = subject_for(request.auth, subject, access=READ, purpose="system-prompt")
+    found = subject_for(caller(request), subject, access=READ, purpose="system-prompt")
     state = PersonalityState.objects.filter(subject=found).first()
     return {"prompt": personality.system_prompt(state.traits if state else personality.DEFAULT_TRAITS)}
 
@@ -86,9 +90,10 @@ def system_prompt(request: HttpRequest, subject: str) -> dict[str, str]:
 )
 def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn) -> dict[str, Any]:
     """Count interactions and their feedback (trait deltas); traits move every update_frequency."""
-    found = subject_for(request.auth, subject, access=WRITE, purpose="interactions")
+    actor = caller(request)
+    found = subject_for(actor, subject, access=WRITE, purpose="interactions")
     snapshot = personality.record_interactions(
-        found, actor=request.auth, count=data.count, feedback=data.feedback, reason=data.reason
+        found, actor=actor, count=data.count, feedback=data.feedback, reason=data.reason
     )
     state = PersonalityState.objects.get(subject=found)
     return {
@@ -102,16 +107,17 @@ def record_interactions(request: HttpRequest, subject: str, data: InteractionsIn
 @router.post("/subjects/{subject}/facts", operation_id="add_fact", auth=agent_key, response={201: FactCreatedOut})
 def add_fact(request: HttpRequest, subject: str, data: FactIn) -> Status:
     """A new fact with the subject's next id (pref_004, event_002, rel_003)."""
-    found = subject_for(request.auth, subject, access=WRITE, purpose="fact")
-    fact = subjects.add_fact_checked(found, data.kind, data.values, actor=request.auth)
+    actor = caller(request)
+    found = subject_for(actor, subject, access=WRITE, purpose="fact")
+    fact = subjects.add_fact_checked(found, data.kind, data.values, actor=actor)
     return Status(201, {"id": fact})
 
 
 @router.delete("/subjects/{subject}", operation_id="erase_subject", auth=operator_key, response={204: None})
 def erase_subject(request: HttpRequest, subject: str) -> Status:
     """Erase the subject's memory everywhere it is stored; the audit trail keeps only that it happened."""
-    _operator(request, "memory.delete_subject")
-    subjects.erase(subjects.get(subject), actor=request.auth)
+    actor = _operator(request, "memory.delete_subject")
+    subjects.erase(subjects.get(subject), actor=actor)
     return Status(204, None)
 
 
@@ -120,12 +126,13 @@ def erase_subject(request: HttpRequest, subject: str) -> Status:
 )
 def allowed_agents(request: HttpRequest, subject: str) -> dict[str, list[str]]:
     """The agents this subject is restricted to (empty: every agent whose manifest enables long-term memory)."""
-    found = subject_for(request.auth, subject, access=READ, purpose="access")
+    found = subject_for(caller(request), subject, access=READ, purpose="access")
     return {"agents": sorted(found.allowed_agents.values_list("agent_id", flat=True))}
 
 
 @router.put("/subjects/{subject}/agents", operation_id="restrict_subject", auth=operator_key, response=AllowedAgentsOut)
 def restrict_subject(request: HttpRequest, subject: str, data: AllowedAgentsIn) -> dict[str, list[str]]:
     """Restrict the subject to the named agents: any other agent is told the subject does not exist."""
-    found = subject_for(request.auth, subject, access=WRITE, purpose="access")
-    return {"agents": restrict(found, data.agents, actor=request.auth)}
+    actor = caller(request)
+    found = subject_for(actor, subject, access=WRITE, purpose="access")
+    return {"agents": restrict(found, data.agents, actor=actor)}

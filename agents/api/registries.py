@@ -12,7 +12,8 @@ from agents import registries
 from agents.models.registries import RegistryEntry
 from agents.schemas import RegistriesOut, RegistryLabelIn, RegistryValueIn, RegistryValueOut
 from agents.vocabulary import Registry
-from governance.kernel.access import agent_or_perm, caller
+from governance.kernel.access import agent_or_perm
+from governance.kernel.auth import caller
 
 router = Router(tags=["registries"])
 

@@ -15,7 +15,7 @@ from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
 from agents.models import Job, JobArtifact
 from agents.schemas import EscalateIn, EscalationOut, JobOut, JobResultOut, LeaseIn
-from governance.kernel.access import caller
+from governance.kernel.auth import caller
 from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.validation import BoundedLimitOffsetPagination
@@ -64,7 +64,7 @@ def serialize(job: Job) -> dict[str, Any]:
 def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn) -> Status:
     """Submit a JobEnvelope. 201 created; 200 with `Idempotent-Replayed: true` and the original
     job when the same idempotency key was seen within the result TTL."""
-    job, created = jobs.submit_job(data, actor=request.auth)
+    job, created = jobs.submit_job(data, actor=caller(request))
     traced(job)
     if not created:
         response["Idempotent-Replayed"] = "true"
@@ -83,7 +83,7 @@ def validate_job(request: HttpRequest, data: JobEnvelopeIn) -> dict:
     """Check a JobEnvelope as `POST /jobs` would (R1, intent, parent, inputs, pre-conditions),
     writing nothing: 200 `{"valid": true, "idempotencyKey", "replayOf"}` (the job a submission
     would replay, if any), or the same 403/422 problem `POST /jobs` would answer."""
-    return jobs.validate_job(data, actor=request.auth)
+    return jobs.validate_job(data, actor=caller(request))
 
 
 class _LazySerialized:
@@ -108,7 +108,7 @@ def list_jobs(
     request: HttpRequest, status: Job.Status | None = None, intent: str | None = None, agent: str | None = None
 ) -> _LazySerialized:
     """Jobs the caller may see, newest first, filtered by status, intent and agent id."""
-    found: QuerySet[Job] = Job.objects.visible_to(request.auth).select_related("agent", "manifest")
+    found: QuerySet[Job] = Job.objects.visible_to(caller(request)).select_related("agent", "manifest")
     if status:
         found = found.filter(status=status)
     if intent:
@@ -132,7 +132,7 @@ def lease_next_job(request: HttpRequest, data: LeaseIn | None = None) -> Status:
 
 @router.get("/{job_id}", operation_id="get_job", response=JobOut)
 def get_job(request: HttpRequest, job_id: UUID) -> dict:
-    return serialize(visible_job(request.auth, job_id))
+    return serialize(visible_job(caller(request), job_id))
 
 
 @router.post("/{job_id}/lease", operation_id="lease_job", response=JobOut)
@@ -144,9 +144,14 @@ def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -
     return serialize(jobs.claim_lease(job, actor=principal, owner=_lease_owner(principal, data), ttl_seconds=ttl))
 
 
+def _worker(principal: Principal, named: str | None) -> str:
+    """The worker a lease or a write is for: as it named itself (`owner`, `X-Lease-Owner`), else
+    the prefix of the key it calls with (every API caller has one; the label stands in otherwise)."""
+    return named or (principal.api_key.prefix if principal.api_key else principal.label)
+
+
 def _lease_owner(principal: Principal, data: LeaseIn | None) -> str:
-    """The worker a lease is for: as it named itself, else the key it calls with."""
-    return (data.owner if data else None) or (principal.api_key.prefix if principal.api_key else principal.label)
+    return _worker(principal, data.owner if data else None)
 
 
 LEASE_OWNER = Header(
@@ -157,10 +162,6 @@ LEASE_OWNER = Header(
 )
 
 
-def _writer(request: HttpRequest, lease_owner: str | None) -> str:
-    return lease_owner or request.auth.api_key.prefix
-
-
 @router.post("/{job_id}/state", operation_id="update_state", response=JobOut)
 def update_state(
     request: HttpRequest, job_id: UUID, data: GraphStateUpdate, lease_owner: str | None = LEASE_OWNER
@@ -169,16 +170,18 @@ def update_state(
     caller is not the current lease owner (`X-Lease-Owner`, or the key's prefix) or its lease
     expired, and when a usage total passes its constraint (`maxTokens`, `maxDocs`, `budget` in
     dollars against `costUsed`)."""
-    job = owned_job(request.auth, job_id)
-    return serialize(jobs.update_state(job, data, actor=request.auth, writer=_writer(request, lease_owner)))
+    principal = caller(request)
+    job = owned_job(principal, job_id)
+    return serialize(jobs.update_state(job, data, actor=principal, writer=_worker(principal, lease_owner)))
 
 
 @router.post("/{job_id}/result", operation_id="submit_result", response=JobResultOut)
 def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_owner: str | None = LEASE_OWNER) -> dict:
     """AgentOutput: post-conditions and escalation triggers are evaluated. 409 as for state
     updates: only the current lease owner (or, before any lease, the owner agent) submits."""
-    job = owned_job(request.auth, job_id)
-    return jobs.submit_result(job, data, actor=request.auth, writer=_writer(request, lease_owner))
+    principal = caller(request)
+    job = owned_job(principal, job_id)
+    return jobs.submit_result(job, data, actor=principal, writer=_worker(principal, lease_owner))
 
 
 @router.post("/{job_id}/escalate", operation_id="escalate_job", response={201: EscalationOut})
@@ -213,7 +216,7 @@ ARTIFACT_FILE = {
     openapi_extra=ARTIFACT_FILE,
 )
 def download_artifact(request: HttpRequest, job_id: UUID, kind: JobArtifact.Kind) -> HttpResponse:
-    job = visible_job(request.auth, job_id)
+    job = visible_job(caller(request), job_id)
     artifact = job.artifact_files.filter(kind=kind).first()
     if artifact is None:
         raise NotFound(f"Job {job_id} has no {kind} artifact (artifacts exist once the job is finished).")

@@ -10,8 +10,7 @@ from ninja import Router, Status
 
 from agents import approvals
 from agents.schemas import ApprovalIn, ApprovalOut
-from governance.kernel.access import caller
-from governance.kernel.auth import agent_key
+from governance.kernel.auth import agent_key, caller
 from governance.reviews.models import ReviewItem
 
 router = Router(tags=["approvals"], auth=agent_key)

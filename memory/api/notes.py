@@ -10,7 +10,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
+from governance.kernel import json_guard
 from governance.kernel.access import agent_or_perm
+from governance.kernel.auth import caller
 from governance.kernel.exceptions import InvalidInput
 from governance.kernel.problems import problem_response
 from memory import clarifications, watch_notes
@@ -66,7 +68,9 @@ def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | N
                 raise _invalid(["query", "name"], exc.reason, "veille_invalid") from exc
         return body, name
     try:
-        data = json.loads(body)
+        data = json_guard.decode(body)
+    except json_guard.BodyErrors as exc:
+        raise InvalidInput("The request is invalid; see errors.", errors=exc.errors) from exc
     except json.JSONDecodeError as exc:
         raise _invalid(["body"], f"invalid JSON: {exc.msg} at line {exc.lineno}", "json_invalid") from exc
     if not isinstance(data, dict):
@@ -85,9 +89,10 @@ def _veille_source(request: HttpRequest, name: str | None) -> tuple[str, str | N
 def post_veille(request: HttpRequest, name: str | None = None) -> Status:
     """Add a watch note (agents; operators with `memory.add_veillenote`): 201 stored, 200 when a note
     of that name existed (replaced), 422 naming each missing or invalid field; nothing is written then."""
-    agent_or_perm(request.auth, "memory.add_veillenote")
+    actor = caller(request)
+    agent_or_perm(actor, "memory.add_veillenote")
     text, note_name = _veille_source(request, name)
-    note, created = watch_notes.add_note(text, note_name, actor=request.auth)
+    note, created = watch_notes.add_note(text, note_name, actor=actor)
     return Status(201 if created else 200, note)
 
 
@@ -95,9 +100,10 @@ def post_veille(request: HttpRequest, name: str | None = None) -> Status:
 def post_clarifications(request: HttpRequest, data: ClarificationsIn) -> Status | HttpResponse:
     """Store the PO's four answers for a story, byte for byte, as its next version (agents;
     operators with `memory.add_clarification`). 503 when the database refused the write."""
-    agent_or_perm(request.auth, "memory.add_clarification")
+    actor = caller(request)
+    agent_or_perm(actor, "memory.add_clarification")
     try:
-        version, name = clarifications.persist_clarifications(**data.dict(), actor=request.auth)
+        version, name = clarifications.persist_clarifications(**data.dict(), actor=actor)
     except clarifications.ClarificationWriteFailed as exc:
         return problem_response(503, detail=exc.detail)
     return Status(201, {"story": data.story, "version": version, "name": name})
@@ -114,7 +120,7 @@ def list_clarifications(
 ) -> dict:
     """Newest first (date, then version), exact `domain`/`project` filters; only each story's newest
     version unless `all_versions=true`. `count` is the number of matching versions."""
-    agent_or_perm(request.auth, "memory.view_clarification")
+    agent_or_perm(caller(request), "memory.view_clarification")
     if not 1 <= limit <= 100:
         raise _invalid(["query", "limit"], "limit must be between 1 and 100", "range")
     if offset < 0:
@@ -139,6 +145,6 @@ def list_clarifications(
 )
 def export_clarifications(request: HttpRequest, story: str, version: int | None = None) -> HttpResponse:
     """One version (the newest by default) as the seed's Markdown file; 404 when there is none."""
-    agent_or_perm(request.auth, "memory.view_clarification")
+    agent_or_perm(caller(request), "memory.view_clarification")
     text = clarifications.export_clarifications_markdown(story, version)
     return HttpResponse(text, content_type="text/markdown; charset=utf-8")

@@ -17,6 +17,7 @@ from agents.models import Agent, Job
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ManifestOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
 from governance.kernel import metrics
+from governance.kernel.auth import caller
 from governance.kernel.exceptions import DomainError, InvalidInput
 from governance.kernel.validation import BoundedLimitOffsetPagination
 
@@ -49,19 +50,19 @@ def _manifest_response(manifest, status: int, warnings: list[dict] | None = None
 @paginate(BoundedLimitOffsetPagination)
 def list_agents(request: HttpRequest) -> QuerySet[Agent]:
     """The agents the caller may see: an agent key sees only its own agent."""
-    return Agent.objects.visible_to(request.auth).select_related("active_manifest")
+    return Agent.objects.visible_to(caller(request)).select_related("active_manifest")
 
 
 @router.post("", operation_id="create_agent", response={201: AgentOut})
 def create_agent(request: HttpRequest, data: AgentIn) -> Status:
     """Register an agent (operators with `agents.add_agent`); 409 when the id is taken."""
-    return Status(201, register_agent(actor=request.auth, agent_id=data.agent_id, name=data.name))
+    return Status(201, register_agent(actor=caller(request), agent_id=data.agent_id, name=data.name))
 
 
 @router.get("/{agent_id}", operation_id="get_agent", response=AgentOut)
 def get_agent(request: HttpRequest, agent_id: str) -> Agent:
     """One agent: an agent key reads only its own agent (another is 404); operators need `agents.view_agent`."""
-    return visible_agent(request.auth, agent_id)
+    return visible_agent(caller(request), agent_id)
 
 
 @router.put(
@@ -77,7 +78,8 @@ def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
     skills the registry cannot run); a schema name that resolves neither in `schemas:` nor in the
     registry of named schemas is a 422 at its path. The permission is checked before the body
     is read, and reading is bounded (size, nesting, YAML aliases): 403 costs nothing, 422 little."""
-    registry.require_manifest_permission(request.auth)
+    principal = caller(request)
+    registry.require_manifest_permission(principal)
     if len(request.body) > MAX_DOCUMENT_BYTES:
         msg = f"a manifest is at most {MAX_DOCUMENT_BYTES // 1024} KiB"
         raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "manifest_syntax"}])
@@ -87,14 +89,14 @@ def put_manifest(request: HttpRequest, agent_id: str) -> HttpResponse:
         msg = "the body is not UTF-8 text"
         raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "encoding"}]) from exc
     parsed = registry.parse_manifest(text, agent_id=agent_id, json_text=request.content_type not in YAML_TYPES)
-    manifest, created = registry.store_manifest(parsed, actor=request.auth)
+    manifest, created = registry.store_manifest(parsed, actor=principal)
     return _manifest_response(manifest, 201 if created else 200, registry.manifest_warnings(parsed))
 
 
 @router.get("/{agent_id}/manifest", operation_id="get_manifest", response=ManifestOut)
 def get_manifest(request: HttpRequest, agent_id: str, version: str | None = None) -> HttpResponse:
     """The active manifest, or `?version=` for an older one."""
-    agent = visible_agent(request.auth, agent_id)
+    agent = visible_agent(caller(request), agent_id)
     return _manifest_response(registry.manifest_for(agent, version), 200)
 
 
@@ -105,7 +107,7 @@ def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None
     if not 1 <= window <= 366:
         msg = "window_days must be between 1 and 366"
         raise InvalidInput(msg, errors=[{"loc": ["query", "window_days"], "msg": msg, "type": "range"}])
-    agent = visible_agent(request.auth, agent_id)
+    agent = visible_agent(caller(request), agent_id)
     return {"window_days": window, "items": kpis.report(agent, window)}
 
 
@@ -119,7 +121,8 @@ def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: To
     or the permission, 429 with Retry-After over the tool's rate limit. A tool that requires
     approval answers 202 with the review item until a reviewer approved these very arguments;
     the approval is then good for one call."""
-    agent = get_agent_for(request.auth, agent_id)
+    principal = caller(request)
+    agent = get_agent_for(principal, agent_id)
     job = None
     if data is not None and data.jobId is not None:
         job = Job.objects.filter(pk=data.jobId, agent=agent).first()
@@ -130,7 +133,7 @@ def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: To
     arguments = data.arguments if data is not None else {}
     try:
         outcome = tools.record_call(
-            agent, tool_id, actor=request.auth, permission=permission, arguments=arguments, job=job
+            agent, tool_id, actor=principal, permission=permission, arguments=arguments, job=job
         )
     except DomainError as exc:
         metrics.TOOL_REFUSALS.labels(type(exc).__name__).inc()  # the reasons the gateway logs too
