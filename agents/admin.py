@@ -37,7 +37,6 @@ from agents.forms import (
     RegistryEntryForm,
     SkillForm,
 )
-from agents.kpis import worst_statuses
 from agents.models import (
     Agent,
     AgentManifest,
@@ -105,7 +104,9 @@ class KpiStatusFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if not self.value():
             return queryset
-        statuses = worst_statuses(list(Agent.objects.only("pk", "active_manifest_id")), settings.KPI_WINDOW_DAYS)
+        statuses = KpiSample.objects.worst_statuses(
+            list(Agent.objects.only("pk", "active_manifest_id")), settings.KPI_WINDOW_DAYS
+        )
         return queryset.filter(pk__in=[pk for pk, status in statuses.items() if status == self.value()])
 
 
@@ -143,7 +144,7 @@ class AgentChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         agents = list(self.result_list)
-        statuses = worst_statuses(agents, settings.KPI_WINDOW_DAYS)
+        statuses = KpiSample.objects.worst_statuses(agents, settings.KPI_WINDOW_DAYS)
         for agent in agents:
             agent.kpi_status = statuses[agent.pk]
 
@@ -175,7 +176,7 @@ class AgentAdmin(ReadOnlyAdmin):
     def worst_kpi_status(self, obj: Agent) -> str:
         status = getattr(obj, "kpi_status", None)
         if status is None:  # the detail page, outside the change list
-            status = worst_statuses([obj], settings.KPI_WINDOW_DAYS)[obj.pk]
+            status = KpiSample.objects.worst_statuses([obj], settings.KPI_WINDOW_DAYS)[obj.pk]
         return status.replace("_", " ")
 
 

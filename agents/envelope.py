@@ -235,3 +235,11 @@ class AgentOutput(_Strict):
             human_required=self.human_required,
         )
         return context
+
+
+def chain_depth(marker: Any) -> int:
+    """How many hops a job's ``payload.event`` (or ``payload.continuation``) says led to it. A
+    payload is the submitter's to write, so the count is never below 0: a forged negative one
+    would otherwise buy an unbounded chain."""
+    depth = marker.get("depth") if isinstance(marker, dict) else None
+    return max(0, depth) if isinstance(depth, int) and not isinstance(depth, bool) else 0

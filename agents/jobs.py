@@ -9,7 +9,6 @@ outputs, or breaks the contract an output names, fails the job with the paths of
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,7 +21,7 @@ from django.db.models import DateTimeField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from agents import artifacts, conditions, escalations, kpi_alerts, kpis, registries, skills, triggers
+from agents import artifacts, conditions, escalations, hooks, kpi_alerts, kpis, registries, skills
 from agents import types as typelang
 from agents.envelope import (
     MAX_TIMEOUT_MS,
@@ -30,6 +29,7 @@ from agents.envelope import (
     GraphStateUpdate,
     JobEnvelopeIn,
     KeyFieldMissing,
+    chain_depth,
     content_hash,
 )
 from agents.kpi import backoff_seconds
@@ -350,11 +350,6 @@ def _claim(agent: Agent, key: str, job_id: UUID, now) -> bool:
         return cursor.fetchone() is not None
 
 
-def _memory() -> Any:
-    """Memory's side of jobs (settings.JOB_MEMORY, memory/rag.py): memory sits a layer above."""
-    return importlib.import_module(settings.JOB_MEMORY)
-
-
 def _initial_budget(max_tokens: int) -> dict[str, int]:
     return {"tokensUsed": 0, "tokensRemaining": max_tokens, "docsRetrieved": 0, "apiCalls": 0}
 
@@ -449,7 +444,7 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
     if job.rag_context is None:
         # RAG FOURNIT (seed 001): the step-0 block for this job, kept so the audit shows what the
         # agent was told. Built once, at the first lease; it never fails (sections degrade).
-        job.rag_context = _memory().context_for_job(job, actor=actor)
+        job.rag_context = hooks.JOB_MEMORY.get().context_for_job(job, actor=actor)
         fields.append("rag_context")
     job.save(update_fields=fields)
     record(
@@ -556,7 +551,7 @@ def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: st
     job.lease_owner, job.lease_expires_at = "", None
     job.save()
     record(actor=actor, action=AuditAction.JOB_RESULT_SUBMITTED, target=job, status=job.status, success=output.success)
-    _memory().record_gate(job, output.data, actor=actor)  # a gate verdict feeds reuse scores (seed 004)
+    hooks.JOB_MEMORY.get().record_gate(job, output.data, actor=actor)  # a gate verdict feeds reuse scores (seed 004)
     follow_up = None
     if job.is_finished:
         _after_finish(job)
@@ -578,7 +573,8 @@ def _after_finish(job: Job) -> None:
     metrics.count_on_commit(metrics.JOBS_FINISHED, job.agent.agent_id, job.status)
     artifacts.generate(job)
     escalations.child_job_finished(job)
-    triggers.job_finished(job)
+    for listener in hooks.JOB_FINISHED:
+        listener(job)
 
 
 def _continue(job: Job, output: AgentOutput) -> Job | None:
@@ -588,7 +584,7 @@ def _continue(job: Job, output: AgentOutput) -> Job | None:
     JOB_MAX_CONTINUATIONS in a row. A follow-up the manifest refuses is recorded, and the result
     that asked for it still stands."""
     previous = job.payload.get("continuation") if isinstance(job.payload, dict) else None
-    depth = triggers.chain_depth(previous)
+    depth = chain_depth(previous)
     if depth >= settings.JOB_MAX_CONTINUATIONS:
         record(actor=SYSTEM, action=AuditAction.JOB_CONTINUATION_STOPPED, target=job, depth=depth)
         return None

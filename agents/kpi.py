@@ -19,6 +19,12 @@ def kpi_status(value: float | None, warning: float, critical: float, direction: 
     return "warning" if value >= warning else "ok"
 
 
+# The KPIs the platform measures from its jobs itself (seed 001), whatever a result says.
+DERIVED_SUCCESS_METRIC = "task_success_rate"
+DERIVED_DURATION_METRIC = "avg_processing_time"
+DERIVED_ESCALATION_METRIC = "escalation_rate"
+DERIVED_METRICS = frozenset({DERIVED_SUCCESS_METRIC, DERIVED_DURATION_METRIC, DERIVED_ESCALATION_METRIC})
+
 STATUS_SEVERITY = {"critical": 3, "warning": 2, "ok": 1, "no_data": 0}
 
 

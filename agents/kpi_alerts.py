@@ -19,7 +19,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.kpi import kpi_status
-from agents.kpis import averages
 from agents.models import Agent, Job, KpiAlert, KpiSample, ManifestKpi
 from agents.registry import manifest_kpis
 from governance.kernel.audit import AuditAction
@@ -50,7 +49,7 @@ def judge(
     page does, opening or resolving their alerts; returns those opened."""
     window = settings.KPI_WINDOW_DAYS
     kpis = [kpi for kpi in manifest_kpis(manifest_id) if metric_ids is None or kpi.metric_id in metric_ids]
-    means = averages([agent.pk], at - timedelta(days=window), metric_ids=metric_ids)
+    means = KpiSample.objects.averages([agent.pk], at - timedelta(days=window), metric_ids=metric_ids)
     open_alerts = {a.metric_id: a for a in KpiAlert.objects.filter(agent=agent, resolved_at__isnull=True)}
     opened = []
     for kpi in kpis:

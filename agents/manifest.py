@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 from agents import conditions
 from agents import types as typelang
 from agents.vocabulary import Value
+from governance.kernel import json_guard
 
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
 SEMVER_PATTERN = (
@@ -573,7 +574,7 @@ def read_json(text: str) -> dict[str, Any]:
     _check_size(text)
     check_json_depth(text)
     try:
-        data = json.loads(text)
+        data = json_guard.decode(text)  # NUL characters and non-finite numbers: BodyErrors
     except json.JSONDecodeError as exc:
         raise ManifestSyntaxError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except RecursionError as exc:  # not reachable past check_json_depth; never a 500 if it were

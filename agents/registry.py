@@ -31,6 +31,7 @@ from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.vocabulary import Registry, Value
 from governance.contracts.models import Contract
 from governance.kernel.audit import AuditAction
+from governance.kernel import json_guard
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -66,6 +67,8 @@ def parse_manifest(source: str | dict, *, agent_id: str | None = None, json_text
             data = read_text(source)
     except ManifestSyntaxError as exc:
         raise InvalidInput(str(exc), errors=[{"loc": ["body"], "msg": str(exc), "type": "manifest_syntax"}]) from exc
+    except json_guard.BodyErrors as exc:
+        raise InvalidInput("The request is invalid; see errors.", errors=exc.errors) from exc
     try:
         manifest = Manifest.model_validate(data)
     except pydantic.ValidationError as exc:

@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -43,13 +42,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import jobs, registries
+from agents import envelope, hooks, jobs, registries
 from agents.manifest import subscribes
 from agents.models import Agent, Job, JobTrigger
 from agents.registry import manifest_document
 from agents.vocabulary import Registry
 from governance.kernel import cron as cron_rules
-from governance.kernel import keys, webhooks
+from governance.kernel import json_guard, keys, webhooks
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound, Unauthorized
 from governance.kernel.periodic import Failures
@@ -251,7 +250,9 @@ def receive_webhook(name: str, body: bytes, *, headers: Mapping[str, str]) -> tu
         raise NotFound(f"No enabled webhook trigger {name!r}.")
     message_id = _verified(trigger, body, headers)
     try:
-        data = json.loads(body or b"{}")
+        data = json_guard.decode(body or b"{}")
+    except json_guard.BodyErrors as exc:
+        raise InvalidInput("The request is invalid; see errors.", errors=exc.errors) from exc
     except ValueError as exc:
         raise InvalidInput(
             "The body is not JSON.", errors=[{"loc": ["body"], "msg": str(exc), "type": "json_invalid"}]
@@ -264,17 +265,6 @@ def receive_webhook(name: str, body: bytes, *, headers: Mapping[str, str]) -> tu
 
 
 # Events -------------------------------------------------------------------------------------------
-
-
-EventListener = Callable[[str, str, dict[str, Any], int], None]
-_listeners: list[EventListener] = []
-
-
-def listen(listener: EventListener) -> None:
-    """Called from an AppConfig.ready(): ``listener(event, subject, facts, depth)`` runs on every
-    platform event, in its transaction, after the job triggers (sessions' EVENT automations)."""
-    if listener not in _listeners:
-        _listeners.append(listener)
 
 
 def matches(event_filter: dict[str, Any] | None, facts: dict[str, Any]) -> bool:
@@ -337,23 +327,15 @@ def on_event(event: str, *, subject: str, facts: dict[str, Any], depth: int = 0)
             continue
         if created:
             created_jobs.append(job)
-    for listener in _listeners:
+    for listener in hooks.PLATFORM_EVENTS:
         listener(event, subject, facts, depth)
     return created_jobs
-
-
-def chain_depth(marker: Any) -> int:
-    """How many hops a job's ``payload.event`` (or ``payload.continuation``) says led to it. A
-    payload is the submitter's to write, so the count is never below 0: a forged negative one
-    would otherwise buy an unbounded chain."""
-    depth = marker.get("depth") if isinstance(marker, dict) else None
-    return max(0, depth) if isinstance(depth, int) and not isinstance(depth, bool) else 0
 
 
 def job_finished(job: Job) -> None:
     """``job.finished`` for a job that just reached a final status."""
     event = job.payload.get("event") if isinstance(job.payload, dict) else None
-    depth = chain_depth(event)
+    depth = envelope.chain_depth(event)
     facts = {"jobId": str(job.job_id), "agent": job.agent.agent_id, "intent": job.intent, "status": job.status}
     on_event(JobTrigger.Event.JOB_FINISHED, subject=str(job.job_id), facts=facts, depth=depth)
 

@@ -18,9 +18,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.http import content_disposition_header
 
-from agents import kpis, registry, skills
+from agents import registry, skills
 from agents.forms import AgentFilterForm, JobFilterForm, KpiWindowForm
-from agents.models import Agent, Job
+from agents.models import Agent, Job, KpiSample
 from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial, render_page
 
@@ -69,7 +69,8 @@ def example_manifest(request: HttpRequest) -> HttpResponse:
 def _kpi_rows(agent: Agent, window_days: int) -> list[dict[str, Any]]:
     """The KPI report with each KPI's daily trend over the same window."""
     return [
-        {**item, "trend": kpis.trend(agent, item["metric_id"], window_days)} for item in kpis.report(agent, window_days)
+        {**item, "trend": KpiSample.objects.trend(agent, item["metric_id"], window_days)}
+        for item in KpiSample.objects.report(agent, window_days)
     ]
 
 

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from governance.kernel import exceptions, health
+from governance.kernel import exceptions, health, validation
 from governance.kernel.auth import any_key
 from governance.kernel.logs import loggable_path
 from governance.kernel.principals import Principal
@@ -126,6 +126,7 @@ api = GovernanceAPI(
         "errors are `application/problem+json`."
     ),
     auth=any_key,
+    parser=validation.GuardedParser(),
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
@@ -195,6 +196,9 @@ def _unauthorized(request: HttpRequest, exc: exceptions.Unauthorized) -> HttpRes
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, exceptions.InvalidInput):
+        # The body's parser refused what it decoded (validation.GuardedParser); ninja wraps it.
+        return _invalid_input(request, exc.__cause__)
     if exc.status_code == 400 and "parse" in str(exc).lower():
         # Malformed JSON is an invalid body like any other.
         return problem_response(

@@ -2,7 +2,8 @@ from django.apps import AppConfig
 
 
 class ControlPlaneConfig(AppConfig):
-    """Installed so the project's commands (serve, load_demo...) and fleet-wide gauges are found.
+    """Installed so the project's commands (serve, load_demo...) are found, and so it can wire
+    what only the top knows into the registry's stores (governance/kernel/registry.py).
 
     It has no models, so no migrations and no permissions: app labels stay those of the apps.
     """
@@ -12,6 +13,13 @@ class ControlPlaneConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane import gauges
-        from governance.kernel import metrics
+        from controlplane.api import api
+        from governance.kernel import metrics, validation
+        from memory import injection
+        from sessions import hooks as session_hooks
 
         metrics.register(gauges.collect)
+        # Sessions and memory never import each other: the project hands memory's step-0 block
+        # to the sessions' prompt, and the root API to the input guard below every app.
+        session_hooks.SESSION_MEMORY.provide(injection)
+        validation.GUARDED_API.provide(api)

@@ -104,11 +104,6 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "controlplane.urls"
-# The API whose declared request bodies the input guard checks (governance.kernel.validation).
-INPUT_GUARD_API = "controlplane.api.api"
-# What jobs ask of memory (agents cannot import it: a layer above): the ragContext at a job's
-# first lease, the gate result a job's result reports (memory/rag.py).
-JOB_MEMORY = "memory.rag"
 WSGI_APPLICATION = "controlplane.wsgi.application"
 
 TEMPLATES = [
@@ -454,9 +449,6 @@ SESSION_INACTIVITY_TIMEOUT_MINUTES = env.integer("SESSION_INACTIVITY_TIMEOUT_MIN
 # Tokens (estimated) that levels 1 and 2 of a prompt may take when the agent's manifest sets no
 # memory.short_term.max_tokens: past it the least important chunks are left out (sessions/budget.py).
 SESSION_PROMPT_MAX_TOKENS = env.integer("SESSION_PROMPT_MAX_TOKENS", 16000)
-# The step-0 memory block of a session that names its story (sessions cannot import memory, a
-# layer beside them): the module's build_block, as POST /memory/injection-block serves it.
-SESSION_MEMORY = "memory.injection"
 SESSION_VALIDATION_APP = env.boolean("SESSION_VALIDATION_APP", False)  # level 1: every action
 SESSION_VALIDATION_DOMAINS = env.listing("SESSION_VALIDATION_DOMAINS", "cart")  # level 2: these domains
 SESSION_DAY_START_HOUR = env.integer("SESSION_DAY_START_HOUR", 0)

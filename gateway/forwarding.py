@@ -38,7 +38,7 @@ from governance.contracts.models import ContractCheck
 from governance.kernel import metrics, retention
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput
 from governance.kernel.principals import Principal
-from governance.kernel.validation import json_errors
+from governance.kernel.json_guard import json_errors
 from governance.reviews.services import payload_hash
 from sessions.models import AISession
 

@@ -31,8 +31,8 @@ from gateway import context, forwarding, reach, refusals, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
+from governance.kernel.json_guard import json_errors
 from governance.kernel.principals import Principal
-from governance.kernel.validation import json_errors
 
 logger = logging.getLogger(__name__)
 

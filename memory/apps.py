@@ -6,8 +6,10 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
+        from agents import hooks as agent_hooks
         from governance.reviews import kinds
-        from memory import checks, holds, lifecycle  # noqa: F401  (checks: registers them)
+        from memory import checks, holds, lifecycle, rag  # noqa: F401  (checks: registers them)
 
         kinds.register(lifecycle.REVIEW)
         kinds.register(holds.REVIEW)
+        agent_hooks.JOB_MEMORY.provide(rag)

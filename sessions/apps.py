@@ -8,10 +8,10 @@ class SessionsConfig(AppConfig):
     verbose_name = "AI sessions"
 
     def ready(self) -> None:
-        from agents import triggers
+        from agents import hooks
         from governance.reviews import kinds
         from sessions import automations, checks, inbox  # noqa: F401  (checks: registers them)
 
         kinds.register(inbox.VALIDATION_KIND)
         kinds.register(inbox.COMMUNICATION_KIND)
-        triggers.listen(automations.on_platform_event)  # seed 003's EVENT trigger
+        hooks.PLATFORM_EVENTS.connect(automations.on_platform_event)  # seed 003's EVENT trigger

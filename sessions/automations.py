@@ -29,7 +29,7 @@ from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
-from governance.kernel.validation import error
+from governance.kernel.json_guard import error
 from sessions import enrichments, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from sessions.profiles import is_system

@@ -16,7 +16,6 @@ else SESSION_PROMPT_MAX_TOKENS.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
@@ -27,7 +26,7 @@ from django.utils import timezone
 
 from agents.registry import manifest_document
 from governance.kernel.principals import Principal
-from sessions import budget, executor
+from sessions import budget, executor, hooks
 from sessions import limits as session_limits
 from sessions.commands import DataCommand, formatted_data, is_delegated
 from sessions.machine import SessionType, SystemMessageType
@@ -133,7 +132,7 @@ def _memory_query(session: AISession) -> str:
 
 
 def memory_block(session: AISession, *, record: bool) -> str:
-    """The step-0 block (seed 004) for the story the session names, through settings.SESSION_MEMORY.
+    """The step-0 block (seed 004) for the story the session names, through hooks.SESSION_MEMORY.
 
     Never fails: the block degrades section by section by itself, and anything else (the hook
     missing, a database error) leaves a line saying memory is unavailable, in its own savepoint so
@@ -143,7 +142,7 @@ def memory_block(session: AISession, *, record: bool) -> str:
     try:
         with transaction.atomic():
             first = record and _claim_first_serve(session)
-            block = importlib.import_module(settings.SESSION_MEMORY).build_block(
+            block = hooks.SESSION_MEMORY.get().build_block(
                 actor=Principal(agent=session.agent),
                 story=session.story,
                 domain=(session.domain or session.agent.domain or "core").lower(),

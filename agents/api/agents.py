@@ -10,10 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 from ninja.pagination import paginate
 
-from agents import kpis, registry, tools
+from agents import registry, tools
 from agents.access import get_agent_for, visible_agent
 from agents.manifest import MAX_DOCUMENT_BYTES
-from agents.models import Agent, Job
+from agents.models import Agent, Job, KpiSample
 from agents.schemas import AgentIn, AgentOut, KpiReportOut, ManifestOut, ToolApprovalPendingOut, ToolCallIn, ToolCallOut
 from agents.services import register_agent
 from governance.kernel import metrics
@@ -108,7 +108,7 @@ def get_kpis(request: HttpRequest, agent_id: str, window_days: int | None = None
         msg = "window_days must be between 1 and 366"
         raise InvalidInput(msg, errors=[{"loc": ["query", "window_days"], "msg": msg, "type": "range"}])
     agent = visible_agent(caller(request), agent_id)
-    return {"window_days": window, "items": kpis.report(agent, window)}
+    return {"window_days": window, "items": KpiSample.objects.report(agent, window)}
 
 
 @router.post(

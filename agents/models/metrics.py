@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.db import models
 
+from agents.querysets import KpiSampleQuerySet
+
 
 class KpiSample(models.Model):
     """One measure of a KPI. ``reported`` samples are the agent's own figures (a result's
     ``metrics``): kept and shown as such, but a KPI the platform derives from its jobs is judged on
-    its derived samples only (agents.kpis)."""
+    its derived samples only (agents.querysets.KpiSampleQuerySet)."""
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="kpi_samples")
     metric_id = models.CharField(max_length=100)
@@ -16,6 +18,8 @@ class KpiSample(models.Model):
     recorded_at = models.DateTimeField()
     job = models.ForeignKey("agents.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reported = models.BooleanField(default=False, help_text="The agent's own figure, not measured by the platform")
+
+    objects = KpiSampleQuerySet.as_manager()
 
     class Meta:
         ordering = ["-recorded_at"]

@@ -1,32 +1,32 @@
-"""Input checks every API request passes before any view runs (see middleware.ApiInputGuardMiddleware),
-and the bounded pagination every list uses.
+"""Input checks of every API request, and the bounded pagination every list uses.
 
-What PostgreSQL or Python would otherwise turn into a 500 is refused here with a 422 naming the field:
-NUL characters in text (PostgreSQL refuses them in `text` and in JSONB strings), non-finite numbers
-(`NaN`, `Infinity`, `-Infinity` and overflowing literals such as `1e999`, which Python's json
-accepts and JSONB does not), and integers of the query string beyond PostgreSQL's bigint. A body of
-a media type the operation does not declare is refused with 415. One exception: a model output
-under audit (``CONTRACT_OUTPUTS``) may hold non-finite numbers, which the contract validator
-records as a violation.
+What PostgreSQL or Python would otherwise turn into a 500 is refused with a 422 naming the field.
+Before any view (middleware.ApiInputGuardMiddleware): NUL characters in the path, the query and a
+body that is not JSON, integers of the query string beyond PostgreSQL's bigint, and a body of a
+media type the operation does not declare (415). A JSON body is checked where it is decoded, once,
+by the API's parser (``GuardedParser``, through json_guard): NUL characters and non-finite
+numbers. One exception: a model output under audit (``CONTRACT_OUTPUTS``) may hold non-finite
+numbers, which the contract validator records as a violation.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
-from django.conf import settings
 from django.http import HttpRequest
-from django.utils.module_loading import import_string
 from ninja import Field, Schema
 from ninja.pagination import LimitOffsetPagination
+from ninja.parser import Parser
+
+from governance.kernel import json_guard, registry
+from governance.kernel.exceptions import InvalidInput
+from governance.kernel.json_guard import error
+from governance.kernel.registry import Slot
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 2**31 - 1
-MAX_DEPTH = 200
 BIGINT = 2**63 - 1
 
 # Media types read as their canonical form: the manifest PUT takes every usual YAML spelling, the
@@ -49,18 +49,17 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         offset: int = Field(0, ge=0, le=MAX_OFFSET, description=f"Items to skip, 0 to {MAX_OFFSET}.")
 
 
-class _NonFinite:
-    """What a `NaN`/`Infinity`/`-Infinity` literal decodes to, so the walk can say where it was."""
-
-    def __init__(self, literal: str) -> None:
-        self.literal = literal
+class OpenApiSource(Protocol):
+    def get_openapi_schema(self, *, path_prefix: str | None = None) -> Any: ...
 
 
-def error(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
-    return {"loc": loc, "msg": msg, "type": kind}
+# The project's root API (controlplane): the input guard is below every app and cannot import it.
+GUARDED_API: Slot[OpenApiSource] = registry.slot(
+    "input_guard_api", "the API whose operations' declared body media types the input guard checks"
+)
+API_PREFIX = "/api/v1/"
 
-
-Where = tuple[Any, ...]  # a location pattern: keys, and "*" for any index of a list
+Where = json_guard.Where
 
 # Where a model's output is the value under audit (seed 000), a non-finite number is what the
 # contract validator reports as a `not_serializable` violation, stored and counted in the
@@ -69,56 +68,6 @@ CONTRACT_OUTPUTS: tuple[tuple[str, re.Pattern[str], tuple[Where, ...]], ...] = (
     ("POST", re.compile(r"^contracts/audit/?$"), (("body", "items", "*", "output"),)),
     ("POST", re.compile(r"^contracts/[^/]+/validate/?$"), (("body", "output"),)),
 )
-
-
-def _matches(where: list[Any], pattern: Where) -> bool:
-    return len(where) == len(pattern) and all(p == "*" or p == w for w, p in zip(where, pattern, strict=True))
-
-
-def json_errors(value: Any, loc: list[Any], *, numbers_at: tuple[Where, ...] = ()) -> list[dict[str, Any]]:
-    """Every NUL character (in keys or strings) and every non-finite number of a decoded JSON value,
-    each with its path. Iterative: a deeply nested document must not exhaust the stack here.
-
-    ``numbers_at``: locations (patterns) whose whole value may hold non-finite numbers, because
-    the operation judges them itself (``CONTRACT_OUTPUTS``)."""
-    found: list[dict[str, Any]] = []
-    stack: list[tuple[Any, list[Any], bool]] = [(value, loc, False)]
-    while stack:
-        item, where, lenient = stack.pop()
-        lenient = lenient or any(_matches(where, pattern) for pattern in numbers_at)
-        if len(where) - len(loc) > MAX_DEPTH:
-            found.append(error(where, f"nested more than {MAX_DEPTH} levels deep", "json_depth"))
-            continue
-        if isinstance(item, str):
-            if "\x00" in item:
-                found.append(error(where, "text must not contain the NUL character (\\u0000)", "string_nul"))
-        elif isinstance(item, _NonFinite):
-            if not lenient:
-                found.append(error(where, f"{item.literal} is not a JSON number", "finite_number"))
-        elif isinstance(item, float):
-            if not lenient and not math.isfinite(item):
-                found.append(error(where, "the number is out of range", "finite_number"))
-        elif isinstance(item, dict):
-            for key, child in reversed(item.items()):
-                if "\x00" in key:
-                    msg = "keys must not contain the NUL character (\\u0000)"
-                    found.append(error([*where, key], msg, "string_nul"))
-                stack.append((child, [*where, key], lenient))
-        elif isinstance(item, list):
-            stack.extend((child, [*where, index], lenient) for index, child in reversed(list(enumerate(item))))
-    return found
-
-
-def decode_json(body: bytes, *, numbers_at: tuple[Where, ...] = ()) -> tuple[Any, list[dict[str, Any]]] | None:
-    """The body decoded with non-finite literals kept visible, and its errors; None when it is not
-    JSON at all (the API's own parser reports that)."""
-    try:
-        value = json.loads(body, parse_constant=_NonFinite)
-    except RecursionError:
-        return None, [error(["body"], f"nested more than {MAX_DEPTH} levels deep", "json_depth")]
-    except ValueError:  # not JSON, or not UTF-8: the operation's parser answers 422
-        return None
-    return value, json_errors(value, ["body"], numbers_at=numbers_at)
 
 
 def numbers_allowed(method: str, api_path: str) -> tuple[Where, ...]:
@@ -170,7 +119,7 @@ def is_json(kind: str) -> bool:
 @lru_cache(maxsize=1)
 def _body_media_types() -> list[tuple[re.Pattern, str, frozenset[str]]]:
     """(path pattern, method, media types) of every API operation that declares a request body."""
-    api = import_string(settings.INPUT_GUARD_API)
+    api = GUARDED_API.get()
     operations = []
     schema = api.get_openapi_schema(path_prefix="")
     # Literal paths first: POST jobs/validate is not POST jobs/{job_id}.
@@ -190,3 +139,16 @@ def accepted_media_types(method: str, api_path: str) -> frozenset[str] | None:
         if operation_method == method and pattern.match(api_path):
             return kinds
     return None
+
+
+class GuardedParser(Parser):
+    """The root API's parser: each JSON body decoded once (json_guard), with NUL characters and
+    non-finite numbers refused as InvalidInput at their paths. django-ninja turns any parser
+    exception into an HttpError caused by it; the root API's handler answers the InvalidInput."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        api_path = request.path_info.removeprefix(API_PREFIX)
+        try:
+            return json_guard.decode(request.body, numbers_at=numbers_allowed(request.method or "", api_path))
+        except json_guard.BodyErrors as exc:
+            raise InvalidInput("The request is invalid; see errors.", errors=exc.errors) from exc

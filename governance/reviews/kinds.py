@@ -15,6 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from governance.kernel import registry
+from governance.kernel.registry import Keyed
+
 if TYPE_CHECKING:
     from governance.reviews.models import ReviewDecision, ReviewItem
 
@@ -111,15 +114,13 @@ class ReviewKind:
         return any(control.decision == APPROVE for control in self.controls(payload))
 
 
-_registry: dict[str, ReviewKind] = {}
+KINDS: Keyed[ReviewKind] = registry.keyed("review_kinds", "what each kind of inbox item means, by its code")
 
 
 def register(kind: ReviewKind) -> None:
     """Called from an AppConfig.ready(). One declaration per code: a second, different one for a
     code already taken is a programming error, raised at start rather than shown wrong."""
-    known = _registry.setdefault(kind.code, kind)
-    if known != kind:
-        raise ValueError(f"review kind {kind.code!r} is declared twice")
+    KINDS.register(kind.code, kind)
 
 
 def generic_label(code: str) -> str:
@@ -129,9 +130,9 @@ def generic_label(code: str) -> str:
 
 def get(code: str) -> ReviewKind:
     """The declared kind, or a generic one for a code no app declares."""
-    return _registry.get(code) or ReviewKind(code=code, label=generic_label(code))
+    return KINDS.find(code) or ReviewKind(code=code, label=generic_label(code))
 
 
 def all() -> tuple[ReviewKind, ...]:
     """Every declared kind, in the order the apps registered them."""
-    return tuple(_registry.values())
+    return KINDS.values()

@@ -8,7 +8,6 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from agents.kpis import worst_statuses
 from agents.models import Agent, AgentManifest, Escalation, Job, JobArtifact, KpiSample
 from governance.kernel.models import ApiKey
 from governance.reviews.models import ReviewItem
@@ -64,7 +63,7 @@ def test_the_fleet_shows_ok_warning_and_critical():
     _load()
 
     agents = list(Agent.objects.filter(agent_id__in=DEMO_AGENTS))
-    statuses = worst_statuses(agents, settings.KPI_WINDOW_DAYS)
+    statuses = KpiSample.objects.worst_statuses(agents, settings.KPI_WINDOW_DAYS)
     by_id = {agent.agent_id: statuses[agent.pk] for agent in agents}
     assert by_id == {"agent.seo.architect": "ok", "agent.seo.vlevel": "warning", "agent.rag.indexer": "critical"}
     assert KpiSample.objects.filter(job__isnull=True).dates("recorded_at", "day").count() >= 14

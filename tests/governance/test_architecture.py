@@ -233,3 +233,37 @@ def test_every_kind_the_product_opens_is_declared_by_its_app() -> None:
     declared = {kind.code for kind in kinds.all()}
     assert {code: where for code, where in opened.items() if code not in declared} == {}
     assert sorted(declared - set(opened)) == [], "declared kinds nothing opens"
+
+
+def test_the_registry_wiring_is_declared_filled_and_points_up() -> None:
+    """Each store of the registry (governance/kernel/registry.py) is declared by the layer that
+    reads it and filled, in an AppConfig.ready(), by its own layer or one above it: that is what
+    lets a lower layer (or module) call up without importing. An empty store would fail at the first call that needs it, a
+    store filled from below would be an import in disguise, and one filled outside ready() would
+    depend on which module happened to be imported first. Django is set up here."""
+    from governance.kernel.registry import STORES
+
+    assert set(STORES) >= {"review_kinds", "job_memory", "session_memory", "platform_events", "job_finished"}
+    for store in STORES.values():
+        declared = node(store.declared_in)
+        assert declared in LAYERS, f"{store.name} declared outside the product ({store.declared_in})"
+        assert store.filled_from, f"{store.name} ({store.doc}) is never filled"
+        for module in store.filled_from:
+            assert module.endswith(".apps"), f"{store.name} filled from {module}, not from an AppConfig.ready()"
+            assert LAYERS[node(module) or ""] >= LAYERS[declared], f"{store.name} filled from {module}, below it"
+
+
+def test_no_product_code_is_named_by_a_settings_string() -> None:
+    """Code reached through a settings string (``import_module(settings.X)``) is an import the
+    layer test cannot see: the registry's stores replace them."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                name = getattr(call.func, "attr", getattr(call.func, "id", ""))
+                if name in {"import_module", "import_string"} and any(
+                    isinstance(arg, ast.Attribute) and getattr(arg.value, "id", "") == "settings" for arg in call.args
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{call.lineno}")
+    assert found == []

@@ -12,6 +12,7 @@ from agents.registry import load_manifest
 from governance.kernel.principals import SYSTEM
 from memory import clarifications
 from memory.models import LearningInjection
+from sessions import hooks
 from sessions.models import PromptChunk
 from tests.memory.test_injection import learning
 from tests.support.manifests import manifest_text
@@ -111,8 +112,13 @@ def test_the_block_is_recorded_once_a_session_however_often_the_prompt_is_rebuil
     assert LearningInjection.objects.count() == 1
 
 
-def test_memory_that_fails_never_fails_the_prompt(vlevel_api, settings):
-    settings.SESSION_MEMORY = "memory.nowhere"  # the hook itself is broken
+class BrokenMemory:
+    def build_block(self, **kwargs: object) -> dict:
+        raise RuntimeError("memory is down")
+
+
+def test_memory_that_fails_never_fails_the_prompt(vlevel_api, monkeypatch):
+    monkeypatch.setattr(hooks.SESSION_MEMORY, "_value", BrokenMemory())  # the provider itself is broken
     session_id = chat(vlevel_api, **STORY)
 
     text = level2(vlevel_api, session_id)
