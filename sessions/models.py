@@ -25,7 +25,7 @@ class AISession(models.Model):
     so no code path, however concurrent, can activate two.
 
     The processor stores its state at every event through governance/kernel/rows.py: those writes
-    bypass save() and the pre_save/post_save signals (tests/governance/test_rows.py)."""
+    bypass save() and the pre_save/post_save signals (tests/governance/kernel/test_rows.py)."""
 
     session_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="sessions")
@@ -101,7 +101,7 @@ class SessionMessage(models.Model):
     """The unified message (seed 003): which fields are filled tells the variant apart.
 
     The parsed answer (``ai_message``) is stored through governance/kernel/rows.py: that write
-    bypasses save() and the pre_save/post_save signals (tests/governance/test_rows.py)."""
+    bypasses save() and the pre_save/post_save signals (tests/governance/kernel/test_rows.py)."""
 
     class Sender(models.TextChoices):
         USER = "USER"
@@ -283,7 +283,7 @@ class Automation(models.Model):
 
     An automation with a provider profile is hosted: the server calls the profile's model itself.
     The tick moves ``next_run_at`` through governance/kernel/rows.py: that write bypasses save()
-    and the pre_save/post_save signals (tests/governance/test_rows.py).
+    and the pre_save/post_save signals (tests/governance/kernel/test_rows.py).
     """
 
     class Trigger(models.TextChoices):

@@ -9,7 +9,7 @@ apart. Two validators are built from a plan:
   long to read;
 * ``compile_contract`` here is the reference: the same walk as closures over the plan, short
   enough to read as the spec. It is kept only for that: the equivalence tests
-  (tests/governance/test_contract_codegen.py) hold the generated code to its reports, finding for
+  (tests/governance/contracts/test_codegen.py) hold the generated code to its reports, finding for
   finding and in the same order, so a change to what a report says is made here first.
 
 The violations both build on the failing path (``wrong_type``, ``wrong_item``, ...) live here
@@ -540,7 +540,7 @@ def compile_contract(rules: Sequence[FieldRule]) -> Callable[[Any, frozenset[str
     """The reference validator: the contract interpreted by closures over the plan. The service
     runs the code ``governance/contracts/codegen.py`` generates from the same plan, which is
     faster but harder to read; this one stays as the executable spec that the equivalence tests
-    (tests/governance/test_contract_codegen.py) hold the generated code to, report for report."""
+    (tests/governance/contracts/test_codegen.py) hold the generated code to, report for report."""
     contract = plan(rules)
     compiled = [(item, _value_check(item.rule.type, item.rule.effect)) for item in contract.fields]
     whole_checks = [_value_check(r.type, r.effect) for r in contract.whole]

@@ -3,7 +3,7 @@
 Four queues beside the default one: a million embeddings waiting in ``embeddings`` must never
 delay the scheduler tick in ``tick``, and a slow model provider must never hold up either. A task
 not listed here goes to the default queue (the heartbeat does, on purpose: it proves the plain
-path from beat to a worker). ``tests/governance/test_queues.py`` fails when a task is added without
+path from beat to a worker). ``tests/governance/kernel/test_queues.py`` fails when a task is added without
 a decision here.
 
 Every queue's real name starts with the instance's default queue (``CELERY_QUEUE``), so two

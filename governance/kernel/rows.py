@@ -13,7 +13,7 @@ The same holds for the UPDATEs the session processor and the scheduler tick make
 and for every batch: the ORM's costs 0.1 to 0.15 ms more per row than a statement written once,
 and a batch of rows is one pipelined round trip here. Those writes skip ``save()`` and the
 ``pre_save``/``post_save`` signals, so they are allowed only for the models named in
-``UPDATED_WITHOUT_SIGNALS``, and tests/governance/test_rows.py fails as soon as a receiver listens
+``UPDATED_WITHOUT_SIGNALS``, and tests/governance/kernel/test_rows.py fails as soon as a receiver listens
 to one of them. Every other write, INSERTs included (0.05 to 0.07 ms more), goes through the ORM.
 """
 

@@ -23,7 +23,7 @@ from memory.learnings import create_learning
 from memory.subjects import services as subjects
 from tests.adversarial.conftest import ALICE
 from tests.adversarial.test_review_binding import asks_to_run
-from tests.governance.test_inbox import CHOICE, waiting_for_answer
+from tests.governance.reviews.test_inbox import CHOICE, waiting_for_answer
 from tests.support.inbox import decide_in_inbox
 
 RLO, PDF = "\u202e", "\u202c"
@@ -86,7 +86,7 @@ def test_every_hidden_character_in_an_action_is_shown_in_the_inbox(vlevel_api, b
 
 @pytest.mark.django_db
 def test_a_session_page_shows_the_marker_in_the_messages(vlevel_api, browser):
-    from tests.governance.test_inbox import send, start_chat
+    from tests.governance.reviews.test_inbox import send, start_chat
     from tests.sessions.test_session_flow import ai
 
     session_id = start_chat(vlevel_api, f"Chat {RLO}")

@@ -17,7 +17,7 @@ from django.urls import reverse
 from governance.kernel.principals import SYSTEM
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
-from tests.governance.test_inbox import send, start_chat, waiting_item
+from tests.governance.reviews.test_inbox import send, start_chat, waiting_item
 from tests.sessions.test_session_flow import ai
 from tests.support.api import Api
 from tests.support.keys import issue_key

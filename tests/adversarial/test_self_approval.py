@@ -8,7 +8,7 @@ import pytest
 from governance.reviews.models import ReviewItem
 from sessions.machine import AGENT_EVENTS, Event
 from sessions.models import AISession
-from tests.governance.test_inbox import CHOICE, waiting_for_answer, waiting_for_validation
+from tests.governance.reviews.test_inbox import CHOICE, waiting_for_answer, waiting_for_validation
 from tests.support.inbox import decide_in_inbox
 from tests.support.refusals import last_audit_id, nothing_written, refusals_since
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_inbox_browser import log_in
-from tests.governance.test_contract_pages import (
+from tests.governance.contracts.test_pages import (
     ANSWER,
     CSV_HEADER,
     GOOD_RANKING,

@@ -14,7 +14,7 @@ import pytest
 
 from governance.reviews.models import ReviewDecision
 from sessions.models import AISession
-from tests.governance.test_inbox import waiting_for_validation
+from tests.governance.reviews.test_inbox import waiting_for_validation
 
 PASSWORD = "correct horse battery staple"
 POLL_WAIT_MS = 25_000  # the event stream brings a new row at once; the 30 s poll would be too late

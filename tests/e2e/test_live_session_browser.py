@@ -13,7 +13,7 @@ from django.urls import reverse
 from governance.kernel.principals import Principal
 from sessions import scheduler
 from sessions.models import AISession
-from tests.governance.test_inbox import send, start_chat
+from tests.governance.reviews.test_inbox import send, start_chat
 
 PASSWORD = "correct horse battery staple"
 PUSHED_MS = 8_000

@@ -15,8 +15,8 @@ import pytest
 from tests.e2e.test_inbox_browser import log_in
 from tests.e2e.test_subjects_browser import import_alice
 from tests.factories.governance import UserFactory
-from tests.governance.test_contract_pages import ANSWER, INTENT, RANKING, imported
-from tests.governance.test_inbox import waiting_for_validation
+from tests.governance.contracts.test_pages import ANSWER, INTENT, RANKING, imported
+from tests.governance.reviews.test_inbox import waiting_for_validation
 from tests.support.manifests import load_seed_manifests
 
 PHONE = {"width": 390, "height": 844}

@@ -18,7 +18,7 @@ from governance.kernel import live
 from governance.kernel.principals import Principal
 from sessions import scheduler
 from sessions.models import AISession
-from tests.governance.test_inbox import HTMX, as_user, send, start_chat
+from tests.governance.reviews.test_inbox import HTMX, as_user, send, start_chat
 from tests.support.api import Api
 from tests.support.keys import issue_key
 

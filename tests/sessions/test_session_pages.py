@@ -16,7 +16,7 @@ from sessions import scheduler
 from sessions.models import AISession, Automation, PromptChunk, SessionMessage
 from tests.factories.agents import AgentFactory
 from tests.factories.sessions import AISessionFactory, AutomationFactory
-from tests.governance.test_inbox import HTMX, as_user, decide, send, start_chat, waiting_for_validation
+from tests.governance.reviews.test_inbox import HTMX, as_user, decide, send, start_chat, waiting_for_validation
 from tests.sessions.test_session_flow import ai
 
 

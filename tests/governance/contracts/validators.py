@@ -12,7 +12,7 @@ from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import rule_from_row
 from governance.contracts.validator import Report, Violation
 
-SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
+SEED = Path(__file__).resolve().parents[3] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
 NNBSP = "\u202f"  # the narrow no-break space the seed writes in most bounds
 
 CONTRACTS: list[ContractDoc] = parse(SEED.read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from governance.contracts.rules import (
     rule_from_row,
 )
 from governance.contracts.validator import split_path
-from tests.governance.contract_validators import CONTRACTS, NNBSP
+from tests.governance.contracts.validators import CONTRACTS, NNBSP
 
 # --- parse_type: one test per word form of the seed ------------------------------------------------
 

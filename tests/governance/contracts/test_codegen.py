@@ -28,7 +28,7 @@ from governance.contracts.catalog import parse
 from governance.contracts.rules import Condition, FieldRule, Kind, Requirement, TypeRule
 from governance.contracts.validator import Report, split_path
 from governance.kernel.principals import SYSTEM
-from tests.governance.test_contract_properties import (
+from tests.governance.contracts.test_properties import (
     JSON,
     KNOWN_IDS,
     NAMES,

@@ -16,20 +16,17 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from governance.contracts.catalog import parse
 from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import FieldRule, Kind, Requirement, rule_from_row
 from governance.contracts.validator import Report, split_path
+from tests.governance.contracts.validators import CONTRACTS
 
-SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
-CONTRACTS = parse(SEED.read_text(encoding="utf-8"))
 NAMES = [c.name for c in CONTRACTS]
 RULES = {c.name: [rule_from_row(r.path, r.type, r.required, r.effect) for r in c.rows] for c in CONTRACTS}
 VALIDATORS = {name: compile_contract(rules) for name, rules in RULES.items()}

@@ -4,13 +4,11 @@ section and note of the real document, and the errors a malformed document raise
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from governance.contracts.catalog import CatalogError, ContractDoc, FieldRow, parse
-
-SEED = Path(__file__).resolve().parents[2] / "governance" / "catalog" / "llm_output_contracts.md"  # seed 000
+from tests.governance.contracts.validators import SEED
 
 SECTION_COUNTS = {
     "Ingestion I/O": 1,

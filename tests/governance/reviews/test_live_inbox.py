@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
-from tests.governance.test_inbox import as_user, waiting_for_validation
+from tests.governance.reviews.test_inbox import as_user, waiting_for_validation
 from tests.support.keys import issue_key
 
 THREADED: dict[str, Any] = {"wsgi.multithread": True}

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from governance.contracts.rules import Code
-from tests.governance.contract_validators import NNBSP, found, one_field, only, warned
+from tests.governance.contracts.validators import NNBSP, found, one_field, only, warned
 
 # --- Each word form, validated ---------------------------------------------------------------------
 

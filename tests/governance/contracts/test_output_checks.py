@@ -13,7 +13,7 @@ import pytest
 from governance.contracts.codegen import compile_contract
 from governance.contracts.rules import Code, rule_from_row
 from governance.contracts.validator import Report, Violation, first_unserializable
-from tests.governance.contract_validators import BY_NAME, found, only, validator, warned
+from tests.governance.contracts.validators import BY_NAME, found, only, validator, warned
 
 # --- Paths, alternatives, conditions: the seed's contracts --------------------------------------------
 

@@ -16,7 +16,7 @@ from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from governance.reviews.views import ITEMS_PER_PAGE, pending_badge
 from tests.factories.agents import AgentFactory
-from tests.governance.test_inbox import HTMX, as_user
+from tests.governance.reviews.test_inbox import HTMX, as_user
 
 MATCHING = reverse("reviews:inbox-bulk-matching")
 

@@ -77,7 +77,7 @@ def test_pending_items_are_listed(reviewer_api, item):
 @pytest.fixture
 def question(vlevel_api):
     """A CHAT of agent.seo.vlevel waiting for a reviewer to pick Home or Checkout."""
-    from tests.governance.test_inbox import CHOICE, waiting_for_answer
+    from tests.governance.reviews.test_inbox import CHOICE, waiting_for_answer
 
     return waiting_for_answer(vlevel_api, CHOICE)
 
@@ -143,7 +143,7 @@ def test_a_response_with_an_approval_is_refused_rather_than_lost(reviewer_api, i
 
 @pytest.mark.django_db
 def test_only_a_multiple_choice_question_is_answered(reviewer_api, vlevel_api, item):
-    from tests.governance.test_inbox import YES_NO, waiting_for_answer
+    from tests.governance.reviews.test_inbox import YES_NO, waiting_for_answer
 
     _, yes_no = waiting_for_answer(vlevel_api, YES_NO, name="May I")
 
