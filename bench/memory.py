@@ -9,12 +9,12 @@ MiniLM embeddings of generated texts and clustered synthetic 384-d vectors for t
 vacuumed and analysed. Then:
 
 * ``knn``: top-5 latency (single client) and recall@5 against a brute-force numpy ground truth,
-  for ``memory.search.nearest_learnings`` as shipped, for the same call with its over-fetch
+  for ``Learning.objects.nearest`` as shipped, for the same call with its over-fetch
   (hence ``hnsw.ef_search``) raised (the ef_search curve; the module's constants are patched in
   this process only), for the same call as an exact scan (``enable_indexscan = off``) and for
   FAISS ``IndexFlatIP`` in process (the seed's engine);
 * ``block``: ``memory.injection.build_block`` end to end with the real local MiniLM backend.
-* ``filtered``: ``memory.search.nearest_learnings`` as an agent whose reach is its own domain, the
+* ``filtered``: ``Learning.objects.nearest`` as an agent whose reach is its own domain, the
   learnings relabelled over 50 domains for the measure (put back after): recall@5 against an exact
   filtered scan (numpy, over that domain's active rows) and latency; and a reach of 5 learnings
   among all the others, which must give all 5 (issue 34 point 2).
@@ -597,10 +597,10 @@ def timed(call: Callable[[np.ndarray], list[int]], queries: np.ndarray, warmup: 
 
 def service_call(vector: np.ndarray) -> list[int]:
     """The service layer exactly as the injection block calls it; learning id = row + 1."""
-    from memory import search
+    from memory.models import Learning
     from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
 
-    hits = search.nearest_learnings(vector.tolist(), model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, k=K)
+    hits = Learning.objects.nearest(vector.tolist(), model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, k=K)
     return [hit.object_id - 1 for hit in hits]
 
 
@@ -935,6 +935,7 @@ def measure_filtered(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
     their own: an agent of that domain must get all of them, whatever is nearer. The domains as
     loaded are put back at the end."""
     from memory import search
+    from memory.models import Learning
     from memory.reach import Reach
     from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
 
@@ -962,7 +963,7 @@ def measure_filtered(ds: Dataset, n: int, cfg: Config) -> dict[str, Any]:
             reach = Reach(long_term=True, own=domain, shared=False)
 
             def call(vector: np.ndarray) -> list[int]:
-                hits = search.nearest_learnings(
+                hits = Learning.objects.nearest(
                     vector.tolist(), model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, k=K, reach=reach
                 )
                 return [hit.object_id - 1 for hit in hits]

@@ -13,7 +13,7 @@ the tables vacuumed and analysed. Two search scenarios on the same memories, the
   questions, then synthetic subjects of 10 000, 1 000, 100 and ~6 memories with questions on the
   subject's topics and off them.
 
-Each search is ``memory.search.nearest_subject_memories`` plus loading the hit rows
+Each search is ``SubjectMemory.objects.nearest`` plus loading the hit rows
 (``SubjectMemory.objects.in_bulk``), as the search endpoint does, minus the query's embedding
 (timed apart: the local MiniLM on short questions). Its baseline, in the same run on the same
 questions: the exact scan, ``ORDER BY distance`` over the subject's rows with index scans off (so
@@ -328,11 +328,10 @@ def latency_ms(samples: list[float]) -> dict[str, float]:
 def service_call(subject_id: int, vector: list[float]) -> list[int]:
     """What the search endpoint does once it has the query's vector: the service function, then
     the hit rows loaded; row indexes (object id - 1), best first."""
-    from memory import search
     from memory.models import SubjectMemory
     from memory.vector_index import DEFAULT_DIMENSION, DEFAULT_MODEL
 
-    found = search.nearest_subject_memories(
+    found = SubjectMemory.objects.nearest(
         vector, model=DEFAULT_MODEL, dimension=DEFAULT_DIMENSION, subject_id=subject_id, k=K
     )
     rows = SubjectMemory.objects.in_bulk([hit.object_id for hit in found])
@@ -374,7 +373,7 @@ def shipped_candidates() -> int:
 
 
 def shipped_ef() -> int:
-    """The hnsw.ef_search the service sets for its candidates (``search._run``'s clamp)."""
+    """The hnsw.ef_search the service sets for its candidates (``search.run``'s clamp)."""
     from memory import search
 
     return min(max(search.SUBJECT_CANDIDATES, 40), search.MAX_EF_SEARCH)

@@ -37,7 +37,7 @@ from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
-from memory import holds, lifecycle, overview, privacy
+from memory import holds, lifecycle, privacy, reports
 from memory.models import (
     Clarification,
     Conversation,
@@ -300,7 +300,7 @@ class VeilleTagFilter(admin.SimpleListFilter):
     parameter_name = "tag"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [(item.tag, f"{item.tag} ({item.count})") for item in overview.note_tags(limit=None)]
+        return [(item.tag, f"{item.tag} ({item.count})") for item in reports.note_tags(limit=None)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()

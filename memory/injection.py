@@ -141,7 +141,7 @@ def _learnings(embedded: Embedded, reach: Reach, where: tuple[str, str], ledger:
         hits = search.story_learnings(story=story, domain=domain, k=LIMITS["learnings"], reach=reach)
     else:
         vector, model, dimension = embedded
-        hits = search.nearest_learnings(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
+        hits = Learning.objects.nearest(vector, model=model, dimension=dimension, k=LIMITS["learnings"], reach=reach)
     learnings = Learning.objects.in_bulk([h.object_id for h in hits])
     items = [
         {
@@ -182,7 +182,7 @@ def _veille(embedded: Embedded) -> Section:
         hits = search.latest_veille(k=LIMITS["veille"], impacts=STRONG_IMPACTS)
     else:
         vector, model, dimension = embedded
-        hits = search.nearest_veille(
+        hits = VeilleNote.objects.nearest(
             vector, model=model, dimension=dimension, k=LIMITS["veille"], impacts=STRONG_IMPACTS
         )
     found = VeilleNote.objects.in_bulk([h.object_id for h in hits])

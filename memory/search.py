@@ -148,7 +148,8 @@ def walk_settings() -> list[str]:
     return ["SET LOCAL hnsw.iterative_scan = relaxed_order", f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"]
 
 
-def _run(sql: str, params: dict, *, walk: bool = False) -> list[tuple]:
+def run(sql: str, params: dict, *, walk: bool = False) -> list[tuple]:
+    """The rows of one search statement, with the ef_search (and iterative-scan settings) it needs."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(ef_search(params["candidates"]))
         for statement in walk_settings() if walk else []:
@@ -327,50 +328,9 @@ def veille_params(
     return {p + name: value for name, value in values.items()}
 
 
-def nearest_learnings(
-    vector: list[float],
-    *,
-    model: str,
-    dimension: int,
-    k: int = 5,
-    domain: str | None = None,
-    project: str | None = None,
-    reach: Reach = EVERYTHING,
-) -> list[LearningHit]:
-    """Top-k live learnings within ``reach`` (memory/reach.py), sorted by cosine similarity, then
-    reuse score (missing = 0.0), then newest date_created (INV-295-07, TC-NOM-07, TC-PLAN-03,
-    TC-PLAN-05). The reach filters the candidates, as the domain does."""
-    params = learnings_params(vector_literal(vector), model=model, k=k, domain=domain, project=project, reach=reach)
-    rows = _run(learnings_sql(dimension), params, walk=True)
-    return [LearningHit(pk, sim, Decimal(score), created) for pk, sim, score, created in rows]
-
-
-def nearest_veille(
-    vector: list[float],
-    *,
-    model: str,
-    dimension: int,
-    k: int = 3,
-    impacts: tuple[str, ...] | None = None,
-    verdict: str | None = None,
-    tags: list[str] | None = None,
-) -> list[Hit]:
-    """Top-k watch notes by similarity, filtered after the KNN by impact and verdict (TC-PLAN-04)
-    and by tags: a note carrying every tag asked for, in any case (authors write them freely)."""
-    params = veille_params(vector_literal(vector), model=model, k=k, impacts=impacts, verdict=verdict, tags=tags)
-    return [Hit(pk, sim) for pk, sim in _run(veille_sql(dimension), params)]
-
-
-def nearest_clarifications(
-    vector: list[float],
-    *,
-    model: str,
-    dimension: int,
-    k: int = 3,
-    domain: str | None = None,
-    project: str | None = None,
-) -> list[Hit]:
-    sql = f"""
+def clarifications_sql(dimension: int) -> str:
+    """Clarifications nearest the query, filtered by domain and project after the candidates."""
+    return f"""
         WITH c AS ({_candidates_sql(dimension)})
         SELECT a.id, 1 - c.distance AS similarity
           FROM c JOIN memory_clarification a ON a.id = c.object_id
@@ -379,8 +339,13 @@ def nearest_clarifications(
          ORDER BY c.distance, a.date DESC, a.id DESC
          LIMIT %(k)s
     """
-    params = {
-        "q": vector_literal(vector),
+
+
+def clarifications_params(
+    vector: str, *, model: str, k: int, domain: str | None, project: str | None
+) -> dict[str, Any]:
+    return {
+        "q": vector,
         "kind": "clarification",
         "model": model,
         "candidates": candidate_count("learning", model, k),
@@ -388,7 +353,6 @@ def nearest_clarifications(
         "project": project,
         "k": k,
     }
-    return [Hit(pk, sim) for pk, sim in _run(sql, params)]
 
 
 # Per-subject memories share one HNSW index across subjects. A subject with up to EXACT_UP_TO rows
@@ -399,52 +363,52 @@ def nearest_clarifications(
 EXACT_UP_TO = 10_000
 SUBJECT_CANDIDATES = 400
 
+# How big a subject is, from its memories' (subject, key) index alone (an index-only scan):
+# counting its vectors would visit up to EXACT_UP_TO heap rows just to decide.
+SUBJECT_SIZE_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM memory_subjectmemory WHERE subject_id = %(subject)s LIMIT %(bound)s) b"
+)
 
-def nearest_subject_memories(
-    vector: list[float], *, model: str, dimension: int, subject_id: int, k: int = 5
-) -> list[Hit]:
-    d = int(dimension)
-    params = {
-        "q": vector_literal(vector),
+
+def subject_params(vector: str, *, model: str, subject_id: int, k: int) -> dict[str, Any]:
+    return {
+        "q": vector,
         "kind": "subject",
         "model": model,
         "subject": subject_id,
         "k": k,
         "candidates": SUBJECT_CANDIDATES,
         "bound": EXACT_UP_TO + 1,
+        "walk": k * WALK_PER_RESULT,
     }
-    # How big the subject is, from its memories' (subject, key) index alone (an index-only scan):
-    # counting its vectors would visit up to EXACT_UP_TO heap rows just to decide.
-    own = "SELECT count(*) FROM (SELECT 1 FROM memory_subjectmemory WHERE subject_id = %(subject)s LIMIT %(bound)s) b"
-    with connection.cursor() as cursor:
-        cursor.execute(own, params)
-        (rows,) = cursor.fetchone()
-    if rows > EXACT_UP_TO:
-        # The subject filter inside the index scan, walked on until k rows pass (pgvector 0.8+), then
-        # sorted again by distance (a relaxed walk is only nearly in order).
-        sql = f"""
-            WITH walked AS MATERIALIZED (
-                SELECT object_id, embedding::vector({d}) <=> %(q)s::vector({d}) AS distance
-                  FROM memory_embedding
-                 WHERE kind = %(kind)s AND model = %(model)s AND active AND subject_id = %(subject)s
-                 ORDER BY embedding::vector({d}) <=> %(q)s::vector({d})
-                 LIMIT %(walk)s
-            )
-            SELECT object_id, 1 - distance AS similarity FROM walked ORDER BY distance, object_id LIMIT %(k)s
-        """
-        found = _run(sql, params | {"walk": k * WALK_PER_RESULT}, walk=True)
-        if len(found) >= k:
-            return [Hit(pk, sim) for pk, sim in found]
-    exact = f"""
+
+
+def subject_walk_sql(dimension: int) -> str:
+    """A large subject: the subject filter inside the index scan, walked on until k rows pass
+    (pgvector 0.8+), then sorted again by distance (a relaxed walk is only nearly in order)."""
+    d = int(dimension)
+    return f"""
+        WITH walked AS MATERIALIZED (
+            SELECT object_id, embedding::vector({d}) <=> %(q)s::vector({d}) AS distance
+              FROM memory_embedding
+             WHERE kind = %(kind)s AND model = %(model)s AND active AND subject_id = %(subject)s
+             ORDER BY embedding::vector({d}) <=> %(q)s::vector({d})
+             LIMIT %(walk)s
+        )
+        SELECT object_id, 1 - distance AS similarity FROM walked ORDER BY distance, object_id LIMIT %(k)s
+    """
+
+
+def subject_exact_sql(dimension: int) -> str:
+    """A small subject (or a walk that came back short): an exact scan of its rows."""
+    d = int(dimension)
+    return f"""
         SELECT object_id, 1 - (embedding::vector({d}) <=> %(q)s::vector({d})) AS similarity
           FROM memory_embedding
          WHERE subject_id = %(subject)s AND kind = %(kind)s AND model = %(model)s AND active
          ORDER BY (embedding::vector({d}) <=> %(q)s::vector({d})) + 0, object_id  -- + 0: a sort, not the index
          LIMIT %(k)s
     """
-    with connection.cursor() as cursor:
-        cursor.execute(exact, params)
-        return [Hit(pk, sim) for pk, sim in cursor.fetchall()]
 
 
 def embed_query(q: str) -> tuple[list[float], Any]:
@@ -485,7 +449,7 @@ def search_memory(
     vector, backend = embed_query(q)
     common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
     if kind == "learning":
-        hits = nearest_learnings(vector, domain=domain, project=project, reach=reach, **common)
+        hits = Learning.objects.nearest(vector, domain=domain, project=project, reach=reach, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
         return [
             {
@@ -498,7 +462,9 @@ def search_memory(
             for h in hits
         ]
     if kind == "veille":
-        notes_hits = nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, tags=tags, **common)
+        notes_hits = VeilleNote.objects.nearest(
+            vector, impacts=(impact,) if impact else None, verdict=verdict, tags=tags, **common
+        )
         notes = VeilleNote.objects.in_bulk([h.object_id for h in notes_hits])
         return [
             {
@@ -510,7 +476,7 @@ def search_memory(
             }
             for h in notes_hits
         ]
-    answer_hits = nearest_clarifications(vector, domain=domain, project=project, **common)
+    answer_hits = Clarification.objects.nearest(vector, domain=domain, project=project, **common)
     answers = Clarification.objects.in_bulk([h.object_id for h in answer_hits])
     return [
         {

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from memory.models.provenance import Held, Provenance
+from memory.querysets import ClarificationQuerySet, VeilleNoteQuerySet
 
 
 class VeilleNote(Provenance, Held):
@@ -34,6 +35,8 @@ class VeilleNote(Provenance, Held):
     )
     indexed_at = models.DateTimeField(auto_now=True)
 
+    objects = VeilleNoteQuerySet.as_manager()
+
     class Meta:
         ordering = ["-date"]
 
@@ -55,6 +58,8 @@ class Clarification(Provenance):
     redacted_at = models.DateTimeField(
         null=True, blank=True, help_text="An operator replaced the answer: it is never embedded again"
     )
+
+    objects = ClarificationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-date", "question_idx"]

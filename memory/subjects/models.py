@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from memory.subjects.querysets import SubjectQuerySet
+from memory.subjects.querysets import SubjectMemoryQuerySet, SubjectQuerySet
 
 
 class Subject(models.Model):
@@ -179,6 +179,8 @@ class SubjectMemory(models.Model):
     type = models.CharField(max_length=40, help_text="conversation_summary, preference, event, ...")
     text = models.TextField()
     timestamp = models.DateTimeField()
+
+    objects = SubjectMemoryQuerySet.as_manager()
 
     class Meta:
         ordering = ["subject", "timestamp", "key"]

@@ -640,7 +640,7 @@ def search_subject(principal: Principal, subject: str, *, q: str, k: int = 5) ->
     ``Unavailable`` (503) when the embedding backend cannot embed ``q``."""
     found = subject_for(principal, subject, access=READ, purpose="search")
     vector, backend = search.embed_query(q)
-    hits = search.nearest_subject_memories(
+    hits = SubjectMemory.objects.nearest(
         vector, model=backend.model, dimension=backend.dimension, subject_id=found.pk, k=k
     )
     rows = SubjectMemory.objects.in_bulk([h.object_id for h in hits])

@@ -27,10 +27,10 @@ from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
 from memory.models import Subject
-from memory.subjects import queries as subject_queries
+from memory.subjects import reports as subject_reports
 from memory.subjects import services as subjects
 from memory.subjects.forms import FORMS, FactForm, SubjectSearchForm
-from memory.subjects.queries import FACT_LABELS, FactRow
+from memory.subjects.reports import FACT_LABELS, FactRow
 
 view_subjects = permission_required("memory.view_subject", raise_exception=True)
 COLUMNS = {"preference": 7, "event": 7, "relationship": 6}  # data columns of each kind's table
@@ -58,7 +58,7 @@ def subject_list(request: HttpRequest) -> HttpResponse:
     """Every subject with its counts, filtered by the search box (htmx swaps only the table)."""
     form = SubjectSearchForm(request.GET)
     query = form.query()
-    context = {"form": form, "query": query, **subject_queries.subject_list(query)}
+    context = {"form": form, "query": query, **subject_reports.subject_list(query)}
     template = "memory/subjects/partials/table.html" if is_partial(request) else "memory/subjects/list.html"
     return render(request, template, context)
 
@@ -68,7 +68,7 @@ def subject_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def subject_detail(request: HttpRequest, key: str) -> HttpResponse:
     subject = get_object_or_404(Subject, key=key)
-    context = subject_queries.subject_page(subject)
+    context = subject_reports.subject_page(subject)
     context["fact_groups"] = [
         {"kind": kind, "label": FACT_LABELS[kind], "rows": rows, **_can(request, kind)}
         for kind, rows in context.pop("facts").items()

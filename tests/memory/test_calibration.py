@@ -16,7 +16,7 @@ from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM, Principal
 from memory import calibration, search
-from memory.models import Embedding, SearchCalibration
+from memory.models import Embedding, Learning, SearchCalibration
 from memory.vector_index import DEFAULT_DIMENSION, create_index_sql
 from tests.factories.memory import EmbeddingFactory
 from tests.memory.test_vector_index import unit
@@ -90,7 +90,7 @@ def test_a_search_asks_the_index_for_the_calibrated_ef_search(vectors):
     assert search.candidate_count("learning", MODEL, k=100) == 800  # never under the over-fetch
     captured = CaptureQueriesContext(connection)
     with captured:
-        search.nearest_learnings([0.1] * DEFAULT_DIMENSION, model=MODEL, dimension=DEFAULT_DIMENSION)
+        Learning.objects.nearest([0.1] * DEFAULT_DIMENSION, model=MODEL, dimension=DEFAULT_DIMENSION)
     statements = [query["sql"] for query in captured.captured_queries]
     assert "SET LOCAL hnsw.ef_search = 320" in statements
     # The filtered walk goes on past ef_search until it holds its rows (pgvector 0.8+, as shipped).

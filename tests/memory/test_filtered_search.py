@@ -122,7 +122,7 @@ def test_one_subjects_memories_among_many_closer_subjects_are_all_found(monkeypa
         cursor.execute("ANALYZE memory_embedding")
 
     query = [1.0] + [0.0] * (DEFAULT_DIMENSION - 1)
-    hits = search.nearest_subject_memories(query, model=model, dimension=DEFAULT_DIMENSION, subject_id=mine.pk, k=5)
+    hits = SubjectMemory.objects.nearest(query, model=model, dimension=DEFAULT_DIMENSION, subject_id=mine.pk, k=5)
 
     assert sorted(hit.object_id for hit in hits) == sorted(m.pk for m in own)
     assert [hit.similarity for hit in hits] == sorted((hit.similarity for hit in hits), reverse=True)

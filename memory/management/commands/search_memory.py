@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory import search
 from memory.models import Clarification, Learning, VeilleNote
 
 KINDS = ("learning", "veille", "clarification")
@@ -33,7 +32,7 @@ def ranked_hits(
     vector = backend.embed([query])[0]
     common: dict[str, Any] = {"model": backend.model, "dimension": backend.dimension, "k": k}
     if kind == "learning":
-        hits = search.nearest_learnings(vector, domain=domain, project=project, **common)
+        hits = Learning.objects.nearest(vector, domain=domain, project=project, **common)
         rows = Learning.objects.in_bulk([h.object_id for h in hits])
         return [
             {
@@ -45,7 +44,7 @@ def ranked_hits(
             for h in hits
         ]
     if kind == "veille":
-        hits = search.nearest_veille(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
+        hits = VeilleNote.objects.nearest(vector, impacts=(impact,) if impact else None, verdict=verdict, **common)
         notes = VeilleNote.objects.in_bulk([h.object_id for h in hits])
         return [
             {
@@ -56,7 +55,7 @@ def ranked_hits(
             }
             for h in hits
         ]
-    hits = search.nearest_clarifications(vector, domain=domain, project=project, **common)
+    hits = Clarification.objects.nearest(vector, domain=domain, project=project, **common)
     answers = Clarification.objects.in_bulk([h.object_id for h in hits])
     return [
         {
