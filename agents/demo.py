@@ -22,8 +22,9 @@ from django.conf import settings
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
-from agents import jobs, kpi_alerts, registry, triggers
+from agents import kpi_alerts, registry, triggers
 from agents.envelope import AgentOutput, BudgetUsage, GraphError, GraphStateUpdate, JobEnvelopeIn
+from agents.jobs import leases, results, submission
 from agents.models import Agent, Escalation, Job, JobTrigger, KpiSample
 from governance.kernel.principals import SYSTEM, Principal
 
@@ -172,15 +173,15 @@ def _add_trigger(vlevel: Agent, out: TextIO) -> None:
 def _work(job: Job, nodes: tuple[str, ...], output: dict[str, Any], errors: list[dict[str, Any]]) -> dict[str, Any]:
     """What a worker does with a job: lease it, report each node, then its result."""
     worker = Principal(agent=job.agent)
-    job = jobs.claim_lease(job, actor=worker, owner=f"{job.agent.agent_id}/demo-worker")
+    job = leases.claim_lease(job, actor=worker, owner=f"{job.agent.agent_id}/demo-worker")
     for step, node in enumerate(nodes, start=1):
         update = GraphStateUpdate(
             currentNode=node,
             budget=BudgetUsage(tokensUsed=350 * step, docsRetrieved=step, apiCalls=2 * step),
             errors=[GraphError(**error) for error in errors if error["node"] == node],
         )
-        job = jobs.update_state(job, update, actor=worker)
-    return jobs.submit_result(job, AgentOutput.model_validate(output), actor=worker)
+        job = results.update_state(job, update, actor=worker)
+    return results.submit_result(job, AgentOutput.model_validate(output), actor=worker)
 
 
 def _run_jobs(agents: dict[str, Agent]) -> None:
@@ -195,7 +196,7 @@ def _run_jobs(agents: dict[str, Agent]) -> None:
                 "idempotencyKey": f"demo:{spec.agent_id}:{number}",
             }
         )
-        job, _ = jobs.submit_job(envelope, actor=Principal(agent=agent))
+        job, _ = submission.submit_job(envelope, actor=Principal(agent=agent))
         _work(job, spec.nodes, spec.output, spec.errors)
     # The architect answers the V-level escalation (and hands it on to a person); the indexer's
     # escalation stays open in the architect's queue.

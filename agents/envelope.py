@@ -2,7 +2,7 @@
 
 Field names stay camelCase as in the seed, since agents written against it send them so. ``intent``
 and ``scope.entityType`` take values of the operators' registries (agents/vocabulary.py): their
-shape is judged here, their membership when a job is admitted (agents/jobs.py).
+shape is judged here, their membership when a job is admitted (agents/jobs/submission.py).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from agents import conditions, jobs
+from agents import conditions
 from agents.envelope import AgentOutput, JobEnvelopeIn
+from agents.jobs import submission
 from agents.models import Agent, Escalation, Job
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Forbidden, InvalidInput
@@ -155,7 +156,7 @@ def _admission_refusals(envelope: JobEnvelopeIn, target: Agent) -> list[str]:
     (registries, R1, required skills, intents, inputs, pre-conditions); empty when it admits it. Work the platform
     creates is not let past a door the agent itself would be stopped at."""
     try:
-        jobs.admit(envelope, actor=Principal(agent=target))
+        submission.admit(envelope, actor=Principal(agent=target))
     except InvalidInput as exc:
         return [f"{'.'.join(map(str, e['loc']))}: {e['msg']} ({e['type']})" for e in exc.errors] or [exc.detail]
     except Forbidden as exc:
@@ -178,7 +179,7 @@ def _route_to_agent(escalation: Escalation, target: Agent, envelope: JobEnvelope
         constraints=envelope.constraints.model_dump(mode="json"),
         context=envelope.context.model_dump(mode="json"),
         priority="high",
-        idempotency_key=jobs.idempotency_key(envelope),
+        idempotency_key=submission.idempotency_key(envelope),
         budget={"tokensUsed": 0, "tokensRemaining": job.constraints["maxTokens"], "docsRetrieved": 0, "apiCalls": 0},
     )
     _step(

@@ -8,7 +8,7 @@ Writes: operators with the registry's model permission (``agents.add_intent`` to
 changes nothing (adding a value twice, retiring a retired one) writes nothing. Adding a retired
 value again reinstates it, which is a change: it needs the change permission too.
 
-Checks: manifests (agents/registry.py), job admissions (agents/jobs.py, so POST /jobs,
+Checks: manifests (agents/registry.py), job admissions (agents/jobs/submission.py, so POST /jobs,
 /jobs/validate, MCP submit_job, triggers, escalations and follow-ups alike), learnings
 (memory/learnings.py) and triggers (agents/triggers.py) hand every value they take to ``check``,
 which asks the database once for all of them (one UNION ALL over the four small tables) and

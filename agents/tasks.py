@@ -6,7 +6,8 @@ from typing import Any
 
 from celery import shared_task
 
-from agents import escalations, jobs, kpi_alerts, triggers
+from agents import escalations, kpi_alerts, triggers
+from agents.jobs.sweep import sweep
 
 
 @shared_task(name="agents.escalation_timeouts", ignore_result=True, acks_late=True)
@@ -20,7 +21,7 @@ def escalation_timeouts() -> dict[str, Any]:
 def sweep_jobs() -> dict[str, Any]:
     """Jobs always end: re-queue or fail those whose lease expired, expire those past expiresAt,
     fail those past constraints.timeout. Idempotent; concurrent runs share the work."""
-    return jobs.sweep()
+    return sweep()
 
 
 @shared_task(name="agents.fire_due_triggers", ignore_result=True, acks_late=True)

@@ -2,7 +2,7 @@
 that create jobs for an agent.
 
 Every firing builds a JobEnvelope from the trigger's template and submits it through
-``jobs.submit_job`` as the agent, exactly as ``POST /jobs`` would: the agent's manifest still
+``submission.submit_job`` as the agent, exactly as ``POST /jobs`` would: the agent's manifest still
 decides (R1, intents, inputs, pre-conditions), and ``context.source`` says ``cron``, ``webhook``
 or ``event``. The idempotency key names the firing (the cron slot, the webhook delivery, the
 event's object), so a firing delivered twice creates one job.
@@ -42,7 +42,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents import envelope, hooks, jobs, registries
+from agents import envelope, hooks, registries
+from agents.jobs import submission
 from agents.manifest import subscribes
 from agents.models import Agent, Job, JobTrigger
 from agents.registry import manifest_document
@@ -119,7 +120,7 @@ def _check_admissible(trigger: JobTrigger) -> None:
     """Would the agent's manifest accept the job today? (A webhook's body completes its payload,
     so it is judged per delivery only.) The manifest may change later: firings are judged again."""
     try:
-        jobs.admit(trigger.envelope(key="check"), actor=Principal(agent=trigger.agent))
+        submission.admit(trigger.envelope(key="check"), actor=Principal(agent=trigger.agent))
     except InvalidInput as exc:
         raise ValidationError(
             {"payload": [f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}" for e in exc.errors]}
@@ -143,7 +144,7 @@ def rotate_secret(trigger: JobTrigger, *, actor: Principal) -> JobTrigger:
 
 def _fire(trigger: JobTrigger, *, key: str, extra_payload: dict[str, Any] | None = None) -> tuple[Job, bool]:
     """Submit one firing's job as the trigger's agent; count it when it is new."""
-    job, created = jobs.submit_job(
+    job, created = submission.submit_job(
         trigger.envelope(key=key, extra_payload=extra_payload), actor=Principal(agent=trigger.agent)
     )
     if created:

@@ -78,7 +78,7 @@ def load(size: Size) -> None:
     from django.utils import timezone
 
     from agents.envelope import JobEnvelopeIn
-    from agents.jobs import submit_job
+    from agents.jobs.submission import submit_job
     from agents.models import Agent, Job
     from agents.registry import load_manifest
     from governance.contracts import services as contracts

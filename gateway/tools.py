@@ -17,10 +17,11 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents import approvals, jobs
+from agents import approvals
 from agents.access import owned_job, traced
 from agents.api.jobs import serialize
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
+from agents.jobs import leases, results, submission
 from agents.schemas import JobOut, JobResultOut
 from agents.vocabulary import Registry
 from governance.contracts import services as contracts
@@ -183,24 +184,26 @@ def _writer(principal: Principal, lease_owner: str | None) -> str:
 
 
 def _submit_job(principal: Principal, data: JobEnvelopeIn) -> dict[str, Any]:
-    job, created = jobs.submit_job(data, actor=principal)
+    job, created = submission.submit_job(data, actor=principal)
     return {**serialize(traced(job)), "created": created}
 
 
 def _lease_job(principal: Principal, data: LeaseArguments) -> dict[str, Any]:
     job = owned_job(principal, data.jobId)
     owner = data.owner or _key_prefix(principal)
-    return serialize(jobs.claim_lease(job, actor=principal, owner=owner, ttl_seconds=data.ttlSeconds))
+    return serialize(leases.claim_lease(job, actor=principal, owner=owner, ttl_seconds=data.ttlSeconds))
 
 
 def _update_job_state(principal: Principal, data: StateArguments) -> dict[str, Any]:
     job = owned_job(principal, data.jobId)
-    return serialize(jobs.update_state(job, data.update, actor=principal, writer=_writer(principal, data.leaseOwner)))
+    return serialize(
+        results.update_state(job, data.update, actor=principal, writer=_writer(principal, data.leaseOwner))
+    )
 
 
 def _submit_job_result(principal: Principal, data: ResultArguments) -> dict[str, Any]:
     job = owned_job(principal, data.jobId)
-    return jobs.submit_result(job, data.output, actor=principal, writer=_writer(principal, data.leaseOwner))
+    return results.submit_result(job, data.output, actor=principal, writer=_writer(principal, data.leaseOwner))
 
 
 def _validate_output(principal: Principal, data: ValidateOutputArguments) -> dict[str, Any]:

@@ -36,7 +36,8 @@ import yaml
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import jobs, registries
+from agents import registries
+from agents.jobs import leases
 from agents.models import Agent, Job
 from agents.vocabulary import Registry
 from governance.kernel.principals import SYSTEM, Principal
@@ -533,5 +534,5 @@ def _serve_cron_job() -> str:
     )
     if job is None:
         return ""
-    jobs.claim_lease(job, actor=Principal(agent=job.agent), owner=f"{job.agent.agent_id}/demo-worker")
+    leases.claim_lease(job, actor=Principal(agent=job.agent), owner=f"{job.agent.agent_id}/demo-worker")
     return "; the cron-triggered job was leased and served its ragContext"

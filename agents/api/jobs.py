@@ -9,10 +9,10 @@ from django.urls import reverse
 from ninja import Header, Router, Schema, Status
 from ninja.pagination import paginate
 
-from agents import jobs
 from agents.access import owned_job, traced, visible_job
 from agents.envelope import AgentOutput, GraphStateUpdate, JobEnvelopeIn
 from agents.escalations import describe
+from agents.jobs import leases, results, submission
 from agents.models import Job, JobArtifact
 from agents.schemas import EscalateIn, EscalationOut, JobOut, JobResultOut, LeaseIn
 from governance.kernel.auth import caller
@@ -64,7 +64,7 @@ def serialize(job: Job) -> dict[str, Any]:
 def submit_job(request: HttpRequest, response: HttpResponse, data: JobEnvelopeIn) -> Status:
     """Submit a JobEnvelope. 201 created; 200 with `Idempotent-Replayed: true` and the original
     job when the same idempotency key was seen within the result TTL."""
-    job, created = jobs.submit_job(data, actor=caller(request))
+    job, created = submission.submit_job(data, actor=caller(request))
     traced(job)
     if not created:
         response["Idempotent-Replayed"] = "true"
@@ -83,7 +83,7 @@ def validate_job(request: HttpRequest, data: JobEnvelopeIn) -> dict:
     """Check a JobEnvelope as `POST /jobs` would (R1, intent, parent, inputs, pre-conditions),
     writing nothing: 200 `{"valid": true, "idempotencyKey", "replayOf"}` (the job a submission
     would replay, if any), or the same 403/422 problem `POST /jobs` would answer."""
-    return jobs.validate_job(data, actor=caller(request))
+    return submission.validate_job(data, actor=caller(request))
 
 
 class _LazySerialized:
@@ -124,7 +124,7 @@ def lease_next_job(request: HttpRequest, data: LeaseIn | None = None) -> Status:
     """Lease the calling agent's next ready job: by priority (critical, high, normal, low), then
     oldest first; 204 when none is ready. Concurrent workers each get a different job."""
     principal = caller(request)
-    job = jobs.lease_next(
+    job = leases.lease_next(
         actor=principal, owner=_lease_owner(principal, data), ttl_seconds=data.ttlSeconds if data else None
     )
     return Status(200, serialize(traced(job))) if job is not None else Status(204, None)
@@ -141,7 +141,7 @@ def lease_job(request: HttpRequest, job_id: UUID, data: LeaseIn | None = None) -
     principal = caller(request)
     job = owned_job(principal, job_id)
     ttl = data.ttlSeconds if data else None
-    return serialize(jobs.claim_lease(job, actor=principal, owner=_lease_owner(principal, data), ttl_seconds=ttl))
+    return serialize(leases.claim_lease(job, actor=principal, owner=_lease_owner(principal, data), ttl_seconds=ttl))
 
 
 def _worker(principal: Principal, named: str | None) -> str:
@@ -172,7 +172,7 @@ def update_state(
     dollars against `costUsed`)."""
     principal = caller(request)
     job = owned_job(principal, job_id)
-    return serialize(jobs.update_state(job, data, actor=principal, writer=_worker(principal, lease_owner)))
+    return serialize(results.update_state(job, data, actor=principal, writer=_worker(principal, lease_owner)))
 
 
 @router.post("/{job_id}/result", operation_id="submit_result", response=JobResultOut)
@@ -181,7 +181,7 @@ def submit_result(request: HttpRequest, job_id: UUID, data: AgentOutput, lease_o
     updates: only the current lease owner (or, before any lease, the owner agent) submits."""
     principal = caller(request)
     job = owned_job(principal, job_id)
-    return jobs.submit_result(job, data, actor=principal, writer=_worker(principal, lease_owner))
+    return results.submit_result(job, data, actor=principal, writer=_worker(principal, lease_owner))
 
 
 @router.post("/{job_id}/escalate", operation_id="escalate_job", response={201: EscalationOut})
@@ -190,7 +190,7 @@ def escalate_job(request: HttpRequest, job_id: UUID, data: EscalateIn) -> Status
     routed as the manifest says); 409 before the job started, once it finished, and while an
     escalation of it is still open."""
     principal = caller(request)
-    return Status(201, jobs.escalate(owned_job(principal, job_id), data.reason, actor=principal))
+    return Status(201, results.escalate(owned_job(principal, job_id), data.reason, actor=principal))
 
 
 # The file itself, as text: audit.md as Markdown, backlog.json and graph.json as JSON. Markdown is named first so that

@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from agents.querysets import EscalationQuerySet, JobQuerySet
 
-# Leases go to the most urgent queued job first, then the oldest (``jobs.lease_next``); the
+# Leases go to the most urgent queued job first, then the oldest (``agents.jobs.leases.lease_next``); the
 # queue's partial index below is on this very expression, so the pick is an index scan.
 PRIORITY_RANK = models.Case(
     models.When(priority="critical", then=models.Value(0)),

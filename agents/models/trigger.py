@@ -50,7 +50,7 @@ def event_filter_errors(event: str, value: Any) -> list[str]:
 
 class JobTrigger(models.Model):
     """Creates jobs for ``agent`` from a job template, on a cron schedule, on a signed webhook, or
-    on a platform event. Every job goes through ``agents.jobs.submit_job``, as an API submission
+    on a platform event. Every job goes through ``agents.jobs.submission.submit_job``, as an API submission
     does (manifest, intents, inputs and pre-conditions checked), with ``context.source`` naming
     the kind of trigger. Disabled, never deleted: jobs keep pointing at what created them."""
 

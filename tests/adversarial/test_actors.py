@@ -81,7 +81,7 @@ def test_each_step_of_a_job_is_recorded_as_its_agent(vlevel_api):
 
 @pytest.mark.django_db
 def test_the_job_service_refuses_another_agent_whatever_the_edge(vlevel_api, other_agent):
-    from agents import jobs
+    from agents.jobs import leases
     from agents.models import Job
     from governance.kernel.exceptions import Forbidden
     from governance.kernel.principals import Principal
@@ -90,4 +90,4 @@ def test_the_job_service_refuses_another_agent_whatever_the_edge(vlevel_api, oth
     job = Job.objects.get(pk=vlevel_api.post("/jobs", envelope()).json()["jobId"])
 
     with pytest.raises(Forbidden):
-        jobs.claim_lease(job, actor=Principal(agent=other_agent), owner="thief")
+        leases.claim_lease(job, actor=Principal(agent=other_agent), owner="thief")

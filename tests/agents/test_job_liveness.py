@@ -17,8 +17,9 @@ from django.test import override_settings
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from agents import jobs
 from agents.envelope import JobEnvelopeIn
+from agents.jobs import leases, submission
+from agents.jobs.sweep import sweep
 from agents.models import Escalation, Job, JobArtifact, KpiSample, ToolCall, ToolGrant
 from governance.kernel.models import AuditEvent, TaskRun
 from governance.kernel.principals import Principal
@@ -99,7 +100,7 @@ def test_without_an_owner_the_key_prefix_is_the_worker(vlevel_api, job):
 def test_a_job_requeued_by_the_sweeper_refuses_its_old_worker(vlevel_api, job):
     lease(vlevel_api, job, "w1")
     Job.objects.update(lease_expires_at=past())
-    jobs.sweep()
+    sweep()
 
     assert Job.objects.get().status == "queued"
     assert vlevel_api.post(f"/jobs/{job['jobId']}/result", result(), **owner("w1")).status_code == 409
@@ -123,7 +124,7 @@ def test_an_expired_lease_is_requeued_with_backoff(vlevel_api, job):
     Job.objects.update(lease_expires_at=past())
     before = timezone.now()
 
-    counts = jobs.sweep()
+    counts = sweep()
 
     assert counts["requeued"] == 1
     stored = Job.objects.get()
@@ -133,7 +134,7 @@ def test_an_expired_lease_is_requeued_with_backoff(vlevel_api, job):
     event = AuditEvent.objects.get(action="job.lease_expired")
     assert (event.actor, event.data["owner"], event.data["requeued"]) == ("system", "w1", True)
 
-    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}  # idempotent
+    assert sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}  # idempotent
     assert lease(vlevel_api, job, "w2").status_code == 409  # not before the backoff
     Job.objects.update(next_attempt_at=past())
     assert lease(vlevel_api, job, "w2").json()["lease"]["attempts"] == 2
@@ -146,7 +147,7 @@ def test_the_last_expired_lease_fails_the_job_with_artifacts_escalation_and_kpi(
         Job.objects.update(next_attempt_at=None)  # the backoff has passed
         assert lease(vlevel_api, job, name).status_code == 200
         Job.objects.update(lease_expires_at=past())
-        jobs.sweep()
+        sweep()
 
     stored = Job.objects.get()
     assert stored.status == "failed"
@@ -169,7 +170,7 @@ def test_the_last_expired_lease_fails_the_job_with_artifacts_escalation_and_kpi(
 def test_a_failed_jobs_escalation_goes_to_the_target_agent(vlevel_api, architect, job):
     lease(vlevel_api, job, "w1")
     Job.objects.update(lease_expires_at=past())
-    jobs.sweep()
+    sweep()
 
     escalation = Escalation.objects.get()
     assert escalation.target_agent == architect
@@ -181,8 +182,8 @@ def test_a_failed_jobs_escalation_goes_to_the_target_agent(vlevel_api, architect
 def test_two_sweepers_share_the_work_and_each_job_ends_once(vlevel):
     actor = Principal(agent=vlevel)
     for n in range(12):
-        job, _ = jobs.submit_job(JobEnvelopeIn(**envelope(payload={"urls": [f"https://e.com/{n}"]})), actor=actor)
-        jobs.claim_lease(job, actor=actor, owner=f"w{n}")
+        job, _ = submission.submit_job(JobEnvelopeIn(**envelope(payload={"urls": [f"https://e.com/{n}"]})), actor=actor)
+        leases.claim_lease(job, actor=actor, owner=f"w{n}")
     Job.objects.update(lease_expires_at=past())
     totals: list[dict] = []
     barrier = threading.Barrier(2)
@@ -190,7 +191,7 @@ def test_two_sweepers_share_the_work_and_each_job_ends_once(vlevel):
     def sweeper():
         try:
             barrier.wait()
-            totals.append(jobs.sweep())
+            totals.append(sweep())
         finally:
             connection.close()
 
@@ -216,7 +217,7 @@ def test_a_job_past_expires_at_is_expired_by_the_sweeper(vlevel_api):
     lease(vlevel_api, job, "w1")
     Job.objects.update(expires_at=past())
 
-    assert jobs.sweep()["expired"] == 1
+    assert sweep()["expired"] == 1
 
     stored = Job.objects.get()
     assert stored.status == "expired"
@@ -256,7 +257,7 @@ def test_a_job_past_its_timeout_is_failed_and_refuses_writes(vlevel_api):
     assert refused.status_code == 409
     assert "timeout" in refused.json()["detail"]
 
-    assert jobs.sweep()["timed_out"] == 1
+    assert sweep()["timed_out"] == 1
     stored = Job.objects.get()
     assert stored.status == "failed"
     assert Escalation.objects.get(job=stored).triggers == ["timeout of 60000 ms exceeded"]
@@ -270,7 +271,7 @@ def test_a_job_within_its_timeout_is_left_alone(vlevel_api):
     lease(vlevel_api, job, "w1")
     Job.objects.update(started_at=past(30))
 
-    assert jobs.sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}
+    assert sweep() == {"requeued": 0, "failed": 0, "expired": 0, "timed_out": 0, "errors": 0}
     assert vlevel_api.post(f"/jobs/{job['jobId']}/state", {"currentNode": "x"}, **owner("w1")).status_code == 200
 
 
@@ -388,8 +389,8 @@ def test_beat_and_a_worker_sweep_a_dead_workers_job(tmp_path, vlevel):
     every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
     assert PeriodicTask.objects.filter(name="job sweeper", task="agents.sweep_jobs").update(interval=every_second)
     actor = Principal(agent=vlevel)
-    job, _ = jobs.submit_job(JobEnvelopeIn(**envelope()), actor=actor)
-    job = jobs.claim_lease(job, actor=actor, owner="dead-worker")
+    job, _ = submission.submit_job(JobEnvelopeIn(**envelope()), actor=actor)
+    job = leases.claim_lease(job, actor=actor, owner="dead-worker")
     Job.objects.update(attempts=1, lease_expires_at=past())
 
     child_env = process_env(tmp_path / "var", DATABASE_URL=database_url_of_tests(), JOB_LOCK_RETRY="1")

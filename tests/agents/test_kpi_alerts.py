@@ -12,7 +12,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from agents import jobs
+from agents.jobs.sweep import sweep
 from agents.models import Job, KpiAlert
 from governance.reviews.models import ReviewItem
 from tests.factories.governance import UserFactory
@@ -77,7 +77,7 @@ def test_work_that_never_reports_counts_as_a_failure_and_can_turn_the_kpi_critic
         lease_expires_at=timezone.now() - timedelta(seconds=1),
     )
 
-    assert jobs.sweep()["failed"] == 1
+    assert sweep()["failed"] == 1
 
     assert [item.payload["metric"] for item in kpi_items()] == ["task_success_rate"]
     assert job.escalations.exists()  # and the manifest's escalation fired (seed 001 G5)

@@ -49,7 +49,7 @@ from django.db.models import F
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
 
-from agents import jobs
+from agents.jobs import leases
 from agents.models import Job
 from agents.registry import load_manifest
 from controlplane.celery import app
@@ -154,7 +154,7 @@ def expired_leases(agent, count: int, *, now) -> list[str]:
     ids = []
     for n in range(count):
         job = submit_job(agent, {"urls": [f"https://example.com/{n}"], "depth": 1}, key=f"crash-{n}")
-        ids.append(str(jobs.claim_lease(job, actor=Principal(agent=agent), owner="dead-worker").pk))
+        ids.append(str(leases.claim_lease(job, actor=Principal(agent=agent), owner="dead-worker").pk))
     Job.objects.filter(pk__in=ids).update(lease_expires_at=now - timedelta(seconds=1))
     return ids
 

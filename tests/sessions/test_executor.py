@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from agents.envelope import JobEnvelopeIn
-from agents.jobs import submit_job
+from agents.jobs.submission import submit_job
 from agents.models import Job
 from governance.kernel.principals import Principal
 from sessions.commands import DataCommand, make_command

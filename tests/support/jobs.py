@@ -13,8 +13,8 @@ def submit_job(
     agent: Agent, payload: dict[str, Any], *, intent: str = "seo_audit", key: str | None = None, **envelope: Any
 ) -> Job:
     """A queued job, submitted by the agent through the service."""
-    from agents import jobs
     from agents.envelope import JobEnvelopeIn
+    from agents.jobs import submission
     from governance.kernel.principals import Principal
 
     data = {
@@ -25,18 +25,18 @@ def submit_job(
         "idempotencyKey": key,
         **envelope,
     }
-    return jobs.submit_job(JobEnvelopeIn.model_validate(data), actor=Principal(agent=agent))[0]
+    return submission.submit_job(JobEnvelopeIn.model_validate(data), actor=Principal(agent=agent))[0]
 
 
 def finish_job(job: Job, output: dict[str, Any]) -> Job:
     """Lease the job, report one node, and submit ``output`` (an AgentOutput as a dict)."""
-    from agents import jobs
     from agents.envelope import AgentOutput, GraphStateUpdate
+    from agents.jobs import leases, results
     from governance.kernel.principals import Principal
 
     worker = Principal(agent=job.agent)
-    job = jobs.claim_lease(job, actor=worker, owner="test-worker")
-    job = jobs.update_state(job, GraphStateUpdate(currentNode="work"), actor=worker)
-    jobs.submit_result(job, AgentOutput.model_validate(output), actor=worker)
+    job = leases.claim_lease(job, actor=worker, owner="test-worker")
+    job = results.update_state(job, GraphStateUpdate(currentNode="work"), actor=worker)
+    results.submit_result(job, AgentOutput.model_validate(output), actor=worker)
     job.refresh_from_db()
     return job
