@@ -7,15 +7,16 @@ import json
 from typing import Any
 
 from governance.kernel.audit import AuditAction
-from governance.kernel.principals import SYSTEM
+from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications.models import EventKind
 from governance.reviews.kinds import ANSWER, REJECT, Control, Payload, ReviewKind
 from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import validation
+from sessions.effects import DECLINED, REVIEW_KINDS, granted_tools
 from sessions.machine import Event, Phase
 from sessions.models import AISession
-from sessions.processor import DECLINED, REVIEW_KINDS, apply_event, granted_tools
+from sessions.processor import apply_event
 
 
 def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:
@@ -27,6 +28,15 @@ def _waiting_session(item: ReviewItem, phase: Phase) -> AISession | None:
     if (session.waiting_context or {}).get("reviewItemId") != item.pk:
         return None
     return session
+
+
+def _answer(session: AISession, event: Event, payload: dict[str, Any], decision: ReviewDecision) -> None:
+    """The decision's answer, emitted by whoever decided: the reviewer (whose review permission
+    governance.reviews checked), or the platform for an item that expired."""
+    if decision.user is None:
+        apply_event(session.pk, event, payload, actor=SYSTEM)
+    else:
+        apply_event(session.pk, event, payload, actor=Principal(user=decision.user), as_reviewer=True)
 
 
 def on_validation_decided(item: ReviewItem, decision: ReviewDecision) -> None:
@@ -49,7 +59,7 @@ def on_validation_decided(item: ReviewItem, decision: ReviewDecision) -> None:
                 tools=withdrawn,
             )
             approved = False
-    apply_event(session.pk, Event.VALIDATION_RECEIVED, {"approved": approved}, actor=SYSTEM)
+    _answer(session, Event.VALIDATION_RECEIVED, {"approved": approved}, decision)
 
 
 def on_communication_decided(item: ReviewItem, decision: ReviewDecision) -> None:
@@ -57,7 +67,7 @@ def on_communication_decided(item: ReviewItem, decision: ReviewDecision) -> None
     if session is not None:
         answered = decision.decision == ReviewDecision.Decision.ANSWER and decision.answer is not None
         response = decision.answer if answered else DECLINED
-        apply_event(session.pk, Event.COMMUNICATION_RESPONSE_RECEIVED, {"response": response}, actor=SYSTEM)
+        _answer(session, Event.COMMUNICATION_RESPONSE_RECEIVED, {"response": response}, decision)
 
 
 # What the inbox shows of a session's request, read from the payload the processor writes.

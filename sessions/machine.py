@@ -211,7 +211,7 @@ class State:
 
 class EffectKind(StrEnum):
     """What a transition asks the processor to do; each has exactly one handler
-    (sessions/processor.py, EFFECT_HANDLERS)."""
+    (sessions/effects.py, HANDLERS)."""
 
     ABANDON_WAITING = "abandon_waiting"
     CALL_AI = "call_ai"

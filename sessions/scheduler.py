@@ -32,9 +32,10 @@ from governance.reviews import services as reviews
 from governance.reviews.models import ReviewDecision, ReviewItem
 from sessions import enrichments, processor
 from sessions import limits as session_limits
+from sessions.effects import REVIEW_KINDS
 from sessions.machine import ACTIVE_PHASES, WAITING_PHASES, EndReason, Event, Phase, SessionType
 from sessions.models import AISession, Automation, SessionMessage
-from sessions.processor import REVIEW_KINDS, apply_event
+from sessions.processor import apply_event
 
 logger = logging.getLogger(__name__)
 

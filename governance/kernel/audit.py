@@ -111,6 +111,7 @@ class AuditAction(models.TextChoices):
     SESSION_RESUMED = "session.resumed", "Session resumed"
     SESSION_ACTIONS_REFUSED = "session.actions_refused", "Session actions refused"
     SESSION_APPROVAL_VOIDED = "session.approval_voided", "Session approval voided"
+    SESSION_REVIEW_APPLIED = "session.review_applied", "Reviewer's answer applied to session"
 
     # Automations (sessions.automations, sessions.scheduler).
     AUTOMATION_CREATED = "automation.created", "Automation created"

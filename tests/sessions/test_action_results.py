@@ -11,8 +11,9 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from sessions import scheduler
+from sessions.effects import action_id
 from sessions.models import ActionResult, AISession, Automation, SessionMessage
-from sessions.processor import action_id, next_action
+from sessions.processor import next_action
 
 ACTION = {"type": "mcp__supabase__execute_sql", "params": {"query": "select 1"}}
 

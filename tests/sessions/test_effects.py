@@ -1,22 +1,21 @@
-"""Every effect the state machine can ask for has exactly one handler in the processor, and the
+"""Every effect the state machine can ask for has exactly one handler in sessions/effects.py, and the
 table names nothing else: a new effect kind without its handler fails here, not in production."""
 
 from __future__ import annotations
 
 import inspect
 
-from sessions import machine
+from sessions import effects, machine
 from sessions.machine import EffectKind
-from sessions.processor import EFFECT_HANDLERS, _Run
 
 
 def test_every_effect_kind_has_a_handler():
-    assert set(EFFECT_HANDLERS) == set(EffectKind)
+    assert set(effects.HANDLERS) == set(EffectKind)
 
 
-def test_each_handler_is_the_runs_method_of_that_name():
-    for kind, handler in EFFECT_HANDLERS.items():
-        assert handler is getattr(_Run, f"_{kind.value}")
+def test_each_handler_is_the_effects_function_of_that_name():
+    for kind, handler in effects.HANDLERS.items():
+        assert handler is getattr(effects, kind.value)
 
 
 def test_the_machine_asks_only_for_declared_effects():

@@ -34,7 +34,7 @@ from governance.notifications.models import ComplianceWatch, Delivery, EventKind
 from governance.reviews import kinds as review_kinds
 from governance.reviews import services as reviews
 from memory import lifecycle
-from sessions import processor
+from sessions import effects
 from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope
 from tests.agents.test_kpi_alerts import BAD, run
@@ -346,7 +346,7 @@ def test_every_inbox_kind_the_code_opens_is_announced_or_announces_itself():
         approvals.REVIEW_KIND,
         tools.REVIEW_KIND,
         lifecycle.REVIEW_KIND,
-        *processor.REVIEW_KINDS.values(),
+        *effects.REVIEW_KINDS.values(),
         escalations.REVIEW_KIND,
         kpi_alerts.REVIEW_KIND,
     }
