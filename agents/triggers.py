@@ -71,6 +71,7 @@ def _next_run(trigger: JobTrigger, after: datetime) -> datetime | None:
     return cron_rules.next_after(parsed, after, row.timezone)
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def save_trigger(trigger: JobTrigger, *, actor: Principal, changed: list[str]) -> JobTrigger:
     """Add or change a trigger (operators with the model permission): checked, its next cron
@@ -129,7 +130,7 @@ def _check_admissible(trigger: JobTrigger) -> None:
         raise ValidationError({"agent": [exc.detail]}) from exc
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def rotate_secret(trigger: JobTrigger, *, actor: Principal) -> JobTrigger:
     """A new webhook secret; the old one stops verifying at once."""
     if actor.is_agent or (actor.is_operator and not actor.has_perm("agents.change_jobtrigger")):
@@ -169,6 +170,7 @@ def fire_due(*, now: datetime | None = None, batch: int = 100) -> dict[str, Any]
     counts = {"fired": 0, "replayed": 0, "refused": 0}
     failures = Failures("triggers")
     while True:
+        # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
         with transaction.atomic():
             due = list(
                 JobTrigger.objects.select_for_update(of=("self",), skip_locked=True)
@@ -261,7 +263,7 @@ def receive_webhook(name: str, body: bytes, *, headers: Mapping[str, str]) -> tu
     if not isinstance(data, dict):
         msg = "The body is a JSON object (merged into the job's payload)."
         raise InvalidInput(msg, errors=[{"loc": ["body"], "msg": msg, "type": "dict_type"}])
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         return _fire(trigger, key=_delivery_key(message_id), extra_payload=data)
 
 

@@ -84,6 +84,7 @@ def _check_writer(job: Job, writer: str, now) -> None:
         )
 
 
+# Not durable: lease_next leases in its own transaction; load_demo runs the demo, which calls this, in one.
 @transaction.atomic
 def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | None = None) -> Job:
     """Take or renew the job's lease. A lease held by someone else is refused until it expires;
@@ -120,7 +121,7 @@ def claim_lease(job: Job, *, actor: Principal, owner: str, ttl_seconds: int | No
     return job
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def lease_next(*, actor: Principal, owner: str, ttl_seconds: int | None = None) -> Job | None:
     """Lease the calling agent's next job: critical, then high, normal and low priority, oldest
     first within each; None when nothing is ready. Workers leasing at once skip the rows another

@@ -98,6 +98,7 @@ def _path(path: str) -> list[str | int]:
     return segments
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal, writer: str | None = None) -> Job:
     """``writer``: the worker writing (the API passes X-Lease-Owner or the key prefix); an
@@ -149,6 +150,7 @@ def update_state(job: Job, update: GraphStateUpdate, *, actor: Principal, writer
     return job
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def submit_result(job: Job, output: AgentOutput, *, actor: Principal, writer: str | None = None) -> dict[str, Any]:
     """Store the AgentOutput, check post-conditions, record KPIs, fire escalations, then finish
@@ -240,7 +242,7 @@ def _continue(job: Job, output: AgentOutput) -> Job | None:
     return follow_up
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def escalate(job: Job, reason: str, *, actor: Principal) -> dict[str, Any]:
     """The owner agent escalates the live job it works on with its own reason: 409 before the job
     started (nothing was tried yet) and while an escalation of it is still open (one at a time,

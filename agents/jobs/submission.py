@@ -171,6 +171,7 @@ def submit_job(envelope: JobEnvelopeIn, *, actor: Principal) -> tuple[Job, bool]
     manifest_id, pre_conditions = admission.manifest_id, admission.pre_conditions
     job_id = envelope.jobId or uuid4()
     try:
+        # Not durable: triggers, follow-ups and the demo submit inside a transaction of their own.
         with transaction.atomic():
             if not _claim(agent, key, job_id, now):
                 # Held by a submission that committed first: replay it.

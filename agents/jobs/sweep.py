@@ -65,6 +65,7 @@ def sweep(*, now=None, batch: int = SWEEP_BATCH) -> dict[str, Any]:
         Job.objects.annotate(timeout_at=_TIMEOUT_AT).filter(_due(now)).order_by().values_list("pk", flat=True)[:batch]
     )
     for pk in candidates:
+        # Not durable: periodic's guard holds each job in a savepoint when the run is inside a transaction.
         with failures.guard(f"job {pk}", mark=functools.partial(_unsweepable, pk, now=now)), transaction.atomic():
             job = (
                 Job.objects.select_for_update(of=("self",), skip_locked=True)
