@@ -43,7 +43,7 @@ def request_approval(*, actor: Principal, title: str, details: str = "", payload
     """Open an approval request of the calling agent; the decision is bound to ``payload``'s hash."""
     if actor.agent is None:
         raise Forbidden("Only an agent asks for an approval.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         agent = Agent.objects.select_for_update().get(pk=actor.agent.pk)
         pending = ReviewItem.objects.filter(agent=agent, kind=REVIEW_KIND, status=ReviewItem.Status.PENDING)
         quotas.check(agent, "pending_approvals", pending, actor=actor)

@@ -241,6 +241,7 @@ def process_overdue() -> dict[str, Any]:
     counts = {"reescalated": 0, "expired": 0}
     failures = Failures("escalations")
     for pk in list(Escalation.objects.overdue().values_list("pk", flat=True)):
+        # Not durable: periodic's guard holds each item in a savepoint when the run is inside a transaction.
         with failures.guard(f"escalation {pk}"), transaction.atomic():
             escalation = (
                 Escalation.objects.overdue()

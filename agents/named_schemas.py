@@ -116,6 +116,7 @@ def valid_definition(name: str, definition: Any) -> Definition:
 # Writes -----------------------------------------------------------------------------------------
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def save_schema(
     name: str, definition: Any, *, actor: Principal, label: str | None = None, description: str | None = None
@@ -158,7 +159,7 @@ def save_schema(
     return entry, outcome
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def retire_schema(name: str, *, actor: Principal) -> NamedSchema:
     """Refuse ``name`` to manifests loaded from now on; stored versions keep its definition."""
     _require(actor, "change")

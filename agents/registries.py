@@ -98,6 +98,7 @@ def _valid(adapter: pydantic.TypeAdapter, value: Any, field: str) -> Any:
 ADDED, REINSTATED, UNCHANGED = "added", "reinstated", "unchanged"
 
 
+# Not durable: the admin's change form and load_demo call it inside their own transaction.
 @transaction.atomic
 def add_value(
     registry: Registry, value: str, *, actor: Principal, label: str | None = None
@@ -141,7 +142,7 @@ def _locked(registry: Registry, value: str) -> RegistryEntry:
     return entry
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def retire_value(registry: Registry, value: str, *, actor: Principal) -> RegistryEntry:
     """Refuse new use of ``value``; everything that already has it keeps it. Never a delete."""
     _require(actor, registry, "change")
@@ -153,6 +154,7 @@ def retire_value(registry: Registry, value: str, *, actor: Principal) -> Registr
     return entry
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def relabel_value(registry: Registry, value: str, label: str, *, actor: Principal) -> RegistryEntry:
     """Give ``value`` another label (what pages show); the value itself never changes."""

@@ -30,8 +30,8 @@ from agents.manifest import (
 from agents.models import Agent, AgentManifest, ManifestKpi, ManifestTool
 from agents.vocabulary import Registry, Value
 from governance.contracts.models import Contract
-from governance.kernel.audit import AuditAction
 from governance.kernel import json_guard
+from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
@@ -170,6 +170,7 @@ def _same_content(row: AgentManifest, digest: str) -> bool:
     return row.content_hash == digest or content_hash(Manifest.model_validate(row.document).document()) == digest
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def store_manifest(manifest: Manifest, *, actor: Principal) -> tuple[AgentManifest, bool]:
     """Store and activate ``manifest``. Returns (row, created); created is False for a no-op."""

@@ -16,7 +16,7 @@ def register_agent(*, actor: Principal, agent_id: str, name: str = "") -> Agent:
     if not actor.has_perm("agents.add_agent"):
         raise Forbidden("Registering agents needs the agents.add_agent permission.")
     try:
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             agent = Agent.objects.create(agent_id=agent_id, name=name)
             record(actor=actor, action=AuditAction.AGENT_REGISTERED, target=agent, agent_id=agent_id)
     except IntegrityError as exc:

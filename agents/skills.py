@@ -110,6 +110,7 @@ def version_problem(existing: Skill, spec: SkillSpec) -> str | None:
     return None
 
 
+# Not durable: import_skills and the admin's change form call it inside their own transaction.
 @transaction.atomic
 def save_skill(spec: SkillSpec, *, actor: Principal, enabled: bool | None = None) -> tuple[Skill, str]:
     """Create or move ``spec``'s skill to its version. Returns the row and what happened:
@@ -151,7 +152,7 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def import_skills(text: str, *, actor: Principal) -> ImportReport:
     """A whole YAML catalog, in one transaction: one refused skill leaves the registry as it was."""
     _require_permission(actor, "agents.add_skill")

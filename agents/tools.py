@@ -61,7 +61,7 @@ def _tool(agent: Agent, tool_id: str) -> ManifestTool:
     return tool
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def record_call(
     agent: Agent,
     tool_id: str,

@@ -129,7 +129,7 @@ def run_retention(*, actor: Principal, dry_run: bool = False, batch_size: int | 
             step = Step(policy.name, table, policy.action, setting, days, cutoff, rows, time.monotonic() - clock)
             report.steps.append(step)
     if not dry_run:
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             run = RetentionRun.objects.create(
                 started_at=report.started_at,
                 finished_at=timezone.now(),

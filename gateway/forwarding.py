@@ -37,8 +37,8 @@ from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
 from governance.kernel import metrics, retention
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput
-from governance.kernel.principals import Principal
 from governance.kernel.json_guard import json_errors
+from governance.kernel.principals import Principal
 from governance.reviews.services import payload_hash
 from sessions.models import AISession
 
@@ -249,7 +249,7 @@ def _output(result: types.CallToolResult) -> Any:
         return text
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def finish(
     attempt: Attempt,
     *,

@@ -11,6 +11,7 @@ from governance.kernel.principals import Principal
 from governance.kernel.services import record
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def save_upstream(server: UpstreamServer, *, actor: Principal, changed: list[str]) -> UpstreamServer:
     """Add or change an upstream server: checked (``clean``: a URL the outbound guard allows, a

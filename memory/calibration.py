@@ -152,7 +152,7 @@ def tune(
                 "[tune_search] %s/%s: recall@%s %.3f (95%% lower bound %.3f) at ef_search %s, short of %.2f",
                 *(space.kind, space.model, K, recall, chosen.low, ef, goal),
             )
-        with transaction.atomic():
+        with transaction.atomic(durable=True):
             calibration, _ = SearchCalibration.objects.update_or_create(
                 kind=space.kind,
                 model=space.model,

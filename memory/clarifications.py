@@ -154,6 +154,7 @@ def persist_clarifications(
     origin = provenance.origin(actor, job=job, session=session)
     name = f"{story}-clarifications"
     try:
+        # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
         with transaction.atomic():
             _lock_story(story)
             at = now or timezone.now()  # read under the lock: a later version is never dated earlier

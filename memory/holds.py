@@ -130,7 +130,7 @@ def _require(actor: Principal, perm: str) -> None:
         raise Forbidden(f"This needs the {perm} permission.")
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def quarantine_author(author_id: int, *, actor: Principal) -> dict[str, int]:
     """Hold every live learning and watch note ``author_id`` (an agent's pk) wrote, at once.
     Returns how many of each were held; items already held stay as they are."""
@@ -155,7 +155,7 @@ def _release(items: list[Model], *, actor: Principal) -> None:
         record(actor=actor, action=AuditAction.MEMORY_RELEASED, target=item)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def release_items(items: QuerySet[Any], *, actor: Principal) -> int:
     """Let held items be served again (an operator's decision, one audit row each)."""
     _require(actor, "memory.change_learning")

@@ -92,7 +92,7 @@ def embed(kind: str, object_ids: list[int], *, backend=None) -> int:
     if kind == "learning":
         archived = set(Learning.objects.filter(pk__in=todo, scope=Learning.Scope.ARCHIVED).values_list("pk", flat=True))
     subjects = {obj.pk: obj.subject_id for obj in objects} if kind == "subject" else {}
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         unchanged = {
             obj.pk
             for obj in embeddable(kind).select_for_update().filter(pk__in=todo)

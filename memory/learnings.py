@@ -25,6 +25,7 @@ from memory.models import GateResult, Learning
 from memory.tags import canonical_tags, compute_tags_hash
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def create_learning(
     *,
@@ -70,6 +71,7 @@ def create_learning(
     return learning
 
 
+# Not durable: a job's result records its gate verdict inside the result's transaction.
 @transaction.atomic
 def record_gate_result(
     *,
@@ -101,7 +103,7 @@ class GateVerdict(NamedTuple):
     at: datetime
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def record_gate_results(*, actor: Principal, results: Iterable[GateVerdict]) -> tuple[int, int]:
     """Store a batch of past gate results, as ``record_gate_result`` stores one, at their own times.
 

@@ -58,7 +58,7 @@ class LifecycleReport:
     error_items: list[dict[str, str]] = field(default_factory=list)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def migrate_scopes() -> LifecycleReport:
     """Mark every learning as migrated (seed --migrate): rows imported without a scope got
     `story` on the way in; the sentinel makes the step idempotent (TC-NOM-08)."""
@@ -200,6 +200,7 @@ REVIEW = ReviewKind(
 )
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def evict(*, today: date | None = None) -> LifecycleReport:
     """Archive, in one transaction, every live learning older than EVICTION_AGE_DAYS (from
@@ -280,7 +281,7 @@ def _to_archive(current: scope.Scope) -> scope.Scope:
     return scope.transition(current, scope.Scope.ARCHIVED)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def archive(learning_id: int, *, actor: Principal) -> Learning:
     """An operator archives a live learning: it leaves the searches and injection blocks."""
     return _move_by_hand(
@@ -288,13 +289,13 @@ def archive(learning_id: int, *, actor: Principal) -> Learning:
     )
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def restore(learning_id: int, *, actor: Principal) -> Learning:
     """An operator takes a learning out of the archive, back to `story` (scope.restore_target)."""
     return _move_by_hand(learning_id, actor=actor, action=AuditAction.LEARNING_RESTORED, rule=scope.restore_target)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def demote(learning_id: int, *, actor: Principal) -> Learning:
     """An operator moves a learning one scope down (scope.demotion_target)."""
     return _move_by_hand(learning_id, actor=actor, action=AuditAction.LEARNING_DEMOTED, rule=scope.demotion_target)

@@ -152,7 +152,7 @@ def erase(kind_name: str, object_id: int, *, actor: Principal) -> None:
     """Delete the row, its vectors and (learnings) its injections and proposals; rescore its key."""
     kind = KINDS[kind_name]
     require_operator(actor, _perm(kind, "delete"))
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         row = _locked(kind, object_id)
         record(actor=actor, action=kind.erased, target=row)
         _scrub_copies(row, kind)
@@ -169,7 +169,7 @@ def redact(kind_name: str, object_id: int, *, actor: Principal) -> None:
     """Replace the row's content with ``[redacted]`` and drop its vectors for good."""
     kind = KINDS[kind_name]
     require_operator(actor, _perm(kind, "change"))
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         row = _locked(kind, object_id)
         _scrub_copies(row, kind)  # first: a learning's tombstone hashes the text it had
         fields = [*kind.content, "redacted_at"]

@@ -247,6 +247,7 @@ def _one_run_at_a_time() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_RUN_LOCK])
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def compute_reuse_scores(*, full: bool = False) -> ScoringOutcome:
     started = timezone.now()

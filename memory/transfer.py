@@ -429,7 +429,7 @@ def import_learnings(
     report = ImportReport(source=source, kind="archive" if archive else "learnings")
     started, now = time.monotonic(), timezone.now()
     number = 0
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         _lock()
         pending: list[_Pending] = []
         for number, raw in enumerate(lines, start=1):
@@ -552,7 +552,7 @@ def import_injections(
     report = ImportReport(source=source, kind="injections")
     started = time.monotonic()
     number = 0
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         _lock()
         pending: list[tuple[int, dict[str, Any]]] = []
         for number, raw in enumerate(lines, start=1):
@@ -746,7 +746,7 @@ def export_learnings(out_dir: Path) -> ExportReport:
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     outermost = not connection.in_atomic_block
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         if outermost:  # a snapshot of the first query for all three files
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")

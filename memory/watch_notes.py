@@ -122,7 +122,7 @@ def index_veille(directory: Path, *, actor: Principal, warn: Callable[[str], Non
             reasons[key] = f"invalid: {reason}"
             emit(f"[veille] {key} skipped: {reason}")
 
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         _lock_veille()
         existing = {note.path: note for note in VeilleNote.objects.filter(path__startswith=prefix)}
         new = [VeilleNote(**values) for path, values in found.items() if path not in existing]
@@ -185,6 +185,7 @@ def add_note(text: str, name: str | None, *, actor: Principal) -> tuple[VeilleNo
         key = f"api/{values['date'].isoformat()}-{slugify(values['title'])[:120] or 'note'}.md"
         values["path"] = key
     provenance.check_watch_note_write(actor)
+    # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
     with transaction.atomic():
         _lock_veille()
         existing = VeilleNote.objects.filter(path=key).first()

@@ -27,9 +27,9 @@ from governance.kernel import cron as cron_rules
 from governance.kernel import dispatch
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError, Forbidden, InvalidInput, NotFound
+from governance.kernel.json_guard import error
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
-from governance.kernel.json_guard import error
 from sessions import enrichments, scheduler
 from sessions.models import AISession, Automation, ProviderProfile
 from sessions.profiles import is_system
@@ -173,6 +173,7 @@ def _require(actor: Principal, agent: Agent, perm: str) -> None:
         raise Forbidden(f"This needs the {perm} permission.")
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def create_automation(
     agent: Agent,
@@ -269,6 +270,7 @@ def _schedule_changes(automation: Automation, changes: dict[str, Any]) -> tuple[
     return interval, cron
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def change_automation(automation_id: int, *, actor: Principal, **changes: Any) -> Automation:
     """Switch, reschedule, rename or re-host an automation (any of ``CHANGEABLE``).

@@ -75,6 +75,7 @@ def _audit_fields(profile: ProviderProfile) -> dict[str, Any]:
     }
 
 
+# Not durable: the admin's change form and load_demo call it inside their own transaction.
 @transaction.atomic
 def create_profile(
     *,
@@ -109,6 +110,7 @@ def create_profile(
     return profile
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def change_profile(profile_id: int, *, actor: Principal, **changes: Any) -> ProviderProfile:
     """Change some of ``CHANGEABLE``; the whole profile is checked again (a new URL or the

@@ -113,6 +113,7 @@ def check_queue_quota(agent: Agent, actor: Principal) -> None:
     quotas.check(locked, "queued_sessions", AISession.objects.filter(QUEUED, agent=locked), actor=actor)
 
 
+# Not durable: load_demo runs each app's demo, which calls this, in one transaction.
 @transaction.atomic
 def start_chat(
     agent: Agent,
@@ -185,7 +186,7 @@ def _new_runs(automations: list[Automation], trigger: str, now: datetime) -> lis
     return runs
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def queue_automation_session(
     agent: Agent,
     *,
@@ -229,6 +230,7 @@ def queue_automation_session(
     return session
 
 
+# Not durable: an event automation runs inside the transaction of the event that fired it.
 @transaction.atomic
 def execute_automation(
     automation: Automation,
@@ -285,7 +287,7 @@ def _store_instructions(session: AISession, messages: list[dict[str, Any]], now:
         SessionMessage.objects.create(session=session, seq=n, timestamp=now, sender="USER", rich_content=rich)
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -> AISession:
     """STOP: the session ends CANCELLED and never resumes; who stopped it is recorded, and a
     question it left with the reviewers is withdrawn. The owning agent or an operator with the
@@ -309,6 +311,7 @@ def stop(session: AISession, *, actor: Principal, now: datetime | None = None) -
 def fill_slot(agent_id: int, *, now: datetime) -> AISession | None:
     """If the agent's slot is free: resume the oldest queued or orphaned session, else start a
     due SCHEDULED automation (only when nothing is queued)."""
+    # Not durable: every write that frees or fills an agent's slot calls it inside its own transaction.
     with transaction.atomic():
         agent = _locked_agent(agent_id)
         if agent is None or AISession.objects.filter(agent=agent, is_active=True).exists():
@@ -346,7 +349,7 @@ def _start_batch(agent_ids: list[int], now: datetime, failures: periodic.Failure
     one by one (a refused activation, a second active session) or fails, it is rolled back and
     that path decides for each agent of the batch: an agent whose start fails is reported under
     ``errors`` without holding back the others."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = list(
             Agent.objects.select_for_update(skip_locked=True)
             .filter(pk__in=agent_ids)
@@ -401,6 +404,7 @@ def fire_timer(session_id: str, event: str, at: str, *, now: datetime | None = N
     """Fire a session's timer if it is still the one armed and it is due (a re-armed or
     cancelled timer is ignored)."""
     now = now or timezone.now()
+    # Not durable: periodic's guard holds each item in a savepoint when the run is inside a transaction.
     with transaction.atomic():
         session = AISession.objects.select_for_update(skip_locked=True).filter(pk=session_id).first()
         if session is None or session.timer_event != event or session.timer_at is None:
@@ -428,6 +432,7 @@ def fire_deadline(session_id: str, at: str, *, now: datetime | None = None) -> b
     """The active phase's deadline, if it is still the one armed and it has passed; the machine
     decides what an overdue phase means (sessions.machine.deadline_passed)."""
     now = now or timezone.now()
+    # Not durable: periodic's guard holds each item in a savepoint when the run is inside a transaction.
     with transaction.atomic():
         session = AISession.objects.select_for_update(skip_locked=True).filter(pk=session_id, is_active=True).first()
         if session is None or session.phase_deadline_at is None:

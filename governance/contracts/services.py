@@ -123,6 +123,7 @@ def _rules(doc: contract_catalog.ContractDoc) -> list[contract_rules.FieldRule]:
     return rules
 
 
+# Not durable: import_catalog, add_missing and the admin's change form call it inside their own transaction.
 @transaction.atomic
 def save_contract(doc: contract_catalog.ContractDoc, *, actor: Principal) -> tuple[Contract, str]:
     """Store ``doc`` as the next version of its contract unless the current one says the same.
@@ -164,6 +165,7 @@ def import_catalog(text: str, *, actor: Principal) -> ImportReport:
     row imports nothing."""
     docs = _parse_catalog(text)
     report = ImportReport()
+    # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
     with transaction.atomic():
         for doc in docs:
             _, status = save_contract(doc, actor=actor)
@@ -182,7 +184,7 @@ def add_missing(text: str, *, actor: Principal) -> ImportReport:
     each contract once."""
     docs = _parse_catalog(text)
     report = ImportReport()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [CATALOG_LOCK])
         names = [doc.name for doc in docs]
@@ -299,6 +301,7 @@ def check(
                 checked_at=item.at or now,
             )
         )
+    # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
     with transaction.atomic():
         ContractCheck.objects.bulk_create(rows)
         _aggregate(rows)

@@ -51,6 +51,7 @@ def apply(policy: Policy, cutoff: datetime, *, batch_size: int) -> int:
         raise ValueError("batch_size must be at least 1")
     done = 0
     while True:
+        # Not durable: periodic's guard holds each step in a savepoint when the run is inside a transaction.
         with transaction.atomic():
             candidates = policy.candidates(cutoff).order_by().select_for_update(skip_locked=True, of=("self",))
             ids = list(candidates.values_list("pk", flat=True)[:batch_size])

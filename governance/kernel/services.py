@@ -66,6 +66,7 @@ def refused_key(plain: str) -> ApiKey | None:
     return api_key
 
 
+# Not durable: the demo credentials mint the demo keys and accounts in one transaction.
 @transaction.atomic
 def issue_api_key(
     *,
@@ -111,7 +112,7 @@ def _minter(actor: Principal, user: AbstractBaseUser, named: str) -> str:
     return named or actor.label
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def revoke_api_key(api_key: ApiKey, *, actor: Principal) -> ApiKey:
     """Revoke a key at once; revoking twice keeps the first revocation."""
     locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)

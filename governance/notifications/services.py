@@ -53,6 +53,7 @@ def _require(actor: Principal, perm: str) -> None:
         raise Forbidden(f"Managing notification rules needs the {perm} permission.")
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def save_rule(rule: NotificationRule, *, actor: Principal, changed: list[str]) -> NotificationRule:
     """Add or change a rule (operators with the model permission): checked (the target above
@@ -73,7 +74,7 @@ def save_rule(rule: NotificationRule, *, actor: Principal, changed: list[str]) -
     return rule
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def rotate_secret(rule: NotificationRule, *, actor: Principal) -> NotificationRule:
     """A new signing secret; signatures made with the old one no longer verify."""
     _require(actor, "governance.change_notificationrule")
@@ -156,6 +157,7 @@ def compliance_rules() -> list[NotificationRule]:
     return list(rules.select_related("agent"))
 
 
+# Not durable: contracts.check measures compliance inside the transaction of the check.
 @transaction.atomic
 def compliance_measured(
     rule: NotificationRule, *, contract: str, percent: float, link_path: str, facts: dict[str, Any]

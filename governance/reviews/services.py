@@ -84,6 +84,7 @@ def _require_reviewer(actor: Principal) -> None:
         raise Forbidden("Deciding review items needs the reviewer permission.")
 
 
+# Not durable: deciding runs inside other writes too (bulk decisions, expiry, an escalation that expires).
 @transaction.atomic
 def decide(
     item_id: int,

@@ -63,6 +63,7 @@ def _get(key: str) -> Subject:
     return subject
 
 
+# Not durable: the admin's change form calls it inside Django's own transaction.
 @transaction.atomic
 def restrict(subject: Subject, agent_ids: Iterable[str], *, actor: Principal) -> list[str]:
     """Only the named agents reach ``subject`` from now on; an empty list lifts the restriction."""

@@ -67,7 +67,7 @@ def record(
     current emotion is not realistic; otherwise the history, the transition counts and averages
     and the statistics change together."""
     at = at or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         state, _ = EmotionState.objects.get_or_create(subject=subject)
         state = EmotionState.objects.select_for_update().get(pk=state.pk)
         verdict = allowed(matrix(state.current_emotion), state.current_emotion, emotion)

@@ -95,7 +95,7 @@ def record_interactions(
     ``update_frequency`` interactions the pending deltas are applied, and a snapshot says why.
     Returns the snapshot when one was written."""
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         state, created = PersonalityState.objects.get_or_create(subject=subject, defaults={"traits": DEFAULT_TRAITS})
         if created:  # the seed's history starts with the defaults the personality was born with
             TraitSnapshot.objects.create(subject=subject, timestamp=now, traits=DEFAULT_TRAITS, reason=INITIAL_REASON)

@@ -135,6 +135,7 @@ def import_documents(key: str, documents: dict[str, Any], *, actor: Principal, l
     except docs.DocumentErrors as exc:
         raise _invalid(exc, loc or []) from exc
     counts: dict[str, int] = {}
+    # Not durable: load_demo runs each app's demo, which calls this, in one transaction.
     with transaction.atomic():
         subject, _ = Subject.objects.select_for_update().get_or_create(key=key)
         meta = dict(subject.documents)
@@ -542,7 +543,7 @@ def add_fact(subject: Subject, kind: str, values: dict[str, Any], *, actor: Prin
     """A new preference, event or relationship with the subject's next id, and its memory text
     (embedded by the worker) so that search finds it."""
     model, id_field, prefix = FACT_KINDS[kind]
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         fact = model.objects.create(subject=subject, **{id_field: next_id(subject, prefix)}, **values)
         text = _fact_text(kind, fact)
         at = getattr(fact, "timestamp", None) or docs.now()
@@ -584,7 +585,7 @@ def correct_fact(subject: Subject, kind: str, fact_id: str, values: dict[str, An
     """An operator fixes (``values``) or deletes (``None``) a wrong fact; the audit trail says who
     and when, and which fact, but not the personal data itself."""
     model, id_field, _ = FACT_KINDS[kind]
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         fact = model.objects.select_for_update().filter(subject=subject, **{id_field: fact_id}).first()
         if fact is None:
             raise NotFound(f"No {kind} {fact_id} for this subject.")
@@ -620,7 +621,7 @@ def erase(subject: Subject, *, actor: Principal) -> str:
     from governance.kernel.models import AuditEvent
 
     erasure_id = uuid.uuid4().hex
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = Subject.objects.select_for_update().get(pk=subject.pk)
         Embedding.objects.filter(subject=locked).delete()
         AuditEvent.objects.filter(target_type=Subject._meta.label_lower, target_id=str(locked.pk)).delete()
