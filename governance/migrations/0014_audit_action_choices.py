@@ -79,6 +79,7 @@ class Migration(migrations.Migration):
                     ("session.resumed", "Session resumed"),
                     ("session.actions_refused", "Session actions refused"),
                     ("session.approval_voided", "Session approval voided"),
+                    ("session.review_applied", "Reviewer's answer applied to session"),
                     ("automation.created", "Automation created"),
                     ("automation.changed", "Automation changed"),
                     ("automation.event_refused", "Automation event refused"),
