@@ -68,7 +68,6 @@ from governance.kernel.admin import (
     UnboundedList,
 )
 from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
-from governance.kernel.principals import Principal
 
 
 def manifest_yaml(manifest: AgentManifest) -> str:
@@ -445,9 +444,7 @@ class AgentManifestAdmin(ReadOnlyAdmin):
         problem, errors = "", []
         if request.method == "POST" and form.is_valid():
             try:
-                manifest, created = registry.load_manifest(
-                    form.cleaned_data["source"], actor=Principal(user=request.user)
-                )
+                manifest, created = registry.load_manifest(form.cleaned_data["source"], actor=signed_in(request))
             except InvalidInput as exc:
                 problem, errors = exc.detail, [_error_row(error) for error in exc.errors]
             except (Conflict, Forbidden) as exc:

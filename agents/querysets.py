@@ -113,7 +113,8 @@ class KpiSampleQuerySet(models.QuerySet):
         """Each KPI of the active manifest with its mean over the window and its status, where that
         mean comes from (``source``: derived by the platform, or reported by the agent for a KPI the
         platform cannot measure) and the mean of what the agent reported (``reported``)."""
-        if agent.active_manifest_id is None:
+        manifest = agent.active_manifest
+        if manifest is None:
             return []
         since = timezone.now() - timedelta(days=window_days)
         means = self.averages([agent.pk], since)
@@ -131,7 +132,7 @@ class KpiSampleQuerySet(models.QuerySet):
                 "source": "derived" if kpi.metric_id in DERIVED_METRICS else "reported",
                 "reported": claims.get((agent.pk, kpi.metric_id)),
             }
-            for kpi in agent.active_manifest.kpis.all()
+            for kpi in manifest.kpis.all()
         ]
 
     def trend(self, agent: Agent, metric_id: str, days: int) -> list[tuple[str, float]]:

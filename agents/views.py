@@ -21,7 +21,7 @@ from django.utils.http import content_disposition_header
 from agents import registry, skills
 from agents.forms import AgentFilterForm, JobFilterForm, KpiWindowForm
 from agents.models import Agent, Job, KpiSample
-from governance.kernel.principals import Principal
+from governance.kernel.access import signed_in
 from governance.kernel.views import is_partial, render_page
 
 JOBS_PER_PAGE = 50
@@ -32,14 +32,10 @@ view_agents = permission_required("agents.view_agent", raise_exception=True)
 view_jobs = permission_required("agents.view_job", raise_exception=True)
 
 
-def _principal(request: HttpRequest) -> Principal:
-    return Principal(user=request.user)
-
-
 @login_required
 @view_agents
 def agent_list(request: HttpRequest) -> HttpResponse:
-    visible = Agent.objects.visible_to(_principal(request))
+    visible = Agent.objects.visible_to(signed_in(request))
     form = AgentFilterForm(request.GET, owners=visible.owners())
     filters = form.values()
     status = filters.pop("status", "")
@@ -78,7 +74,7 @@ def _kpi_rows(agent: Agent, window_days: int) -> list[dict[str, Any]]:
 @view_agents
 def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
     agent = get_object_or_404(
-        Agent.objects.visible_to(_principal(request)).select_related("active_manifest"), agent_id=agent_id
+        Agent.objects.visible_to(signed_in(request)).select_related("active_manifest"), agent_id=agent_id
     )
     window_form = KpiWindowForm(request.GET or None)
     window_days = window_form.days()
@@ -99,7 +95,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
         inputs=document.get("inputs", []) if document else [],
         outputs=document.get("outputs", []) if document else [],
         recent_jobs=(
-            Job.objects.visible_to(_principal(request)).filter(agent=agent).for_list()[:RECENT_JOBS]
+            Job.objects.visible_to(signed_in(request)).filter(agent=agent).for_list()[:RECENT_JOBS]
             if request.user.has_perm("agents.view_job")
             else None
         ),
@@ -111,7 +107,7 @@ def agent_detail(request: HttpRequest, agent_id: str) -> HttpResponse:
 @view_agents
 def manifest_detail(request: HttpRequest, agent_id: str, version: str) -> HttpResponse:
     """One version's document as YAML: what the agent was (or is) bound to."""
-    agent = get_object_or_404(Agent.objects.visible_to(_principal(request)), agent_id=agent_id)
+    agent = get_object_or_404(Agent.objects.visible_to(signed_in(request)), agent_id=agent_id)
     manifest = get_object_or_404(agent.manifests, version=version)
     document = yaml.safe_dump(manifest.document, sort_keys=True, allow_unicode=True)
     context = {"agent": agent, "manifest": manifest, "document": document}
@@ -121,7 +117,7 @@ def manifest_detail(request: HttpRequest, agent_id: str, version: str) -> HttpRe
 @login_required
 @view_jobs
 def job_list(request: HttpRequest) -> HttpResponse:
-    principal = _principal(request)
+    principal = signed_in(request)
     form = JobFilterForm(request.GET, agents=Agent.objects.visible_to(principal))
     jobs = Job.objects.visible_to(principal).for_list().filtered(**form.values())
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
@@ -130,7 +126,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 def _visible_job(request: HttpRequest, job_id: Any) -> Job:
-    jobs = Job.objects.visible_to(_principal(request)).select_related("agent", "manifest", "parent__agent")
+    jobs = Job.objects.visible_to(signed_in(request)).select_related("agent", "manifest", "parent__agent")
     return get_object_or_404(jobs, pk=job_id)
 
 

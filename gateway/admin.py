@@ -13,8 +13,8 @@ from django.http import HttpRequest
 from gateway import services
 from gateway.forms import REFUSALS
 from gateway.models import GatewayCall, UpstreamServer, stdio_commands
+from governance.kernel.access import signed_in
 from governance.kernel.admin import KnownValuesFilter, NoDelete, ReadOnlyAdmin, UnboundedList
-from governance.kernel.principals import Principal
 
 
 class UpstreamServerForm(forms.ModelForm):
@@ -52,7 +52,7 @@ class UpstreamServerAdmin(NoDelete, admin.ModelAdmin):
         return obj.secret_status or "none named"
 
     def save_model(self, request: HttpRequest, obj: UpstreamServer, form: forms.ModelForm, change: bool) -> None:
-        services.save_upstream(obj, actor=Principal(user=request.user), changed=list(form.changed_data))
+        services.save_upstream(obj, actor=signed_in(request), changed=list(form.changed_data))
 
 
 class RefusalFilter(KnownValuesFilter):

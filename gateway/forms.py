@@ -62,7 +62,7 @@ class CallFilterForm(FilterForm):
         server.empty_label = "Any"
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         for name in ("since", "until"):
             day = data.get(name)
             if day is not None and day < OLDEST_DAY:

@@ -20,8 +20,8 @@ from gateway import health, reports
 from gateway.forms import REFUSALS, CallFilterForm, WindowForm
 from gateway.models import GatewayCall, UpstreamServer
 from gateway.querysets import GatewayCallQuerySet
+from governance.kernel.access import signed_in
 from governance.kernel.pagination import EstimatedCountPaginator
-from governance.kernel.principals import Principal
 from governance.kernel.views import render_page
 
 VIEW_CALLS = "gateway.view_gatewaycall"
@@ -34,7 +34,7 @@ view_agent_calls = permission_required([VIEW_CALLS, "agents.view_agent"], raise_
 
 
 def _calls(request: HttpRequest) -> GatewayCallQuerySet:
-    return GatewayCall.objects.visible_to(Principal(user=request.user))
+    return GatewayCall.objects.visible_to(signed_in(request))
 
 
 @login_required
@@ -61,7 +61,7 @@ def servers(request: HttpRequest) -> HttpResponse:
 @require_GET
 def agent(request: HttpRequest, agent_id: str) -> HttpResponse:
     """One agent's way through the gateway: the upstream tools it is granted, its last calls."""
-    principal = Principal(user=request.user)
+    principal = signed_in(request)
     found = get_object_or_404(
         Agent.objects.visible_to(principal).only("pk", "agent_id", "name", "active_manifest_id"), agent_id=agent_id
     )
@@ -95,7 +95,7 @@ def calls_csv(request: HttpRequest) -> StreamingHttpResponse:
     form = CallFilterForm(request.GET)
     found = _calls(request).filtered(**form.values()).order_by("-called_at", "-id")
     response = StreamingHttpResponse(reports.csv_lines(found), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = content_disposition_header(True, "gateway-calls.csv")
+    response["Content-Disposition"] = content_disposition_header(True, "gateway-calls.csv") or "attachment"
     return response
 
 

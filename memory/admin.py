@@ -32,6 +32,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from governance.kernel.access import signed_in
 from governance.kernel.admin import ReadOnlyAdmin
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import DomainError
@@ -410,7 +411,7 @@ class SubjectAdmin(MemoryAdmin):
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         agents = form.cleaned_data["allowed_agents"]
-        restrict(form.instance, [agent.agent_id for agent in agents], actor=Principal(user=request.user))
+        restrict(form.instance, [agent.agent_id for agent in agents], actor=signed_in(request))
 
     @admin.display(description="Restricted to")
     def restricted_to(self, obj: Subject) -> str:
@@ -593,7 +594,7 @@ class TransitionProbabilityAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: TransitionProbability, form: forms.ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
         record(
-            actor=Principal(user=request.user),
+            actor=signed_in(request),
             action=AuditAction.TRANSITION_PROBABILITY_CHANGED if change else AuditAction.TRANSITION_PROBABILITY_ADDED,
             target=obj,
             move=f"{obj.from_emotion} -> {obj.to_emotion}",
@@ -603,7 +604,7 @@ class TransitionProbabilityAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: TransitionProbability) -> None:
         record(
-            actor=Principal(user=request.user),
+            actor=signed_in(request),
             action=AuditAction.TRANSITION_PROBABILITY_DELETED,
             target=obj,
             move=f"{obj.from_emotion} -> {obj.to_emotion}",

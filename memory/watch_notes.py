@@ -127,9 +127,9 @@ def index_veille(directory: Path, *, actor: Principal, warn: Callable[[str], Non
         existing = {note.path: note for note in VeilleNote.objects.filter(path__startswith=prefix)}
         new = [VeilleNote(**values) for path, values in found.items() if path not in existing]
         VeilleNote.objects.bulk_create(new)
-        changed = [note.pk for note in new]
-        for note in new:
-            record(actor=actor, action=AuditAction.VEILLE_INDEXED, target=note, path=note.path)
+        changed = [added.pk for added in new]
+        for added in new:
+            record(actor=actor, action=AuditAction.VEILLE_INDEXED, target=added, path=added.path)
         for path, values in found.items():
             note = existing.get(path)
             if note is None:

@@ -14,10 +14,10 @@ from django.contrib import admin
 from django.db.models import Q
 from django.http import HttpRequest
 
+from governance.kernel.access import signed_in
 from governance.kernel.admin import NoDelete, ReadOnly, UnboundedList
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import InvalidInput
-from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from sessions import automations as automation_actions
 from sessions import profiles
@@ -176,7 +176,7 @@ class AutomationAdmin(NoDelete, admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Automation, form: forms.ModelForm, change: bool) -> None:
         """sessions/automations.py computes the next run, audits and wakes the scheduler."""
         changes = {name: form.cleaned_data.get(name) for name in form.changed_data}
-        saved = automation_actions.change_automation(obj.pk, actor=Principal(user=request.user), **changes)
+        saved = automation_actions.change_automation(obj.pk, actor=signed_in(request), **changes)
         obj.next_run_at = saved.next_run_at
 
 
@@ -231,7 +231,7 @@ class ProviderProfileAdmin(NoDelete, admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: ProviderProfile, form: forms.ModelForm, change: bool) -> None:
         """Through sessions/profiles.py: checked (the base URL through the outbound guard) and audited."""
-        actor = Principal(user=request.user)
+        actor = signed_in(request)
         if change:
             changes = {name: form.cleaned_data[name] for name in form.changed_data if name in profiles.CHANGEABLE}
             saved = profiles.change_profile(obj.pk, actor=actor, **changes)
@@ -251,7 +251,7 @@ class PromptChunkAdmin(NoDelete, admin.ModelAdmin):
         """Chunks reach every model call: who changed which is kept in the audit trail."""
         super().save_model(request, obj, form, change)
         record(
-            actor=Principal(user=request.user),
+            actor=signed_in(request),
             action=AuditAction.PROMPT_CHUNK_CHANGED if change else AuditAction.PROMPT_CHUNK_ADDED,
             target=obj,
             fields=list(form.changed_data),

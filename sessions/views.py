@@ -24,9 +24,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from governance.kernel import live
+from governance.kernel.access import signed_in
 from governance.kernel.exceptions import Conflict
 from governance.kernel.pagination import EstimatedCountPaginator
-from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
 from governance.reviews.models import ReviewItem
 from sessions import scheduler
@@ -176,7 +176,7 @@ def session_stop(request: HttpRequest, session_id: UUID) -> HttpResponse:
     already ended is not an error page: the state card says so."""
     session = _session(session_id)
     try:
-        session = scheduler.stop(session, actor=Principal(user=request.user))
+        session = scheduler.stop(session, actor=signed_in(request))
         notice = "Stopped: the session ended as cancelled."
     except Conflict as exc:
         session = _session(session_id)

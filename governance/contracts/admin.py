@@ -11,8 +11,8 @@ from django.utils.html import format_html
 from governance.contracts import services as contracts
 from governance.contracts.forms import ContractMarkdownForm
 from governance.contracts.models import Contract, ContractCheck, ContractDailyStat, ContractField, ContractViolationStat
+from governance.kernel.access import signed_in
 from governance.kernel.admin import KnownValuesFilter, ReadOnlyAdmin, ReadOnlyTabular, UnboundedList
-from governance.kernel.principals import Principal
 
 
 class ContractFieldInline(ReadOnlyTabular):
@@ -67,7 +67,7 @@ class ContractAdmin(admin.ModelAdmin):
         return False  # audit records point to their version
 
     def save_model(self, request: HttpRequest, obj: Contract, form: ContractMarkdownForm, change: bool) -> None:
-        saved, status = contracts.save_contract(form.cleaned_data["markdown"], actor=Principal(user=request.user))
+        saved, status = contracts.save_contract(form.cleaned_data["markdown"], actor=signed_in(request))
         obj.saved_version = (saved, status)
 
     def save_related(self, request: HttpRequest, form: ContractMarkdownForm, formsets: list, change: bool) -> None:

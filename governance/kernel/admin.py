@@ -13,9 +13,9 @@ from django.core.paginator import Paginator
 from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
 
+from governance.kernel.access import signed_in
 from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
 from governance.kernel.pagination import EstimatedCountPaginator
-from governance.kernel.principals import Principal
 from governance.kernel.services import issue_api_key, revoke_api_key
 
 
@@ -142,9 +142,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if change:
             obj.save(update_fields=["name"])
             return
-        created, plain = issue_api_key(
-            actor=Principal(user=request.user), name=obj.name, agent=obj.agent, user=obj.user
-        )
+        created, plain = issue_api_key(actor=signed_in(request), name=obj.name, agent=obj.agent, user=obj.user)
         obj.pk, obj.prefix, obj.kind = created.pk, created.prefix, created.kind
         messages.warning(request, f"Copy this key now; it will not be shown again: {plain}")
 
@@ -153,7 +151,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        actor = Principal(user=request.user)
+        actor = signed_in(request)
         for api_key in queryset:
             revoke_api_key(api_key, actor=actor)
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)

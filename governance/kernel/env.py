@@ -11,6 +11,7 @@ import os
 import re
 import socket
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -106,7 +107,7 @@ def listing(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in string(name, default).split(",") if item.strip()]
 
 
-def database_from_url(url: str) -> dict:
+def database_from_url(url: str) -> dict[str, Any]:
     """Django DATABASES entry for a ``postgres://`` / ``postgresql://`` URL.
 
     A socket directory may be given as ``?host=/path`` (libpq style) or URL-encoded in the host part.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -105,19 +105,19 @@ def _declare(store: Store) -> None:
     STORES[store.name] = store
 
 
-def slot(name: str, doc: str) -> Slot:
-    store: Slot = Slot(name, doc, declared_in=_caller_module())
+def slot(name: str, doc: str) -> Slot[Any]:
+    store: Slot[Any] = Slot(name, doc, declared_in=_caller_module())
     _declare(store)
     return store
 
 
-def listeners(name: str, doc: str) -> Listeners:
-    store: Listeners = Listeners(name, doc, declared_in=_caller_module())
+def listeners(name: str, doc: str) -> Listeners[Any]:
+    store: Listeners[Any] = Listeners(name, doc, declared_in=_caller_module())
     _declare(store)
     return store
 
 
-def keyed(name: str, doc: str) -> Keyed:
-    store: Keyed = Keyed(name, doc, declared_in=_caller_module())
+def keyed(name: str, doc: str) -> Keyed[Any]:
+    store: Keyed[Any] = Keyed(name, doc, declared_in=_caller_module())
     _declare(store)
     return store

@@ -36,7 +36,6 @@ from django_htmx.http import HttpResponseClientRedirect
 from governance.kernel import live
 from governance.kernel.access import signed_in
 from governance.kernel.exceptions import Conflict, Forbidden
-from governance.kernel.principals import Principal
 from governance.reviews import kinds
 from governance.reviews import services as reviews
 from governance.reviews.forms import DecisionForm, InboxFilterForm
@@ -214,7 +213,7 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     try:
         reviews.decide(
             item.pk,
-            actor=Principal(user=request.user),
+            actor=signed_in(request),
             decision=form.cleaned_data["decision"],
             comment=form.cleaned_data["comment"],
             answer=form.cleaned_data["answer"],

@@ -23,8 +23,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from governance.kernel.access import signed_in
 from governance.kernel.exceptions import NotFound
-from governance.kernel.principals import Principal
 from governance.kernel.views import is_partial
 from memory.models import Subject
 from memory.subjects import reports as subject_reports
@@ -130,7 +130,7 @@ def fact_edit(request: HttpRequest, key: str, kind: str, fact_id: str) -> HttpRe
         changes = form.changes()
         try:
             if changes:
-                subjects.correct_fact(subject, kind, fact_id, changes, actor=Principal(user=request.user))
+                subjects.correct_fact(subject, kind, fact_id, changes, actor=signed_in(request))
         except NotFound as exc:
             raise Http404(str(exc)) from exc
         except ValidationError as exc:  # a rule of the table the form did not know: still a form error
@@ -159,7 +159,7 @@ def fact_delete(request: HttpRequest, key: str, kind: str, fact_id: str) -> Http
             return _row(request, subject, kind, fact, "fact_row_delete")
         return _page(request, subject, kind, fact, "delete")
     try:
-        subjects.correct_fact(subject, kind, fact_id, None, actor=Principal(user=request.user))
+        subjects.correct_fact(subject, kind, fact_id, None, actor=signed_in(request))
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     if request.htmx:

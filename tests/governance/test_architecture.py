@@ -238,9 +238,10 @@ def test_every_kind_the_product_opens_is_declared_by_its_app() -> None:
 def test_the_registry_wiring_is_declared_filled_and_points_up() -> None:
     """Each store of the registry (governance/kernel/registry.py) is declared by the layer that
     reads it and filled, in an AppConfig.ready(), by its own layer or one above it: that is what
-    lets a lower layer (or module) call up without importing. An empty store would fail at the first call that needs it, a
-    store filled from below would be an import in disguise, and one filled outside ready() would
-    depend on which module happened to be imported first. Django is set up here."""
+    lets a lower layer (or module) call up without importing. An empty store would fail at the
+    first call that needs it, a store filled from below would be an import in disguise, and one
+    filled outside ready() would depend on which module happened to be imported first. Django is
+    set up here."""
     from governance.kernel.registry import STORES
 
     assert set(STORES) >= {"review_kinds", "job_memory", "session_memory", "platform_events", "job_finished"}

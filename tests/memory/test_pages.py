@@ -18,7 +18,7 @@ from django.utils import timezone
 from governance.kernel.principals import SYSTEM, Principal
 from governance.reviews import services as reviews
 from governance.reviews.models import ReviewItem
-from memory import clarifications, lifecycle, overview, scoring, watch_notes
+from memory import clarifications, lifecycle, reports, scoring, watch_notes
 from memory.learnings import create_learning
 from memory.models import GateResult, Learning, LearningInjection, PromotionProposal, ReuseScore
 from memory.tags import compute_tags_hash
@@ -169,9 +169,9 @@ def test_daily_counts_cover_every_day_of_the_window_with_zeros_between():
     inject(item, 1, days_ago=3)
     today = timezone.localdate()
 
-    series = overview.daily_counts(LearningInjection.objects.all(), "at", "Injections", today=today)
+    series = reports.daily_counts(LearningInjection.objects.all(), "at", "Injections", today=today)
 
-    assert len(series["trend"]) == overview.WINDOW_DAYS
+    assert len(series["trend"]) == reports.WINDOW_DAYS
     assert series["trend"][0][0] == (today - timedelta(days=29)).isoformat()
     assert series["trend"][-1] == (today.isoformat(), 2.0)
     assert series["trend"][-4] == ((today - timedelta(days=3)).isoformat(), 1.0)

@@ -50,7 +50,7 @@ def text_actions(tree: ast.AST, where: str) -> Iterator[str]:
 
 
 def test_no_audit_write_names_its_action_with_text() -> None:
-    found = []
+    found: list[str] = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
