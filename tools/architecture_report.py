@@ -54,6 +54,7 @@ import ast
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -377,6 +378,7 @@ def with_test_database(root: Path) -> list[str]:
         connection.creation.destroy_test_db(old_name, verbosity=0)
         teardown_test_environment()
         runtime.release()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # --- Report -----------------------------------------------------------------------------------
