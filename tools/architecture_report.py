@@ -5,8 +5,8 @@ Run it from the checkout to measure (the tool may live in another one, so an old
 measured by today's tool)::
 
     .venv/bin/python tools/architecture_report.py
-    cd /tmp/before && EMBEDDED_PGDATA=/work/main/var/pgdata /work/main/.venv/bin/python \\
-        /work/main/tools/architecture_report.py
+    cd "$OLD_WORKTREE" && EMBEDDED_PGDATA="$REPO/var/pgdata" "$REPO/.venv/bin/python" \\
+        "$REPO/tools/architecture_report.py"
 
 What each figure means and how it is measured:
 
