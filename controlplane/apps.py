@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from ninja import NinjaAPI
 
 
 class ControlPlaneConfig(AppConfig):
@@ -13,7 +14,6 @@ class ControlPlaneConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane import gauges
-        from controlplane.api import api
         from governance.kernel import metrics, validation
         from memory import injection
         from sessions import hooks as session_hooks
@@ -22,4 +22,12 @@ class ControlPlaneConfig(AppConfig):
         # Sessions and memory never import each other: the project hands memory's step-0 block
         # to the sessions' prompt, and the root API to the input guard below every app.
         session_hooks.SESSION_MEMORY.provide(injection)
-        validation.GUARDED_API.provide(api)
+        validation.GUARDED_API.provide(_root_api)
+
+
+def _root_api() -> NinjaAPI:
+    """The root API, imported when the input guard first needs it: workers, beat and commands
+    never load the routers for it (about 0.15 s at every start)."""
+    from controlplane.api import api
+
+    return api

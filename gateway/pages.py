@@ -94,9 +94,11 @@ def calls_csv(request: HttpRequest) -> StreamingHttpResponse:
     exported only where the gateway stored them."""
     form = CallFilterForm(request.GET)
     found = _calls(request).filtered(**form.values()).order_by("-called_at", "-id")
-    response = StreamingHttpResponse(reports.csv_lines(found), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = content_disposition_header(True, "gateway-calls.csv") or "attachment"
-    return response
+    return StreamingHttpResponse(
+        reports.csv_lines(found),
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": content_disposition_header(as_attachment=True, filename="gateway-calls.csv")},
+    )
 
 
 @login_required

@@ -12,6 +12,7 @@ numbers, which the contract validator records as a violation.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -53,8 +54,9 @@ class OpenApiSource(Protocol):
     def get_openapi_schema(self, *, path_prefix: str | None = None) -> Any: ...
 
 
-# The project's root API (controlplane): the input guard is below every app and cannot import it.
-GUARDED_API: Slot[OpenApiSource] = registry.slot(
+# The project's root API (controlplane), as a function that returns it: the input guard is below
+# every app and cannot import it, and only a web process that checks a body needs it loaded.
+GUARDED_API: Slot[Callable[[], OpenApiSource]] = registry.slot(
     "input_guard_api", "the API whose operations' declared body media types the input guard checks"
 )
 API_PREFIX = "/api/v1/"
@@ -119,7 +121,7 @@ def is_json(kind: str) -> bool:
 @lru_cache(maxsize=1)
 def _body_media_types() -> list[tuple[re.Pattern, str, frozenset[str]]]:
     """(path pattern, method, media types) of every API operation that declares a request body."""
-    api = GUARDED_API.get()
+    api = GUARDED_API.get()()
     operations = []
     schema = api.get_openapi_schema(path_prefix="")
     # Literal paths first: POST jobs/validate is not POST jobs/{job_id}.
