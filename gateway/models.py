@@ -8,6 +8,7 @@ import shlex
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -41,6 +42,11 @@ class UpstreamServer(models.Model):
         HTTP = "http", "Streamable HTTP"
         STDIO = "stdio", "stdio command"
 
+    class ResultSecrets(models.TextChoices):
+        REDACT = "redact", "Redact them"
+        BLOCK = "block", "Block the result"
+        LOG = "log", "Only log them"
+
     name = models.CharField(max_length=50, unique=True, validators=[SERVER_NAME])
     transport = models.CharField(max_length=5, choices=Transport.choices, default=Transport.HTTP)
     url = models.URLField(
@@ -61,6 +67,16 @@ class UpstreamServer(models.Model):
         max_length=100,
         blank=True,
         help_text="Environment variable with the upstream's credential (or <NAME>_FILE: a file with it); empty: none",
+    )
+    result_secrets = models.CharField(
+        max_length=6,
+        choices=ResultSecrets.choices,
+        default=ResultSecrets.REDACT,
+        help_text=(
+            "Secrets found in a tool's result (credentials, the plane's own secrets, high-entropy tokens): "
+            "redact replaces each with a marker, block answers the agent a tool error without the result, "
+            "log passes it unchanged. The call log counts them in every case, never their values"
+        ),
     )
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(
@@ -193,6 +209,15 @@ class GatewayCall(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
     refusal = models.CharField(max_length=50, blank=True, help_text="Why the gateway refused (RateLimited, ...)")
     error_class = models.CharField(max_length=100, blank=True, help_text="The upstream failure's class")
+    secrets_found = models.PositiveIntegerField(
+        default=0, help_text="Secrets the result held (redacted, blocked or only logged as the upstream says)"
+    )
+    secret_kinds = ArrayField(
+        models.CharField(max_length=50),
+        default=list,
+        blank=True,
+        help_text="The detectors that found them (e.g. AWS Access Key), never the values",
+    )
     # The rate limit's row: retention prunes it once old (RETENTION_TOOL_CALLS_DAYS); this row, which
     # names the agent, tool, job and outcome itself, stays as the audit.
     tool_call = models.OneToOneField(
