@@ -189,3 +189,9 @@ class AuditAction(models.TextChoices):
     # Upstream MCP servers (gateway.services).
     GATEWAY_UPSTREAM_ADDED = "gateway.upstream_added", "Upstream server added"
     GATEWAY_UPSTREAM_CHANGED = "gateway.upstream_changed", "Upstream server changed"
+    GATEWAY_UPSTREAM_REMOVED = "gateway.upstream_removed", "Upstream server removed"
+
+    # OAuth clients of /mcp (gateway.oauth): an operator's consent, refusal and revocation.
+    OAUTH_CONSENTED = "oauth.consented", "OAuth client authorized"
+    OAUTH_DENIED = "oauth.denied", "OAuth client refused"
+    OAUTH_REVOKED = "oauth.revoked", "OAuth grant revoked"
