@@ -190,6 +190,10 @@ class AuditAction(models.TextChoices):
     GATEWAY_UPSTREAM_ADDED = "gateway.upstream_added", "Upstream server added"
     GATEWAY_UPSTREAM_CHANGED = "gateway.upstream_changed", "Upstream server changed"
     GATEWAY_UPSTREAM_REMOVED = "gateway.upstream_removed", "Upstream server removed"
+    # Upstream tool definitions (gateway.pins): the rug-pull lock.
+    GATEWAY_DEFINITION_WITHHELD = "gateway.definition_withheld", "Upstream tool definition withheld for review"
+    GATEWAY_DEFINITION_PINNED = "gateway.definition_pinned", "Upstream tool definition pinned"
+    GATEWAY_DEFINITION_REJECTED = "gateway.definition_rejected", "Upstream tool definition rejected"
 
     # OAuth clients of /mcp (gateway.oauth): an operator's consent, refusal and revocation.
     OAUTH_CONSENTED = "oauth.consented", "OAuth client authorized"
