@@ -9,4 +9,7 @@ class GatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from gateway import checks  # noqa: F401  (registers them)
+        from gateway import checks, pins  # noqa: F401  (checks: registers them)
+        from governance.reviews import kinds
+
+        kinds.register(pins.REVIEW)

@@ -31,7 +31,7 @@ from django.utils import timezone
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
-from gateway import refusals
+from gateway import pins, refusals
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -217,8 +217,8 @@ def prepare(
     listed: Callable[[UpstreamServer], list[types.Tool] | None],
 ) -> Attempt | NeedsList:
     """Everything before the forward in one trip to the database thread: the grant, the
-    upstream's definition of the tool (``listed``: the kept list, None when there is none), and
-    ``authorize``. Raises ``Refused``."""
+    upstream's definition of the tool (``listed``: the kept list, None when there is none), the
+    lock on that definition (gateway/pins.py), and ``authorize``. Raises ``Refused``."""
     grant = next((g for g in grants(principal) if g.tool_id == tool_id), None)
     if grant is None:
         raise unknown(principal, tool_id, arguments)
@@ -228,6 +228,13 @@ def prepare(
     tool = next((t for t in tools if t.name == grant.tool), None)
     if tool is None:
         raise unknown(principal, tool_id, arguments)
+    if not any(t.name == grant.tool for t in pins.admitted(grant.server, tools)):
+        raise refuse(
+            Attempt(principal, tool_id, arguments, grant=grant),
+            f"{tool_id} is withheld: its upstream lists a definition of it that no operator approved "
+            "(changed, new or flagged), and a reviewer was asked. Nothing was forwarded.",
+            pins.REFUSAL,
+        )
     read_only, _ = hints(tool.annotations)
     return authorize(principal, grant, arguments, read_only=read_only, meta=meta)
 

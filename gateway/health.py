@@ -40,6 +40,7 @@ class Health:
     tools: list[ToolInfo] = field(default_factory=list)
     error: str = ""  # the failure's class: what an operator can look up, never its text
     listed_at: datetime | None = None  # stdio: when a worker listed the tools shown
+    listed: list[types.Tool] = field(default_factory=list)  # as the upstream lists them (gateway/pins.py)
 
     @property
     def reachable(self) -> bool:
@@ -66,7 +67,7 @@ async def _probe(server: UpstreamServer) -> Health:
             listed = await upstream.POOL.tools_of(server)
     except Exception as exc:  # any failure of an upstream is this row's news, not the page's
         return Health("unreachable", error=upstream.failure_class(exc))
-    return Health("reachable", _infos(listed))
+    return Health("reachable", _infos(listed), listed=listed)
 
 
 async def _probe_all(servers: list[UpstreamServer]) -> list[Health]:
@@ -79,7 +80,7 @@ def _stdio_health(server: UpstreamServer, listing: ToolListing | None) -> Health
         return Health("waiting")
     if found.error:
         return Health("unreachable", error=found.error, listed_at=found.answered_at)
-    return Health("reachable", _infos(found.tools), listed_at=found.answered_at)
+    return Health("reachable", _infos(found.tools), listed_at=found.answered_at, listed=found.tools)
 
 
 def probe(servers: Iterable[UpstreamServer]) -> dict[int, Health]:

@@ -83,6 +83,12 @@ class UpstreamServer(models.Model):
         max_length=1000, blank=True, help_text="Why the platform disabled the server, and what to do about it"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    pinned_at = models.DateTimeField(
+        null=True,
+        editable=False,
+        help_text="When the tools it first listed were pinned under its registration: since then, "
+        "a definition that changes, appears or disappears waits for a reviewer (gateway.pins)",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -242,3 +248,66 @@ class GatewayCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_id} {self.outcome} at {self.called_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ToolPin(models.Model):
+    """One definition of an upstream tool the gateway has seen: the approved one agents see, or
+    one waiting for a reviewer (changed, added, removed, or flagged by gateway/poison.py), or one
+    a reviewer rejected, or one a later approval superseded (kept: the history of the tool).
+
+    ``definition`` is the tool as MCP lists it, restricted to what a model reads (gateway/drift.py),
+    ``sha256`` the digest of its canonical JSON; a removal has neither (approved, it says the tool
+    is gone). One approved row per tool, and one row per tool and digest waiting or rejected: the
+    same change seen by many listings opens one review item."""
+
+    class Status(models.TextChoices):
+        APPROVED = "approved", "Approved"
+        PENDING = "pending", "Waiting for review"
+        FLAGGED = "flagged", "Flagged, waiting for review"
+        REJECTED = "rejected", "Rejected"
+        SUPERSEDED = "superseded", "Superseded"
+
+    class Change(models.TextChoices):
+        FIRST = "first", "First listing"
+        ADDED = "added", "Tool added"
+        CHANGED = "changed", "Definition changed"
+        REMOVED = "removed", "Tool removed"
+
+    server = models.ForeignKey(UpstreamServer, on_delete=models.CASCADE, related_name="pins")
+    tool = models.CharField(max_length=200, help_text="The upstream's own name of the tool")
+    change = models.CharField(max_length=8, choices=Change.choices)
+    definition = models.JSONField(null=True, blank=True, help_text="As listed; empty for a removal")
+    sha256 = models.CharField(max_length=64, blank=True, help_text="Of the definition's canonical JSON")
+    findings = models.JSONField(
+        default=list, blank=True, help_text="What gateway/poison.py flagged: path, kind, excerpt"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices)
+    previous = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The approved one then"
+    )
+    review_item = models.OneToOneField(
+        "governance.ReviewItem", null=True, blank=True, on_delete=models.PROTECT, related_name="tool_pin"
+    )
+    seen_at = models.DateTimeField(auto_now_add=True)
+    approved_by = models.CharField(max_length=200, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server", "tool", "-seen_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "tool"], condition=models.Q(status="approved"), name="one_approved_definition"
+            ),
+            models.UniqueConstraint(
+                fields=["server", "tool", "sha256"],
+                condition=models.Q(status__in=["pending", "flagged", "rejected"]),
+                name="one_open_definition_per_digest",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server_id}/{self.tool} {self.status} ({self.sha256[:12] or 'removed'})"
+
+    @property
+    def tool_id(self) -> str:
+        return f"mcp__{self.server.name}__{self.tool}"

@@ -9,6 +9,8 @@ swaps in; the same URL loaded in full renders the whole page, so pushed URLs sta
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -16,7 +18,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from agents.models import Agent
-from gateway import health, reports
+from gateway import health, pins, reports
 from gateway.forms import REFUSALS, CallFilterForm, WindowForm
 from gateway.models import GatewayCall, UpstreamServer
 from gateway.querysets import GatewayCallQuerySet
@@ -37,6 +39,16 @@ def _calls(request: HttpRequest) -> GatewayCallQuerySet:
     return GatewayCall.objects.visible_to(signed_in(request))
 
 
+def _locked(found: health.Health, states: list[pins.PinState]) -> dict[str, Any]:
+    """A server's card's tools, each with its lock (gateway/pins.py), and the approved ones its
+    listing lacks."""
+    by_tool = {state.tool: state for state in states if state.state != "removed"}
+    return {
+        "tools": [(tool, by_tool.get(tool.name)) for tool in found.tools],
+        "removed": [state for state in states if state.state == "removed"],
+    }
+
+
 @login_required
 @view_servers
 @require_GET
@@ -46,7 +58,16 @@ def servers(request: HttpRequest) -> HttpResponse:
     can_see_calls = request.user.has_perm(VIEW_CALLS)
     activity = reports.server_activity(_calls(request)) if can_see_calls else {}
     states = health.probe(found)
-    rows = [(server, states[server.pk], activity.get(server.pk, reports.Figures())) for server in found]
+    locks = pins.boards({pk: state.listed for pk, state in states.items() if state.reachable})
+    rows = [
+        (
+            server,
+            states[server.pk],
+            activity.get(server.pk, reports.Figures()),
+            _locked(states[server.pk], locks.get(server.pk, [])),
+        )
+        for server in found
+    ]
     context = {
         "rows": rows,
         "can_see_calls": can_see_calls,

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from agents.registries import listing
 from agents.vocabulary import Registry
-from gateway import context, forwarding, reach, refusals, upstream
+from gateway import context, forwarding, pins, reach, refusals, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -63,17 +63,20 @@ def _unlisted(server: UpstreamServer, exc: BaseException) -> None:
 
 
 async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
-    """Each granted upstream tool with the upstream's own definition; a server that cannot be
-    reached lists nothing (and is logged), the others still do. Each server is asked once."""
+    """Each granted upstream tool with the definition an operator approved (gateway/pins.py: a
+    changed, new or flagged one is withheld); a server that cannot be reached lists nothing (and
+    is logged), the others still do. Each server is asked once."""
     found = []
     listed: dict[int, dict[str, types.Tool]] = {}
     for grant in await sync_to_async(forwarding.grants)(principal):
         if grant.server.pk not in listed:
             try:
-                listed[grant.server.pk] = {tool.name: tool for tool in await reach.tools_of(grant.server)}
+                tools = await reach.tools_of(grant.server)
             except Exception as exc:
                 _unlisted(grant.server, exc)
-                listed[grant.server.pk] = {}
+                tools = None
+            admitted = await sync_to_async(pins.admitted)(grant.server, tools) if tools is not None else []
+            listed[grant.server.pk] = {tool.name: tool for tool in admitted}
         if grant.tool in listed[grant.server.pk]:
             found.append((grant, listed[grant.server.pk][grant.tool]))
     return found
