@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "csp",
+    "oauth2_provider",
     "governance",
     "agents",
     "sessions.apps.SessionsConfig",
@@ -474,6 +475,50 @@ GATEWAY_STORE_ARGUMENTS = env.boolean("GATEWAY_STORE_ARGUMENTS", True)
 # They run in the Celery workers, never in a web process; "env" names the variables of the worker's
 # environment the command gets. A bad entry is reported by `manage.py check` (gateway.E001).
 GATEWAY_STDIO_COMMANDS = env.json_document("GATEWAY_STDIO_COMMANDS", {})
+
+# --- OAuth 2.1 for /mcp (gateway/oauth/) ---------------------------------------------------------
+
+# This plane's /mcp as clients name it (the RFC 8707 resource tokens are bound to). Empty: the URL the
+# request came in on; set it behind a proxy that rewrites the host or the scheme.
+MCP_RESOURCE_URL = env.string("MCP_RESOURCE_URL")
+# Dynamic Client Registration is anonymous, as MCP clients need it: at most this many a rolling hour.
+OAUTH_REGISTRATIONS_PER_HOUR = env.integer("OAUTH_REGISTRATIONS_PER_HOUR", 100)
+# Client ID metadata documents are fetched through the outbound guard: public addresses only, unless true.
+OAUTH_CLIENT_METADATA_INTERNAL = env.boolean("OAUTH_CLIENT_METADATA_INTERNAL", False)
+OAUTH_CLIENT_METADATA_TIMEOUT = 5.0
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "gateway.oauth.validator.McpValidator",
+    "SCOPES": {"mcp": "Use the control plane's MCP endpoint as the subject the operator chooses"},
+    "DEFAULT_SCOPES": ["mcp"],
+    # OAuth 2.1: authorization code with PKCE (S256) only, refresh tokens rotated and their reuse detected.
+    "PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,  # RFC 9207
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,  # only tokens' SHA-256 is stored
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.integer("OAUTH_ACCESS_TOKEN_SECONDS", 3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.integer("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Native clients listen on a loopback port of their choosing (RFC 8252 §7.3); editors use their own schemes.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", "cursor", "vscode", "vscode-insiders"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("gateway.oauth.registration.BoundedRegistration",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "gateway.oauth.registration.GuardedMetadataFetcher",
+    "ACCESS_TOKEN_ADMIN_CLASS": "gateway.oauth.admin.AccessTokenAdmin",
+    "REFRESH_TOKEN_ADMIN_CLASS": "gateway.oauth.admin.RefreshTokenAdmin",
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Agent governance control plane (MCP)",
+}
 
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("mcp", mcp_views.endpoint, name="mcp"),
+    path("mcp/key", mcp_views.key_endpoint, name="mcp-key"),
+    path("", include("gateway.oauth.urls")),
     path("metrics", metrics.view, name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

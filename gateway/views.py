@@ -21,6 +21,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway import refusals
+from gateway.oauth import metadata
+from gateway.oauth import tokens as oauth_tokens
 from gateway.server import PRINCIPAL, SERVER
 from governance.kernel.auth import any_key
 from governance.kernel.principals import Principal
@@ -90,25 +92,31 @@ async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[by
     return status, headers, b"".join(chunks)
 
 
-def _read(request: HttpRequest) -> tuple[Principal | None, bytes]:
-    """Who calls, and the body: one trip to Django's thread for both. A caller turned away is
-    audited there when its key is one of ours (gateway/refusals.py)."""
+def _read(request: HttpRequest, *, oauth: bool) -> tuple[Principal | None, bytes]:
+    """Who calls, and the body: one trip to Django's thread for both. An API key is one caller on
+    both the REST API and here; at /mcp an OAuth access token bound to it is one too. A caller
+    turned away is audited there when its key is one of ours (gateway/refusals.py)."""
     token = _token(request)
-    principal = any_key.authenticate(request, token)  # the REST API's key check: a key is the same caller on both
+    principal = any_key.authenticate(request, token)
+    if principal is None and oauth and token:
+        principal = oauth_tokens.principal_for(token, oauth_tokens.resource_url(request))
     if principal is None:
         refusals.record_turned_away(token, method=request.method or "", path=request.path)
         return None, b""
     return principal, request.body if request.method != "GET" else b""
 
 
-@csrf_exempt
-async def endpoint(request: HttpRequest) -> HttpResponse:
-    principal, body = await sync_to_async(_read)(request)
+async def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
+    principal, body = await sync_to_async(_read)(request, oauth=oauth)
     if principal is None:
-        response = problem_response(
-            401, detail="An agent or operator API key is required: Authorization: Bearer <key>."
-        )
-        response["WWW-Authenticate"] = 'Bearer realm="mcp"'
+        if oauth:
+            detail = "An agent or operator API key, or an OAuth access token for this endpoint, is required."
+            challenge = metadata.challenge(request, error="invalid_token" if _token(request) else "")
+        else:
+            detail = "An agent or operator API key is required: Authorization: Bearer <key>."
+            challenge = 'Bearer realm="mcp"'
+        response = problem_response(401, detail=detail)
+        response["WWW-Authenticate"] = challenge
         return response
     if request.method == "GET":
         # No server-initiated stream: a stateless server has nothing to push, and an open stream
@@ -123,3 +131,16 @@ async def endpoint(request: HttpRequest) -> HttpResponse:
     for name, value in headers:
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response
+
+
+@csrf_exempt
+async def endpoint(request: HttpRequest) -> HttpResponse:
+    """/mcp: API keys and OAuth; a 401 points at the protected resource metadata (RFC 9728)."""
+    return await _endpoint(request, oauth=True)
+
+
+@csrf_exempt
+async def key_endpoint(request: HttpRequest) -> HttpResponse:
+    """/mcp/key: API keys only, and no OAuth discovery, for clients that would start OAuth on a
+    401 with metadata and then drop the Authorization header they were configured with."""
+    return await _endpoint(request, oauth=False)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 PRODUCT_APPS = ("governance", "agents", "ai_sessions", "memory", "gateway")
-ADMIN_EXTRA_APPS = ("django_celery_beat", "axes")  # schedules; login lockouts (an Admin unlocks)
+# schedules; login lockouts (an Admin unlocks); OAuth clients and grants of /mcp (an Admin sees and revokes)
+ADMIN_EXTRA_APPS = ("django_celery_beat", "axes", "oauth2_provider")
 REVIEW_PERMISSIONS = ("decide_reviewitem",)
 ROLES = ("Viewer", "Reviewer", "Admin")
 
