@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from agents.registries import listing
 from agents.vocabulary import Registry
-from gateway import context, forwarding, pins, reach, refusals, upstream
+from gateway import context, forwarding, pins, reach, refusals, telemetry, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -277,3 +277,6 @@ SERVER: Server[Any] = Server(
     on_list_prompts=list_prompts,
     on_get_prompt=get_prompt,
 )
+# Inside the SDK's own span (its OpenTelemetryMiddleware comes first): what that span lacks, and
+# the mcp.server.operation.duration metric (gateway/telemetry.py).
+SERVER.middleware.append(telemetry.ServerTelemetry(PRINCIPAL))

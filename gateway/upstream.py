@@ -24,6 +24,7 @@ upstream that failed is not asked again for ``RETRY_AFTER_FAILURE`` seconds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import ssl
 import threading
@@ -43,6 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_REQUEST
 
+from gateway import telemetry
 from gateway.commands import StdioCommand
 from gateway.models import UpstreamServer
 from governance.kernel import secrets
@@ -121,6 +123,10 @@ class Address:
 
     def secret(self) -> str:
         return secrets.value(self.secret_name, prefix=secrets.UPSTREAM_TOKEN_PREFIX)
+
+    def peer(self) -> dict[str, Any]:
+        """The upstream's network attributes on the spans and metrics of our requests to it."""
+        return telemetry.peer(self.transport, self.url)
 
 
 class _CheckedAddresses(httpcore2.AsyncNetworkBackend):
@@ -312,7 +318,10 @@ class Pool:
             tools: list[types.Tool] = []
             cursor = None
             while True:
-                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await telemetry.client_request(
+                    "tools/list", session, address.peer(), functools.partial(session.list_tools, params=params)
+                )
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
@@ -328,7 +337,12 @@ class Pool:
         return tools
 
     async def _call(self, address: Address, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await self._with_session(address, lambda session: session.call_tool(tool, arguments), idempotent=False)
+        async def calling(session: ClientSession) -> types.CallToolResult:
+            return await telemetry.client_request(
+                "tools/call", session, address.peer(), lambda: session.call_tool(tool, arguments), tool=tool
+            )
+
+        return await self._with_session(address, calling, idempotent=False)
 
     async def _close_all(self) -> None:
         links, self._links = list(self._links.values()), {}

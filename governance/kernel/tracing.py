@@ -4,7 +4,10 @@ Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set: then nothing of OpenTelemetry
 and no instrumentation is installed. When on, ``setup`` installs a tracer provider exporting over
 OTLP/HTTP in batches, and the Django, psycopg and Celery instrumentations; the standard
 ``OTEL_*`` variables keep their meaning (service name, resource attributes, exporter headers,
-sampler, batch delays, the Django instrumentation's excluded URLs).
+sampler, batch delays, the Django instrumentation's excluded URLs). A meter provider exports the
+OpenTelemetry metrics (the MCP operation durations of gateway/telemetry.py) to the same endpoint,
+every ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds (a minute unless set); the rest of the
+platform's figures are Prometheus's (governance/kernel/metrics.py).
 
 ``setup`` must run after the fork, in the process that serves or works: the exporter's thread
 does not survive a fork. gunicorn loads the application in each worker (no preload), so the WSGI
@@ -34,6 +37,7 @@ from celery import signals
 from governance.kernel import logs
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider
 
 logger = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ SPAN_ATTRIBUTES = {"job_id": "job.id", "job_trace_id": "job.trace_id", "agent_id
 DEFAULT_EXCLUDED_URLS = "api/v1/health,static/"
 
 _provider: TracerProvider | None = None
+_meter_provider: MeterProvider | None = None
 
 
 def enabled() -> bool:
@@ -72,14 +77,17 @@ def setup(service_name: str) -> bool:
     """Export this process's spans as ``service_name`` (governance-web, governance-worker,
     governance-beat) and instrument Django, psycopg and Celery; once per process, and only when
     an endpoint is configured. True when tracing is on."""
-    global _provider
+    global _provider, _meter_provider
     if _provider is not None or not _wanted():
         return _provider is not None
-    from opentelemetry import trace
+    from opentelemetry import metrics, trace
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -90,6 +98,10 @@ def setup(service_name: str) -> bool:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _provider = provider
+    _meter_provider = MeterProvider(
+        metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())], resource=resource, shutdown_on_exit=True
+    )
+    metrics.set_meter_provider(_meter_provider)
     excluded = os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS", DEFAULT_EXCLUDED_URLS)
     DjangoInstrumentor().instrument(tracer_provider=provider, excluded_urls=excluded)
     # No SQL comments: statements stay as Django wrote them (and as pg_stat_statements groups them).
@@ -107,6 +119,8 @@ def shutdown() -> None:
     runs no exit handler, so the worker calls this on ``worker_process_shutdown``."""
     if _provider is not None:
         _provider.shutdown()
+    if _meter_provider is not None:
+        _meter_provider.shutdown()
 
 
 def _annotate_current_span(values: dict[str, str]) -> None:

@@ -84,7 +84,11 @@ def receiver() -> Iterator[Receiver]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            export = ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path != "/v1/traces":  # the metrics (/v1/metrics) are gateway/telemetry.py's tests'
+                self._reply(b"")
+                return
+            export = ExportTraceServiceRequest.FromString(body)
             received = []
             for resource_spans in export.resource_spans:
                 resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
@@ -103,7 +107,9 @@ def receiver() -> Iterator[Receiver]:
                         )
             with state.lock:
                 state.spans.extend(received)
-            reply = ExportTraceServiceResponse().SerializeToString()
+            self._reply(ExportTraceServiceResponse().SerializeToString())
+
+        def _reply(self, reply: bytes) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(reply)))
@@ -303,8 +309,9 @@ def test_without_an_endpoint_nothing_of_opentelemetry_is_loaded(tmp_path, receiv
     on = _web_process_state(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
     assert on["enabled"]
     assert on["middleware"] == ["opentelemetry.instrumentation.django.middleware.otel_middleware._DjangoMiddleware"]
-    # The exporter's thread is the one thread tracing adds.
-    assert [name for name in on["threads"] if name not in off["threads"]] == ["OtelBatchSpanRecordProcessor"]
+    # The exporters' threads (spans, metrics) are the only threads tracing adds.
+    added = [name for name in on["threads"] if name not in off["threads"]]
+    assert sorted(added) == ["OtelBatchSpanRecordProcessor", "OtelPeriodicExportingMetricReader"]
 
 
 @pytest.mark.django_db
