@@ -510,6 +510,7 @@ OAUTH2_PROVIDER = {
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
     # Native clients listen on a loopback port of their choosing (RFC 8252 §7.3); editors use their own schemes.
     "ALLOW_LOCALHOST_LOOPBACK": True,
+    # Plain http is accepted for loopback hosts only (gateway/oauth/validator.py), hence W008 is silenced.
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", "cursor", "vscode", "vscode-insiders"],
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("gateway.oauth.registration.BoundedRegistration",),
@@ -519,6 +520,8 @@ OAUTH2_PROVIDER = {
     "REFRESH_TOKEN_ADMIN_CLASS": "gateway.oauth.admin.RefreshTokenAdmin",
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Agent governance control plane (MCP)",
 }
+# W008 warns that http redirect URIs are allowed: they are, for loopback hosts only (native clients).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
 # --- Memory (seed 004) ---------------------------------------------------------------------------
 

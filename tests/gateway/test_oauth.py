@@ -406,3 +406,32 @@ def test_a_viewer_cannot_revoke_grants(live_server, client, vlevel_agent, transa
     assert answer.status_code == 403
     assert _status(live_server.url, granted) == 200
     assert not AuditEvent.objects.filter(action=AuditAction.OAUTH_REVOKED).exists()
+
+
+@pytest.mark.parametrize(
+    ("redirect", "allowed"),
+    [
+        ("http://127.0.0.1:33418/callback", True),
+        ("http://localhost:6274/oauth/callback", True),
+        ("https://claude.ai/api/mcp/auth_callback", True),
+        ("cursor://anysphere.cursor-retrieval/oauth/callback", True),
+        ("http://evil.example/callback", False),
+        ("javascript:alert(1)", False),
+    ],
+)
+def test_plain_http_redirects_only_to_the_clients_own_machine(live_server, redirect, allowed):
+    answer = httpx2.post(
+        f"{live_server.url}/oauth/register/",
+        json={"redirect_uris": [redirect], "token_endpoint_auth_method": "none", "client_name": "c"},
+    )
+    if not allowed and answer.status_code == 201:  # registered, but never redirected to
+        client_id = answer.json()["client_id"]
+        UserFactory(username="alice", roles=["Admin"])
+        page = Operator(live_server.url, "alice").consent_page(
+            f"{live_server.url}/oauth/authorize/?response_type=code&client_id={client_id}&redirect_uri={redirect}"
+            "&state=s&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"
+        )
+        assert page.status_code == 400
+        assert "Location" not in page.headers
+    else:
+        assert (answer.status_code == 201) is allowed
