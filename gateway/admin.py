@@ -27,7 +27,7 @@ class UpstreamServerForm(forms.ModelForm):
 
     class Meta:
         model = UpstreamServer
-        fields = ["name", "transport", "url", "internal", "command", "secret_name", "enabled"]
+        fields = ["name", "transport", "url", "internal", "command", "secret_name", "result_secrets", "enabled"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -42,9 +42,20 @@ class UpstreamServerAdmin(NoDelete, admin.ModelAdmin):
 
     form = UpstreamServerForm
     list_display = ["name", "transport", "address", "internal", "secret_name", "secret", "enabled", "created_at"]
-    list_filter = ["enabled", "transport", "internal"]
+    list_filter = ["enabled", "transport", "internal", "result_secrets"]
     search_fields = ["name", "url", "command"]
-    fields = ["name", "transport", "url", "internal", "command", "secret_name", "secret", "enabled", "disabled_reason"]
+    fields = [
+        "name",
+        "transport",
+        "url",
+        "internal",
+        "command",
+        "secret_name",
+        "secret",
+        "result_secrets",
+        "enabled",
+        "disabled_reason",
+    ]
     readonly_fields = ["secret", "disabled_reason"]
 
     @admin.display(description="Credential")
@@ -68,7 +79,7 @@ class RefusalFilter(KnownValuesFilter):
 
 @admin.register(GatewayCall)
 class GatewayCallAdmin(UnboundedList, ReadOnlyAdmin):
-    list_display = ["called_at", "agent", "tool_id", "outcome", "refusal", "latency_ms", "error_class"]
+    list_display = ["called_at", "agent", "tool_id", "outcome", "refusal", "latency_ms", "error_class", "secrets_found"]
     # A date filter rather than a date hierarchy, whose year and month links read every row's date.
     list_filter = ["outcome", RefusalFilter, "server", "called_at"]
     search_fields = ["tool_id", "agent__agent_id", "arguments_hash"]

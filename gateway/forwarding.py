@@ -16,6 +16,7 @@ no session named, the agent's active session is the one recorded. Everything her
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +32,7 @@ from django.utils import timezone
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
-from gateway import pins, refusals
+from gateway import leaks, pins, refusals
 from gateway.models import GatewayCall, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -41,6 +42,8 @@ from governance.kernel.json_guard import json_errors
 from governance.kernel.principals import Principal
 from governance.reviews.services import payload_hash
 from sessions.models import AISession
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "mcp__"
 Outcome = GatewayCall.Outcome
@@ -263,12 +266,17 @@ def finish(
     latency_ms: float,
     result: types.CallToolResult | None = None,
     error_class: str = "",
+    screened: leaks.Screened | None = None,
 ) -> dict[str, Any] | None:
     """Log a forwarded call; check its result against the tool's contract when the manifest
-    names one, and return that check's report."""
+    names one, and return that check's report. ``result`` is the copy the plane may keep (its
+    secrets redacted: a contract check stores the output); ``screened`` what was found in it,
+    counted on the call's row, never a value. A blocked result is refused, and not checked:
+    the agent never had it."""
     check = None
     contract = attempt.grant.contract if attempt.grant else ""
-    if result is not None and contract and not result.is_error:
+    blocked = screened is not None and screened.blocked
+    if result is not None and contract and not result.is_error and not blocked:
         submission = contracts.Submission(
             contracts.current(contract),
             _output(result),
@@ -276,14 +284,44 @@ def finish(
             job_id=attempt.job.pk if attempt.job else None,
         )
         (check,) = contracts.check([submission], principal=attempt.principal, source=ContractCheck.Source.TOOL)
+    refusal = ""
     if result is None:
         outcome: str = Outcome.UPSTREAM_FAILED
+    elif blocked:
+        outcome, refusal = Outcome.REFUSED, leaks.BLOCKED
     elif result.is_error:
         outcome = Outcome.TOOL_ERROR
     else:
         outcome = Outcome.OK
-    _log(attempt, outcome, latency_ms=latency_ms, error_class=error_class, contract_check=check)
+    found = _secrets_found(attempt, screened) if screened is not None and screened.found else {}
+    _log(
+        attempt,
+        outcome,
+        latency_ms=latency_ms,
+        error_class=error_class,
+        contract_check=check,
+        refusal=refusal,
+        secrets_found=sum(found.values()),
+        secret_kinds=list(found),
+    )
     return contracts.report(check) if check is not None else None
+
+
+def _secrets_found(attempt: Attempt, screened: leaks.Screened) -> dict[str, int]:
+    """Log and count (per kind and what was done) the secrets a result held; never their values."""
+    logger.warning(
+        "[gateway] the result of %s for %s held %d secret(s) (%s): %s",
+        attempt.tool_id,
+        attempt.principal.label,
+        screened.count,
+        ", ".join(screened.kinds),
+        {"redact": "redacted", "block": "blocked", "log": "passed unchanged"}.get(screened.mode, screened.mode),
+    )
+    for kind, count in screened.found.items():
+        metrics.count_on_commit(metrics.RESULT_SECRETS, kind, screened.mode, amount=count)
+    if screened.blocked:
+        metrics.count_on_commit(metrics.TOOL_REFUSALS, leaks.BLOCKED)
+    return screened.found
 
 
 def _calls_with_arguments(cutoff: datetime) -> QuerySet[GatewayCall]:

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from agents.registries import listing
 from agents.vocabulary import Registry
-from gateway import context, forwarding, pins, reach, refusals, telemetry, upstream
+from gateway import context, forwarding, leaks, pins, reach, refusals, telemetry, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -144,7 +144,19 @@ async def _forward(
         await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=error_class)
         return _error(f"The upstream server failed ({error_class}).", refusal="UpstreamFailed")
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
-    report = await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, result=result)
+    # Secrets in the result are found before the agent sees it; the plane keeps only the redacted copy.
+    screened = await sync_to_async(leaks.check)(result, grant.server.result_secrets)
+    report = await sync_to_async(forwarding.finish)(
+        attempt, latency_ms=latency_ms, result=screened.stored, screened=screened
+    )
+    if screened.result is None:
+        return _error(
+            f"The result of {name} held secrets ({', '.join(screened.kinds)}); this server's results are "
+            "blocked when they do.",
+            refusal=leaks.BLOCKED,
+            secrets=screened.kinds,
+        )
+    result = screened.result
     if report is not None:
         # The agent learns at once whether its tool's result honours the declared contract.
         result.meta = {**(result.meta or {}), "contract": report}

@@ -94,6 +94,11 @@ CONTRACT_VIOLATIONS = Counter(
 )
 TOOL_CALLS = Counter(f"{PREFIX}tool_calls", "Tool calls recorded, by agent", ["agent"])
 TOOL_REFUSALS = Counter(f"{PREFIX}tool_refusals", "Tool calls refused, by reason", ["reason"])
+RESULT_SECRETS = Counter(
+    f"{PREFIX}gateway_result_secrets",
+    "Secrets found in upstream tool results, by detector and what the upstream's setting did (redact, block, log)",
+    ["kind", "action"],
+)
 SESSION_PHASE_SECONDS = Histogram(
     f"{PREFIX}session_phase_seconds",
     "Time sessions spent in a phase before their next event, by phase (the sum is the time spent in each)",

@@ -29,7 +29,8 @@ SQL = "mcp__supabase__execute_sql"
 
 
 def form(**fields: str) -> dict[str, str]:
-    return {"name": "evil", "transport": "stdio", "url": "", "command": "", "secret_name": "", "enabled": "on"} | fields
+    posted = {"name": "evil", "transport": "stdio", "url": "", "command": "", "secret_name": "", "enabled": "on"}
+    return posted | {"result_secrets": "redact"} | fields  # the select's default, as a browser sends it
 
 
 def errors_of(response: Any) -> dict[str, Any]:

@@ -17,7 +17,15 @@ ADD = "/admin/gateway/upstreamserver/add/"
 def form(**fields: str) -> dict[str, str]:
     """A server on the operator's private network (so marked internal)."""
     url = "http://10.0.0.5:8080/mcp"
-    return {"name": "supabase", "transport": "http", "url": url, "internal": "on", "command": "", **fields}
+    return {
+        "name": "supabase",
+        "transport": "http",
+        "url": url,
+        "internal": "on",
+        "command": "",
+        "result_secrets": "redact",  # the select's default, as a browser sends it
+        **fields,
+    }
 
 
 def test_an_admin_registers_an_http_upstream_and_the_audit_says_who(client, staff_admin, monkeypatch):
