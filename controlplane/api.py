@@ -350,6 +350,7 @@ def _dependency_problem(report: dict[str, Any], failing: list[str]) -> HttpRespo
 
 def _mount_routers() -> None:
     from agents.api import agents, approvals, jobs, registries, triggers
+    from gateway import api as gateway
     from governance.contracts import api as contracts
     from governance.reviews import api as reviews
     from memory.api import learnings, notes
@@ -364,6 +365,7 @@ def _mount_routers() -> None:
     api.add_router("/reviews", reviews.router)
     api.add_router("/sessions", sessions.router)
     api.add_router("/automations", automations.router)
+    api.add_router("/gateway/upstreams", gateway.router)
 
     # Notes and subjects hang under the learnings router, as they always have: an operation carries
     # the tags of every router above it, and the OpenAPI document (clients' tags) must not change.

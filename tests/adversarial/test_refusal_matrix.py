@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from gateway import services
+from gateway.models import UpstreamServer
 from governance.kernel.logs import loggable_path
+from governance.kernel.principals import SYSTEM
 from tests.support.refusals import last_audit_id, nothing_written, refusals_since
 from tests.support.world import World
 
@@ -32,6 +35,7 @@ ENVELOPE = {
 MANIFEST_YAML = "Agent:\n  id: agent.seo.vlevel\n  version: 9.0.0\n"
 ALICE = "/memory/subjects/alice"
 EMOTION = {"emotion": "neutre", "intensity": 0.5, "triggered_by": "user_message"}
+UPSTREAM = "crm"  # an upstream server the world has, for the writes that name one
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,27 @@ ATTEMPTS = [
         fixed("/contracts/retrieval_answer/validate"),
         fixed({"output": {}}),
         (OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "post",
+        "/gateway/upstreams",
+        fixed("/gateway/upstreams"),
+        fixed({"name": "exfil", "url": "http://10.0.0.66/mcp", "internal": True}),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "patch",
+        "/gateway/upstreams/{name}",
+        fixed(f"/gateway/upstreams/{UPSTREAM}"),
+        fixed({"url": "http://10.0.0.66/mcp"}),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
+    ),
+    Attempt(
+        "delete",
+        "/gateway/upstreams/{name}",
+        fixed(f"/gateway/upstreams/{UPSTREAM}"),
+        fixed(None),
+        (OWNER, OTHER, OUTSIDER, REVIEWER),
     ),
     Attempt("post", "/jobs", fixed("/jobs"), fixed(ENVELOPE), (OUTSIDER, REVIEWER)),
     Attempt("post", "/jobs/validate", fixed("/jobs/validate"), fixed(ENVELOPE), (OUTSIDER, REVIEWER)),
@@ -297,6 +322,14 @@ CASES = [
     for attempt in ATTEMPTS
     for caller in (*attempt.refused, *KEYLESS)
 ]
+
+
+@pytest.fixture
+def world(world: World) -> World:
+    """The adversarial world, with an upstream MCP server an operator registered."""
+    server = UpstreamServer(name=UPSTREAM, url="http://10.0.0.5:8080/mcp", internal=True)
+    services.save_upstream(server, actor=SYSTEM, changed=["name", "url", "internal"])
+    return world
 
 
 def api_for(world: World, caller: str):

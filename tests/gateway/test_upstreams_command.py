@@ -1,5 +1,5 @@
 """`manage.py upstreams`: the admin's upstream registration from a shell, with the same checks
-and audit rows, and never a deletion."""
+and audit rows; a server is removed only when agents never called it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from gateway.models import UpstreamServer
 from governance.kernel.models import AuditEvent
+from tests.factories.gateway import GatewayCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,37 @@ def test_adding_a_taken_name_or_changing_an_unknown_one_is_refused():
     with pytest.raises(CommandError, match="No upstream server 'nowhere'"):
         upstreams("disable", "nowhere")
     assert UpstreamServer.objects.get().url == PRIVATE
+
+
+def test_a_server_never_called_is_removed_and_the_removal_audited():
+    upstreams("add", "supabase", "--url", PRIVATE, "--internal")
+    server_id = UpstreamServer.objects.get().pk
+
+    said = upstreams("remove", "supabase")
+
+    assert said == "supabase: removed\n"
+    assert not UpstreamServer.objects.exists()
+    event = AuditEvent.objects.get(action="gateway.upstream_removed")
+    assert (event.actor, event.target_id, event.data["name"]) == ("system", str(server_id), "supabase")
+
+
+def test_a_server_agents_called_is_kept_and_the_operator_told_to_disable_it(agent):
+    upstreams("add", "supabase", "--url", PRIVATE, "--internal")
+    GatewayCallFactory(agent=agent, server=UpstreamServer.objects.get())
+
+    with pytest.raises(CommandError, match="Disable it instead"):
+        upstreams("remove", "supabase")
+    with pytest.raises(CommandError, match="No upstream server 'nowhere'"):
+        upstreams("remove", "nowhere")
+
+    assert UpstreamServer.objects.filter(name="supabase").exists()
+    assert not AuditEvent.objects.filter(action="gateway.upstream_removed").exists()
+
+
+def test_the_result_secrets_policy_is_set_and_changed_from_the_shell():
+    upstreams("add", "supabase", "--url", PRIVATE, "--internal", "--result-secrets", "block")
+    upstreams("change", "supabase", "--result-secrets", "log")
+
+    assert UpstreamServer.objects.get().result_secrets == "log"
+    changed = AuditEvent.objects.get(action="gateway.upstream_changed")
+    assert changed.data["fields"] == ["result_secrets"]

@@ -1,9 +1,11 @@
-"""`manage.py upstreams`: list, add, change, disable and enable upstream MCP servers without the admin.
+"""`manage.py upstreams`: list, add, change, disable, enable and remove upstream MCP servers without
+the admin.
 
-Every change goes through ``gateway.services.save_upstream``, as the admin's form does: the same
+Every change goes through ``gateway.services``, as the admin's form and the REST API do: the same
 checks (the outbound guard on a URL, a stdio command the deployment allows, a credential named
 never stored) and the same audit row, whose actor is the system (shell access is the host's
-operator). Nothing is ever deleted: an upstream that should go is disabled, and its call log stays.
+operator). Only a server agents never called is removed: the calls of one they did call are the
+audit trail of what they did there, so it is disabled instead.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gateway import services
 from gateway.models import UpstreamServer
+from governance.kernel.exceptions import Conflict, NotFound
 from governance.kernel.principals import SYSTEM
 
 # The fields `add` and `change` set, as the admin's form names them.
-FIELDS = ("transport", "url", "internal", "command", "secret_name")
+FIELDS = ("transport", "url", "internal", "command", "secret_name", "result_secrets")
 DONE = {"add": "added", "change": "changed", "disable": "disabled", "enable": "enabled"}
 
 
 class Command(BaseCommand):
-    help = "List, add, change, disable or enable upstream MCP servers (audited, as in the admin)."
+    help = "List, add, change, disable, enable or remove upstream MCP servers (audited, as in the admin)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -39,8 +42,15 @@ class Command(BaseCommand):
             )
             action.add_argument("--command", help="stdio: a command this deployment allows, by name")
             action.add_argument("--secret-name", help="environment variable holding its credential")
+            action.add_argument(
+                "--result-secrets",
+                choices=UpstreamServer.ResultSecrets.values,
+                default=None,
+                help="secrets in a tool's result: redact them (the default), block the result, or only log them",
+            )
         for name in ("disable", "enable"):
             actions.add_parser(name, help=f"{name} an upstream server").add_argument("name")
+        actions.add_parser("remove", help="remove an upstream server agents never called").add_argument("name")
 
     def handle(self, *args: object, action: str, **options: Any) -> None:
         if action == "list":
@@ -50,6 +60,13 @@ class Command(BaseCommand):
                 self.stdout.write(f"{server.name}\t{server.transport}\t{address}\t{state}")
             return
         name = options["name"]
+        if action == "remove":
+            try:
+                services.remove_upstream(name, actor=SYSTEM)
+            except (NotFound, Conflict) as exc:
+                raise CommandError(exc.detail) from exc
+            self.stdout.write(f"{name}: removed")
+            return
         if action == "add":
             if UpstreamServer.objects.filter(name=name).exists():
                 raise CommandError(f"An upstream server {name!r} exists already: use `change`.")
