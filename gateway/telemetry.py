@@ -122,7 +122,8 @@ def _refusal(result: HandlerResult) -> str | None:
     except ValueError:
         return None
     refusal = body.get("refusal") if isinstance(body, dict) else None
-    return refusal if isinstance(refusal, str) else None
+    # An upstream's own tool error may say anything: only a name of a refusal's shape is kept.
+    return refusal if isinstance(refusal, str) and refusal.isidentifier() and len(refusal) <= 40 else None
 
 
 def _failed_tool(result: Any) -> bool:
@@ -181,9 +182,10 @@ class ServerTelemetry:
                 span.set_attribute(REFUSAL, refusal)
             if failure is None and ctx.method == "tools/call" and _failed_tool(result):
                 failure = TOOL_ERROR
-            SERVER_DURATION.record(
-                time.perf_counter() - started, _server_metric(ctx, name, failure, known=refusal != "NotGranted")
-            )
+            # The tool is one of ours when the handler said so: neither refused as unknown nor
+            # stopped before it (a protocol error leaves the name unchecked).
+            known = refusal != "NotGranted" and failure in (None, TOOL_ERROR)
+            SERVER_DURATION.record(time.perf_counter() - started, _server_metric(ctx, name, failure, known=known))
         job_id = (ctx.meta or {}).get("jobId")
         governed = name is not None and forwarding.split(name) is not None
         if governed and job_id is not None and principal is not None and span.is_recording():

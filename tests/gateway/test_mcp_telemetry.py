@@ -321,3 +321,24 @@ def test_a_refused_resource_read_names_the_uri_and_the_json_rpc_error(live_serve
     ]
     assert point.attributes["error.type"] == "-32602"
     assert "mcp.resource.uri" not in point.attributes  # one series per URI would never end
+
+
+def test_a_malformed_call_is_a_json_rpc_error_and_its_made_up_name_no_label(live_server, vlevel, otel):
+    _, key = vlevel
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "made_up_1234", "arguments": 5}}
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+
+    response = httpx2.post(f"{live_server.url}/mcp", json=body, headers=headers)
+
+    assert response.json()["error"]["code"] == -32602
+    (server,) = spans("tools/call made_up_1234", SpanKind.SERVER)
+    assert server.attributes["error.type"] == "-32602"
+    (point,) = [
+        p for p in durations("mcp.server.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"
+    ]
+    assert point.attributes["error.type"] == "-32602"
+    assert "gen_ai.tool.name" not in point.attributes
