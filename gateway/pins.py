@@ -77,10 +77,9 @@ def admitted(server: UpstreamServer, tools: list[types.Tool]) -> list[types.Tool
     under the registration at the server's first listing, else withheld for a reviewer."""
     found = listed(tools)
     approved, known = _state(server)
-    plan = drift.plan(
-        {name: one.digest for name, one in found.items()}, approved, known, first=server.pinned_at is None
-    )
-    names = _record(server, found) if plan.changes else plan.admitted
+    first = server.pinned_at is None  # even an empty first listing is the one the registration approves
+    plan = drift.plan({name: one.digest for name, one in found.items()}, approved, known, first=first)
+    names = _record(server, found) if plan.changes or first else plan.admitted
     return [types.Tool.model_validate(found[name].definition) for name in sorted(names)]
 
 
