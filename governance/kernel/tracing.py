@@ -19,7 +19,8 @@ of the spans of the requests about the job and of the tasks they queue. The requ
 before the body is read, so it cannot take its trace id from the envelope; an agent that wants its
 own trace to hold ours sends a W3C ``traceparent`` header, which the Django instrumentation joins
 (a malformed one is ignored: the request starts a trace of its own). An agent that uses its trace
-id (32 hex digits) as the envelope's ``traceId`` finds both under one id.
+id (32 hex digits) as the envelope's ``traceId`` finds both under one id; an MCP tool call that
+names its job links to the trace of that id (gateway/telemetry.py).
 
 What crosses from a request to its tasks besides the trace context (the request id, the job) goes
 in one Celery message header, ``governance_context``, whether tracing is on or not: the worker's

@@ -27,13 +27,14 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from agents.models import Agent, Job
 from agents.registry import load_manifest
+from gateway import upstream
 from gateway.models import UpstreamServer
 from governance.kernel.principals import SYSTEM
 from tests.support.jobs import submit_job
 from tests.support.keys import issue_key
 from tests.support.manifests import load, manifest_text
 from tests.support.mcp import mcp_session
-from tests.support.upstream import upstream_server
+from tests.support.upstream import stdio_argv, upstream_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,9 +72,9 @@ def vlevel(transactional_db) -> tuple[Agent, str]:
 
 @pytest.fixture
 def supabase():
-    with upstream_server() as upstream:
-        UpstreamServer.objects.create(name="supabase", url=upstream.url, internal=True)
-        yield upstream
+    with upstream_server() as served:
+        UpstreamServer.objects.create(name="supabase", url=served.url, internal=True)
+        yield served
 
 
 def spans(name: str, kind: SpanKind) -> list[ReadableSpan]:
@@ -217,12 +218,12 @@ def test_an_upstream_call_is_one_trace_from_the_agent_through_the_gateway_to_the
     assert supabase.calls == [("execute_sql", {"query": "select secret_column"})]
     (server,) = spans(f"tools/call {SQL}", SpanKind.SERVER)
     (client,) = spans("tools/call execute_sql", SpanKind.CLIENT)
-    (upstream,) = spans("tools/call execute_sql", SpanKind.SERVER)
+    (received,) = spans("tools/call execute_sql", SpanKind.SERVER)
     # The agent's step -> its request -> our server span -> our call to the upstream -> the SDK's
     # send (which put the context in the upstream request's params._meta) -> the upstream's span.
     assert parent_of(parent_of(server)).name == "agent step"
     assert parent_of(client).context.span_id == server.context.span_id
-    sent = parent_of(upstream)
+    sent = parent_of(received)
     assert (sent.kind, parent_of(sent).context.span_id) == (SpanKind.CLIENT, client.context.span_id)
 
     assert dict(server.attributes or {}) | {"gen_ai.tool.name": SQL} == dict(server.attributes or {})
@@ -342,3 +343,22 @@ def test_a_malformed_call_is_a_json_rpc_error_and_its_made_up_name_no_label(live
     ]
     assert point.attributes["error.type"] == "-32602"
     assert "gen_ai.tool.name" not in point.attributes
+
+
+def test_a_call_to_a_stdio_upstream_is_a_client_span_over_a_pipe(tmp_path, settings, otel, transactional_db):
+    """What a worker runs for a web process (gateway/stdio.py): the same CLIENT span, over a pipe."""
+    settings.GATEWAY_STDIO_COMMANDS = {"supabase": {"argv": stdio_argv(tmp_path / "stdio.jsonl")}}
+    server = UpstreamServer.objects.create(name="supabase", transport="stdio", command="supabase")
+    try:
+        result = upstream.WORKER_POOL.call_now(server, "execute_sql", {"query": "select 1"})
+    finally:
+        upstream.WORKER_POOL.close_all()
+
+    assert not result.is_error, result.content
+    (client,) = spans("tools/call execute_sql", SpanKind.CLIENT)
+    assert client.attributes["network.transport"] == "pipe"
+    assert "server.address" not in client.attributes
+    (point,) = [
+        p for p in durations("mcp.client.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"
+    ]
+    assert point.attributes["network.transport"] == "pipe"
