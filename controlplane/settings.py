@@ -475,6 +475,10 @@ GATEWAY_STORE_ARGUMENTS = env.boolean("GATEWAY_STORE_ARGUMENTS", True)
 # They run in the Celery workers, never in a web process; "env" names the variables of the worker's
 # environment the command gets. A bad entry is reported by `manage.py check` (gateway.E001).
 GATEWAY_STDIO_COMMANDS = env.json_document("GATEWAY_STDIO_COMMANDS", {})
+# An approval-gated call made as an MCP task (2025-11-25) is kept this long at most (the client may ask less),
+# and tasks/result waits this many seconds for the reviewer before answering that the task is still working.
+MCP_TASK_TTL_HOURS = env.integer("MCP_TASK_TTL_HOURS", 48)
+MCP_TASK_RESULT_WAIT_SECONDS = env.integer("MCP_TASK_RESULT_WAIT_SECONDS", 20)
 
 # --- OAuth 2.1 for /mcp (gateway/oauth/) ---------------------------------------------------------
 

@@ -311,3 +311,40 @@ class ToolPin(models.Model):
     @property
     def tool_id(self) -> str:
         return f"mcp__{self.server.name}__{self.tool}"
+
+
+class ToolTask(models.Model):
+    """An upstream tool call made as an MCP task (2025-11-25 ``tools/call`` with ``task``): the
+    agent gets the task at once and polls it. An approval-gated call's task is ``working`` while a
+    reviewer decides; once approved, the next poll forwards the call (once: ``started_at`` is
+    claimed) and the task is ``completed`` with the tool's result; a rejected or expired approval
+    ends it ``failed`` with the reason. The arguments are kept only until the call is made."""
+
+    class Status(models.TextChoices):
+        WORKING = "working", "Working"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="tool_tasks")
+    tool_id = models.CharField(max_length=200)
+    arguments = models.JSONField(null=True, blank=True, help_text="Until the call is made; then cleared")
+    meta = models.JSONField(default=dict, blank=True, help_text="The call's jobId and sessionId")
+    review_item = models.ForeignKey(
+        "governance.ReviewItem", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WORKING)
+    status_message = models.CharField(max_length=1000, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="The CallToolResult the agent gets, as MCP sends it")
+    ttl_ms = models.PositiveIntegerField(help_text="How long the task is kept after it was created")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When a poll claimed the approved call")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="tool_task_agent")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id} task {self.pk} ({self.status})"

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from agents.registries import listing
 from agents.vocabulary import Registry
 from gateway import context, forwarding, leaks, pins, reach, refusals, telemetry, upstream
+from gateway import task_protocol
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -113,17 +114,25 @@ async def _forward(
     principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
 ) -> types.CallToolResult:
     """An upstream tool call, governed: refusals are logged and never reach the upstream."""
-    prepare = sync_to_async(forwarding.prepare)
     try:
-        prepared = await prepare(principal, name, arguments, meta, reach.cached_tools)
-        if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream
-            try:
-                await reach.tools_of(prepared.server)
-            except Exception as exc:
-                _unlisted(prepared.server, exc)
-            prepared = await prepare(principal, name, arguments, meta, lambda server: reach.cached_tools(server) or [])
+        return await governed(principal, name, arguments, meta)
     except forwarding.Refused as refused:
         return _error(refused.message, refusal=refused.refusal, **refused.extra)
+
+
+async def governed(
+    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+) -> types.CallToolResult:
+    """The governed call itself; ``forwarding.Refused`` (already logged) when it may not be
+    forwarded, which the caller answers: at once, or as an MCP task (gateway/task_protocol.py)."""
+    prepare = sync_to_async(forwarding.prepare)
+    prepared = await prepare(principal, name, arguments, meta, reach.cached_tools)
+    if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream
+        try:
+            await reach.tools_of(prepared.server)
+        except Exception as exc:
+            _unlisted(prepared.server, exc)
+        prepared = await prepare(principal, name, arguments, meta, lambda server: reach.cached_tools(server) or [])
     assert isinstance(prepared, forwarding.Attempt)
     attempt, grant = prepared, prepared.grant
     assert grant is not None
@@ -292,3 +301,10 @@ SERVER: Server[Any] = Server(
 # Inside the SDK's own span (its OpenTelemetryMiddleware comes first): what that span lacks, and
 # the mcp.server.operation.duration metric (gateway/telemetry.py).
 SERVER.middleware.append(telemetry.ServerTelemetry(PRINCIPAL))
+# Approval-gated upstream calls as MCP tasks, for the clients that ask (2025-11-25).
+task_protocol.install(
+    SERVER,
+    task_protocol.Tasks(
+        governed, lambda message, refusal, data: _error(message, refusal=refusal, **data), PRINCIPAL.get
+    ),
+)
