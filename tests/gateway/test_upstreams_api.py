@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from gateway import services
-from gateway.models import UpstreamServer
+from gateway.models import ToolListing, ToolPin, UpstreamServer
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
 from tests.factories.gateway import GatewayCallFactory
@@ -268,6 +268,16 @@ def test_a_server_never_called_is_removed_with_an_audit_row(admin_api):
     )
     assert removed.data["name"] == "crm"
     assert removed.data["address"] == PRIVATE
+
+
+def test_a_server_never_called_goes_with_what_the_gateway_learned_of_its_tools(admin_api):
+    server = crm()
+    ToolPin.objects.create(server=server, tool="lookup", change="first", status="approved", sha256="a" * 64)
+    ToolListing.objects.create(server=server, command="", tools=[{"name": "lookup"}])
+
+    assert admin_api.delete(CRM).status_code == 204
+    assert not ToolPin.objects.exists()
+    assert not ToolListing.objects.exists()
 
 
 def test_a_viewer_lists_and_reads_servers_paginated_and_never_sees_a_secret_value(viewer_api, monkeypatch):
