@@ -14,7 +14,16 @@ from gateway.reports import start_of
 from governance.kernel.forms import ANY, FilterForm
 
 OLDEST_DAY = date(2000, 1, 1)  # older dates are typos (and overflow time zone arithmetic)
-REFUSALS = ("RateLimited", "Forbidden", "Conflict", "PendingApproval", "NotFound", "InvalidInput", "SecretInResult")
+REFUSALS = (
+    "RateLimited",
+    "Forbidden",
+    "Conflict",
+    "PendingApproval",
+    "NotFound",
+    "InvalidInput",
+    "SecretInResult",
+    "DefinitionChanged",
+)
 WINDOWS = (1, 7, 30, 90)
 DEFAULT_WINDOW = 7
 

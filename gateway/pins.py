@@ -169,7 +169,7 @@ def _facts(pin: ToolPin) -> dict[str, Any]:
 
 
 _VERBS = {
-    drift.FIRST: "listed at registration, flagged",
+    drift.FIRST: "listed at registration and flagged",
     drift.ADDED: "added",
     drift.CHANGED: "changed",
     drift.REMOVED: "removed",
@@ -229,7 +229,7 @@ def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
 def _summary(payload: Mapping[str, Any]) -> str:
     changed = ", ".join(payload.get("changedFields") or []) or "nothing a model reads"
     findings = len(payload.get("findings") or [])
-    said = f"{payload.get('toolId', '')}: {payload.get('change', '')} ({changed})"
+    said = f"{payload.get('toolId', '')}: {_VERBS.get(payload.get('change', ''), '')} ({changed})"
     return said + (f"; {findings} finding(s) of text aimed at the model" if findings else "")
 
 

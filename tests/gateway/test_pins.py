@@ -389,6 +389,7 @@ def test_a_tool_that_disappears_opens_one_item_and_coming_back_is_reviewed_again
         relist()
         gone = [tools_of(live_server, key) for _ in range(3)]
         (removal,) = items()
+        page = reviewing.get(reverse("reviews:inbox")).content.decode()
         decide(reviewing, removal, "approve")  # the removal is accepted
 
         upstream.define("wipe", _wipe(upstream), "Delete data.", ToolAnnotations(destructive_hint=True))
@@ -399,6 +400,8 @@ def test_a_tool_that_disappears_opens_one_item_and_coming_back_is_reviewed_again
     assert all(WIPE not in listed for listed in gone)
     assert (removal.payload["change"], removal.payload["definition"]) == ("removed", None)
     assert removal.payload["previous"]["name"] == "wipe"
+    assert "mcp__supabase__wipe: removed (name, description, inputSchema, outputSchema, annotations)" in page
+    assert "the tool disappeared from the listing" in page
     # Back with the very definition approved before the removal, it is a new tool all the same.
     assert WIPE not in back
     assert refusal(refused)["refusal"] == "DefinitionChanged"
