@@ -12,7 +12,7 @@ from django.http import HttpRequest
 
 from gateway import services
 from gateway.forms import REFUSALS
-from gateway.models import GatewayCall, UpstreamServer, stdio_commands
+from gateway.models import GatewayCall, ToolPin, UpstreamServer, stdio_commands
 from governance.kernel.access import signed_in
 from governance.kernel.admin import KnownValuesFilter, NoDelete, ReadOnlyAdmin, UnboundedList
 
@@ -85,3 +85,19 @@ class GatewayCallAdmin(UnboundedList, ReadOnlyAdmin):
     search_fields = ["tool_id", "agent__agent_id", "arguments_hash"]
     list_select_related = ["agent"]
     raw_id_fields = ["job", "session", "tool_call", "contract_check"]
+
+
+@admin.register(ToolPin)
+class ToolPinAdmin(ReadOnlyAdmin):
+    """Every definition of an upstream tool the gateway has seen, and what became of it. Written
+    by the lock and by reviewers' decisions in the inbox (gateway/pins.py), only read here."""
+
+    list_display = ["server", "tool", "change", "status", "short_digest", "approved_by", "approved_at", "seen_at"]
+    list_filter = ["status", "change", "server"]
+    search_fields = ["tool", "sha256", "server__name"]
+    list_select_related = ["server"]
+    raw_id_fields = ["previous", "review_item"]
+
+    @admin.display(description="SHA-256")
+    def short_digest(self, obj: ToolPin) -> str:
+        return obj.sha256[:12] or "(removed)"

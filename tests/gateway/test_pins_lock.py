@@ -9,6 +9,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from django.db import connections
+from django.urls import reverse
 
 from gateway import drift, pins
 from gateway.models import ToolPin, UpstreamServer
@@ -123,3 +124,21 @@ def test_listings_at_the_same_time_open_one_review_per_change():
     assert seen == [[]] * 12
     assert sorted(item.payload["tool"] for item in ReviewItem.objects.all()) == ["execute_sql", "export_rows"]
     assert ToolPin.objects.filter(status="pending").count() == 2
+
+
+def test_the_admin_lists_every_definition_seen_and_changes_none(db, client, staff_admin):
+    server = UpstreamServer.objects.create(name="supabase", url="http://127.0.0.1:9/mcp", internal=True)
+    pins.admitted(server, [tool("execute_sql")])
+    server.refresh_from_db()
+    pins.admitted(server, [tool("execute_sql", "Changed.")])
+    client.force_login(staff_admin)
+
+    listing = client.get(reverse("admin:gateway_toolpin_changelist"))
+    pin = ToolPin.objects.get(status="pending")
+    change = client.post(reverse("admin:gateway_toolpin_change", args=[pin.pk]), {"status": "approved"})
+
+    assert listing.status_code == 200
+    assert listing.content.decode().count("execute_sql") >= 2
+    assert change.status_code == 403
+    pin.refresh_from_db()
+    assert pin.status == "pending"
