@@ -435,3 +435,105 @@ def test_plain_http_redirects_only_to_the_clients_own_machine(live_server, redir
         assert "Location" not in page.headers
     else:
         assert (answer.status_code == 201) is allowed
+
+
+def _self_signed(tmp_path: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as files; the test trusts it through SSL_CERT_FILE."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return str(cert_file), str(key_file)
+
+
+@pytest.fixture
+def client_metadata(tmp_path, monkeypatch, settings) -> Any:
+    """A client ID metadata document served over https on this machine (an operator allowed
+    internal metadata URLs for the test); yields its URL, which is the client's id."""
+    import json
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.support.http_servers import QuietServer
+
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    settings.OAUTH_CLIENT_METADATA_INTERNAL = True
+    fetched: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetched.append(self.path)
+            body = json.dumps(
+                {
+                    "client_id": url,
+                    "client_name": "A client known by its URL",
+                    "redirect_uris": [REDIRECT],
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "token_endpoint_auth_method": "none",
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    url = f"https://127.0.0.1:{httpd.server_address[1]}/oauth/client.json"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield url, fetched
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_client_known_by_its_metadata_document_signs_in_without_registering(
+    live_server, vlevel_agent, alice, client_metadata
+):
+    url, fetched = client_metadata
+    base = live_server.url
+    storage = MemoryStorage()
+    provider = _flow(base, Operator(base, "alice"), vlevel_agent.agent_id, storage)
+    provider.context.client_metadata_url = url
+
+    assert "submit_job" in _tool_names(base, provider)
+    application = Application.objects.get(client_id=url)
+    assert application.registration_source == "cimd"
+    assert application.name == "A client known by its URL"
+    assert fetched  # the plane fetched the document, through the outbound guard
+    assert _mcp_tokens().get().application == application
