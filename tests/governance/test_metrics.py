@@ -33,6 +33,7 @@ SQL = "/agents/agent.seo.vlevel/tools/mcp__supabase__execute_sql/calls"
 SNAPSHOT = "/agents/agent.seo.vlevel/tools/mcp__chrome-devtools__take_snapshot/calls"
 RANKING = "memory_retrieval_ranking"
 GOOD_RANKING = {"rankings": [{"id": 3, "adjusted_score": 0.7, "rank": 1}, {"id": 5, "score": 0.2}]}
+BAD_RANKING = {"rankings": [{"id": "three"}]}  # an id that is no integer, and no score: violations
 LEARNING = {"story": "PD-1", "gate": 3, "domain": "seo", "project": "shop", "tags": ["#canonical"], "text": "x"}
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -388,7 +389,7 @@ METRIC_NAME = re.compile(r"\bgovernance_[a-z_]+\b")
 @pytest.fixture
 def exported(client, vlevel_api, catalog, django_capture_on_commit_callbacks) -> set[str]:
     """Every name /metrics exports once the plane did a bit of everything (a job, a tool call and a
-    refusal, a chat, a Celery task run through Celery), with the sample names (_total, _bucket...)
+    refusal, a valid and a violating output, a Celery task run through Celery), with the sample names (_total, _bucket...)
     Prometheus stores."""
     from governance.tasks import heartbeat
 
@@ -396,6 +397,7 @@ def exported(client, vlevel_api, catalog, django_capture_on_commit_callbacks) ->
         job = vlevel_api.post("/jobs", envelope()).json()["jobId"]
         vlevel_api.post(f"/jobs/{job}/result", result())
         vlevel_api.post(f"/contracts/{RANKING}/validate", {"output": GOOD_RANKING})
+        vlevel_api.post(f"/contracts/{RANKING}/validate", {"output": BAD_RANKING})
         vlevel_api.post(SQL, {"permission": "read"})
         vlevel_api.post(SQL, {"permission": "write"})
         chat = vlevel_api.post("/sessions", {"type": "CHAT", "name": "m"}).json()["sessionId"]
