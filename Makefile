@@ -7,7 +7,7 @@ REQ    := requirements
 # needs it (requirements/model.in says why), and it keeps anything unlocked from slipping in.
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps
 
-.PHONY: install install-runtime install-dev run test lint format lock clean bench fuzz inspector
+.PHONY: install install-runtime install-dev run test lint format lock clean bench fuzz inspector conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,17 @@ $(INSPECTOR): tools/inspector/package-lock.json
 
 inspector: $(INSPECTOR)
 
+# The official MCP conformance runner (tests/gateway/test_conformance.py), pinned in
+# tools/conformance/package-lock.json: 0.1.16 for 2025-11-25, 0.2.0-alpha.12 for 2026-07-28 (only the
+# 0.2.0 prereleases know that revision). It runs on the inspector's Node 22. Needs npm; without it the
+# test is skipped.
+CONFORMANCE := tools/conformance/node_modules/.bin/conformance
+$(CONFORMANCE): tools/conformance/package-lock.json | $(INSPECTOR)
+	npm ci --prefix tools/conformance --no-audit --no-fund --loglevel=error
+	touch $(CONFORMANCE)
+
+conformance: $(CONFORMANCE)
+
 run: install
 	$(PY) manage.py serve
 
@@ -69,7 +80,7 @@ run: install
 TEST_WORKERS ?= auto
 COVERAGE := $(if $(PYTEST_ARGS),,--cov --cov-report=json:var/coverage.json --cov-report=)
 test: install-dev
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory inspector; fi
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory inspector conformance; fi
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(COVERAGE) $(PYTEST_ARGS)
 	$(if $(PYTEST_ARGS),,$(PY) tools/coverage_floor.py)
 
@@ -96,4 +107,4 @@ format: install-dev
 	$(PY) -m ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tools/inspector/node_modules
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache tools/inspector/node_modules tools/conformance/node_modules

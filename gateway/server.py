@@ -27,8 +27,7 @@ from pydantic import ValidationError
 
 from agents.registries import listing
 from agents.vocabulary import Registry
-from gateway import context, forwarding, leaks, pins, reach, refusals, telemetry, upstream
-from gateway import task_protocol
+from gateway import completions, context, forwarding, leaks, pins, reach, refusals, task_protocol, telemetry, upstream
 from gateway.models import UpstreamServer
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
@@ -73,10 +72,10 @@ async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, 
         if grant.server.pk not in listed:
             try:
                 tools = await reach.tools_of(grant.server)
-            except Exception as exc:
+                admitted = await sync_to_async(pins.admitted)(grant.server, tools)
+            except Exception as exc:  # the lock too: a listing it cannot read shows nothing
                 _unlisted(grant.server, exc)
-                tools = None
-            admitted = await sync_to_async(pins.admitted)(grant.server, tools) if tools is not None else []
+                admitted = []
             listed[grant.server.pk] = {tool.name: tool for tool in admitted}
         if grant.tool in listed[grant.server.pk]:
             found.append((grant, listed[grant.server.pk][grant.tool]))
@@ -222,10 +221,10 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         return _error("The call failed on the server; it was logged.")
 
 
-def _refused(principal: Principal, method: str, name: str, detail: str, refusal: str) -> MCPError:
+def _refused(principal: Principal, method: str, name: str, detail: str, refusal: str, **data: Any) -> MCPError:
     """An audited refusal of a resource or a prompt, as the protocol error the client gets."""
     refusals.record(principal, method=method, name=name, refusal=refusal, detail=detail)
-    return MCPError(code=INVALID_PARAMS, message=detail, data={"refusal": refusal})
+    return MCPError(code=INVALID_PARAMS, message=detail, data={"refusal": refusal, **data})
 
 
 async def list_resources(
@@ -258,7 +257,11 @@ async def read_resource(
     try:
         text, mime_type = await sync_to_async(context.read)(principal, uri)
     except DomainError as exc:
-        raise await sync_to_async(_refused)(principal, "resources/read", uri, exc.detail, type(exc).__name__) from exc
+        # The error names the URI it answers (SEP-2164), as the conformance runner checks.
+        refused = await sync_to_async(_refused)(
+            principal, "resources/read", uri, exc.detail, type(exc).__name__, uri=uri
+        )
+        raise refused from exc
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
 
 
@@ -288,8 +291,29 @@ async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequ
     return types.GetPromptResult(description=context.PROMPTS[params.name][0], messages=[message])
 
 
+async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+    """Values for the argument a client's user is typing, from the caller's own sessions only."""
+    principal, ref, argument = PRINCIPAL.get(), params.ref, params.argument
+    if isinstance(ref, types.PromptReference):
+        found = await sync_to_async(completions.for_prompt)(principal, ref.name, argument.name, argument.value)
+    else:
+        given = dict((params.context.arguments or {}) if params.context else {})
+        found = await sync_to_async(completions.for_template)(principal, ref.uri, argument.name, argument.value, given)
+    return types.CompleteResult(
+        completion=types.Completion(values=found.values, total=found.total, has_more=found.has_more)
+    )
+
+
+async def set_logging_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+    """Accepted (the SDK has checked the level's name) and kept nowhere: /mcp is stateless and sends
+    no log notifications, so there is nothing for the level to filter. Clients of the handshake
+    revisions set it after initialize; 2026-07-28 removed the method (the SDK refuses it there)."""
+    return types.EmptyResult()
+
+
 SERVER: Server[Any] = Server(
     "agent-governance",
+    version="1",  # the API's version (controlplane/api.py); 2026-07-28 clients read it in each result's _meta
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     on_list_resources=list_resources,
@@ -297,7 +321,10 @@ SERVER: Server[Any] = Server(
     on_read_resource=read_resource,
     on_list_prompts=list_prompts,
     on_get_prompt=get_prompt,
+    on_completion=complete,
 )
+# Re-provided as the SDK says for a method 2026-07-28 removed (its constructor argument is deprecated).
+SERVER.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
 # Inside the SDK's own span (its OpenTelemetryMiddleware comes first): what that span lacks, and
 # the mcp.server.operation.duration metric (gateway/telemetry.py).
 SERVER.middleware.append(telemetry.ServerTelemetry(PRINCIPAL))
