@@ -32,6 +32,20 @@ def definition(listed: Mapping[str, Any]) -> dict[str, Any]:
     return {key: listed[key] for key in FIELDS if listed.get(key) is not None}
 
 
+def storable(value: Any) -> Any:
+    """``value`` as PostgreSQL's JSON stores it and a page shows it: a NUL character becomes the
+    text ``\\u0000``, a lone surrogate its escape (non-finite numbers are already null in the
+    JSON form of a listed tool). An upstream is not trusted to send only what the database takes;
+    what an agent is shown is this form too, so the digest is taken of it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\\u0000").encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -57,8 +57,8 @@ def listed(tools: Iterable[types.Tool]) -> dict[str, Listed]:
     """Each tool of a listing by name, as the lock compares it."""
     found = {}
     for tool in tools:
-        shown = drift.definition(tool.model_dump(mode="json", by_alias=True, exclude_none=True))
-        found[tool.name] = Listed(shown, drift.digest(shown))
+        shown = drift.storable(drift.definition(tool.model_dump(mode="json", by_alias=True, exclude_none=True)))
+        found[shown["name"]] = Listed(shown, drift.digest(shown))
     return found
 
 

@@ -142,3 +142,21 @@ def test_the_admin_lists_every_definition_seen_and_changes_none(db, client, staf
     assert change.status_code == 403
     pin.refresh_from_db()
     assert pin.status == "pending"
+
+
+def test_what_the_database_cannot_store_is_stored_escaped_and_reviewed(db):
+    server = UpstreamServer.objects.create(name="supabase", url="http://127.0.0.1:9/mcp", internal=True)
+    pins.admitted(server, [tool("execute_sql")])
+    server.refresh_from_db()
+    hostile = types.Tool(
+        name="execute_sql",
+        description="Run\x00 a query \ud800.",
+        input_schema={"type": "object", "properties": {"limit": {"type": "number", "default": float("nan")}}},
+    )
+
+    assert pins.admitted(server, [hostile]) == []
+    assert pins.admitted(server, [hostile]) == []  # the same listing again: nothing new
+
+    (item,) = ReviewItem.objects.all()
+    assert item.payload["definition"]["description"] == "Run\\u0000 a query \\ud800."
+    assert item.payload["definition"]["inputSchema"]["properties"]["limit"]["default"] is None  # pydantic: NaN is null
