@@ -388,9 +388,9 @@ METRIC_NAME = re.compile(r"\bgovernance_[a-z_]+\b")
 
 @pytest.fixture
 def exported(client, vlevel_api, catalog, django_capture_on_commit_callbacks) -> set[str]:
-    """Every name /metrics exports once the plane did a bit of everything (a job, a tool call and a
-    refusal, a valid and a violating output, a Celery task run through Celery), with the sample names (_total, _bucket...)
-    Prometheus stores."""
+    """Every name /metrics exports once the plane did a bit of everything (a job, a valid and a
+    violating output, a tool call and a refusal, a chat, a Celery task run through Celery), with the
+    sample names (_total, _bucket...) Prometheus stores."""
     from governance.tasks import heartbeat
 
     with django_capture_on_commit_callbacks(execute=True):
