@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from agents.tools import TOOL_CALL_RETENTION
 from gateway.forwarding import ARGUMENTS_RETENTION
+from gateway.mcp_tasks import ARGUMENTS_RETENTION as TASK_ARGUMENTS_RETENTION
 from governance.contracts.services import OUTPUT_RETENTION
 from governance.kernel import retention
 from governance.kernel.audit import AuditAction
@@ -38,6 +39,7 @@ PERMISSION = "governance.add_retentionrun"
 POLICIES: list[tuple[str, retention.Policy]] = [
     ("RETENTION_CONTRACT_OUTPUTS_DAYS", OUTPUT_RETENTION),
     ("RETENTION_TOOL_CALLS_DAYS", ARGUMENTS_RETENTION),
+    ("RETENTION_TOOL_CALLS_DAYS", TASK_ARGUMENTS_RETENTION),
     ("RETENTION_TOOL_CALLS_DAYS", TOOL_CALL_RETENTION),
     ("RETENTION_SESSION_MESSAGES_DAYS", MESSAGE_RETENTION),
     ("RETENTION_TASK_RUNS_DAYS", TASK_RUN_RETENTION),

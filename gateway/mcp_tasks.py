@@ -12,15 +12,17 @@ inbox: nothing the agent sends (a poll, a cancel, the task's arguments) can appr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from gateway.models import ToolTask
+from governance.kernel import retention
 from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
 from governance.reviews.models import ReviewItem
@@ -174,3 +176,21 @@ def result_of(principal: Principal, task_id: str) -> ToolTask:
 
 class InvalidTaskState(Exception):
     """A cancel of a task that has ended."""
+
+
+def _tasks_with_arguments(cutoff: datetime) -> QuerySet[ToolTask]:
+    return ToolTask.objects.filter(arguments__isnull=False, created_at__lt=cutoff)
+
+
+# Archived with the gateway calls' arguments: a task nobody polled to its end keeps the call's
+# arguments until then; it ends failed, so no later poll can forward what is no longer kept.
+ARGUMENTS_RETENTION = retention.Policy(
+    name="tool task arguments",
+    action=retention.ARCHIVE,
+    candidates=_tasks_with_arguments,
+    archived={
+        "arguments": None,
+        "status": Status.FAILED,
+        "status_message": "Expired: it was never polled to its end, and its arguments are no longer kept.",
+    },
+)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 
-from gateway.models import UpstreamServer
+from gateway.models import ToolPin, UpstreamServer
 from governance.kernel.audit import AuditAction
 from governance.kernel.exceptions import Conflict, Forbidden, NotFound
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
+from governance.reviews import services as reviews
+from governance.reviews.models import ReviewItem
 
 
 def require_upstream_permission(actor: Principal, action: str) -> str:
@@ -69,6 +71,10 @@ def remove_upstream(name: str, *, actor: Principal) -> None:
             f"did there. {disable}: its tools leave every agent's list and its calls stay.",
             name=name,
         )
+    # A changed definition still waiting in the inbox has nothing left to decide: closed, as at a deadline.
+    waiting = ToolPin.objects.filter(server=server, review_item__status=ReviewItem.Status.PENDING)
+    for item_id in waiting.values_list("review_item_id", flat=True):
+        reviews.expire(item_id, comment=f"Upstream server {name!r} was removed.")
     record(
         actor=actor,
         action=AuditAction.GATEWAY_UPSTREAM_REMOVED,

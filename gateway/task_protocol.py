@@ -11,6 +11,7 @@ task, an approval-gated call still answers ``PendingApproval`` at once.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,6 +30,8 @@ from gateway import forwarding, mcp_tasks
 from gateway.models import ToolTask
 from governance.kernel.exceptions import NotFound
 from governance.kernel.principals import Principal
+
+logger = logging.getLogger(__name__)
 
 VERSION = "2025-11-25"
 CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -126,7 +129,12 @@ class Tasks:
             raise MCPError(code=INVALID_PARAMS, message=exc.detail) from exc
         if isinstance(state, ToolTask):
             return state
-        outcome = await self._outcome(principal, state.task.tool_id, state.arguments, state.task.meta)
+        try:
+            outcome = await self._outcome(principal, state.task.tool_id, state.arguments, state.task.meta)
+        except Exception:
+            # The claim is spent either way: the task ends with the failure rather than working forever.
+            logger.exception("[mcp] task %s: the approved call failed", state.task.pk)
+            outcome = forwarding.Refused("The call failed on the server; it was logged.", "ServerError")
         result = outcome if isinstance(outcome, types.CallToolResult) else self._refused(outcome)
         return await sync_to_async(mcp_tasks.complete)(state.task, _dump(result))
 

@@ -21,6 +21,7 @@ import pytest
 from agents.manifest import read_text
 from agents.models import Job
 from agents.registry import load_manifest
+from gateway.models import UpstreamServer
 from governance.kernel.principals import SYSTEM, Principal
 from memory import clarifications
 from memory.models import Learning, Subject
@@ -137,6 +138,8 @@ READS = [
     # The contract catalog is the fleet's; its statistics are the operators'.
     Read("/contracts/{name}", CONTRACT, {"name": "no_such_contract"}, (OWNER, OTHER, VIEWER)),
     Read("/contracts/{name}/stats", CONTRACT, {"name": "no_such_contract"}, (VIEWER,), (), (OWNER, OTHER, OUTSIDER)),
+    # Upstream MCP servers are the operators' configuration: no agent reads them, not even by name.
+    Read("/gateway/upstreams/{name}", fixed(name="crm"), {"name": "nobody"}, (VIEWER,), (), (OWNER, OTHER, OUTSIDER)),
 ]
 
 
@@ -169,6 +172,7 @@ def sight(world, client, settings) -> Sight:
     broken = {"scores": [{"url": "not a url", "level": "V9"}], "recommendations": []}  # fails at once: artifacts
     assert finish_job(Job.objects.get(pk=world.job_id), {"success": True, "data": broken}).finished_at is not None
     ContractFactory(name="retrieval_answer")
+    UpstreamServer.objects.create(name="crm", url="http://10.0.0.5:8080/mcp", internal=True)
     admin = Principal(user=UserFactory.create(username="ada", roles=["Admin"]))
     restrict(Subject.objects.get(key="alice"), ["agent.seo.vlevel"], actor=admin)
     approval = world.owner.post("/approvals", {"action": "purge the cache", "reason": "stale prices"})

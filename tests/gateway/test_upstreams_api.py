@@ -14,7 +14,9 @@ from gateway import services
 from gateway.models import ToolListing, ToolPin, UpstreamServer
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM
+from governance.reviews.models import ReviewItem
 from tests.factories.gateway import GatewayCallFactory
+from tests.factories.governance import ReviewItemFactory
 from tests.support.api import Api
 from tests.support.refusals import nothing_written
 
@@ -278,6 +280,19 @@ def test_a_server_never_called_goes_with_what_the_gateway_learned_of_its_tools(a
     assert admin_api.delete(CRM).status_code == 204
     assert not ToolPin.objects.exists()
     assert not ToolListing.objects.exists()
+
+
+def test_a_changed_definition_waiting_for_a_reviewer_is_closed_with_its_server(admin_api):
+    server = crm()
+    item = ReviewItemFactory.create(kind="gateway.tool_definition", title="lookup changed")
+    ToolPin.objects.create(
+        server=server, tool="lookup", change="changed", status="pending", sha256="b" * 64, review_item=item
+    )
+
+    assert admin_api.delete(CRM).status_code == 204
+    item.refresh_from_db()
+    assert item.status == ReviewItem.Status.EXPIRED
+    assert "removed" in item.decision.comment
 
 
 def test_a_viewer_lists_and_reads_servers_paginated_and_never_sees_a_secret_value(viewer_api, monkeypatch):

@@ -13,10 +13,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from agents.models import Escalation, Job, KpiSample, ToolCall, ToolGrant
+from agents.models import Agent, Escalation, Job, KpiSample, ToolCall, ToolGrant
 from controlplane.retention import run_retention
 from controlplane.tasks import apply_retention
-from gateway.models import GatewayCall
+from gateway.models import GatewayCall, ToolTask
 from governance.contracts.models import ContractCheck
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import AuditEvent, RetentionRun, TaskRun
@@ -67,6 +67,15 @@ class World:
     old_run: TaskRun
     new_run: TaskRun
     lone_old_run: TaskRun
+    old_task: ToolTask
+    new_task: ToolTask
+
+
+def _task(agent: Agent, days: float) -> ToolTask:
+    """An approval-gated call made as an MCP task, still working (never polled to its end)."""
+    task = ToolTask.objects.create(agent=agent, tool_id="mcp__s__sql", arguments={"query": "select 1"}, ttl_ms=60_000)
+    ToolTask.objects.filter(pk=task.pk).update(created_at=ago(days))
+    return task
 
 
 def _finished(session: AISession, days: float, phase: str = "COMPLETED") -> AISession:
@@ -117,6 +126,8 @@ def world(db) -> World:
         old_run=TaskRunFactory.create(task_name="governance.heartbeat", started_at=ago(DAYS + 1)),
         new_run=TaskRunFactory.create(task_name="governance.heartbeat", started_at=ago(1)),
         lone_old_run=TaskRunFactory.create(task_name="memory.full_scoring", started_at=ago(DAYS + 5)),
+        old_task=_task(agent, DAYS + 1),
+        new_task=_task(agent, DAYS - 1),
     )
 
 
@@ -143,6 +154,7 @@ def test_each_table_loses_only_what_is_past_its_days(world):
     assert _rows(report) == {
         "contract check outputs": 1,
         "gateway call arguments": 1,
+        "tool task arguments": 1,
         "tool calls": 2,
         "session messages": 3,
         "task runs": 1,
@@ -156,6 +168,10 @@ def test_each_table_loses_only_what_is_past_its_days(world):
     assert world.old_call.arguments is None
     assert world.old_call.arguments_hash
     assert GatewayCall.objects.get(pk=world.new_call.pk).arguments == {"query": "select 1"}
+    # Tool tasks: the old one ends failed without its arguments (no poll can forward it now).
+    world.old_task.refresh_from_db()
+    assert (world.old_task.arguments, world.old_task.status) == (None, ToolTask.Status.FAILED)
+    assert ToolTask.objects.get(pk=world.new_task.pk).arguments == {"query": "select 1"}
     # Tool calls: the old ones are gone, but for the one a reviewer's grant used; the gateway call
     # that named one keeps its own record of the call, without the link.
     assert set(ToolCall.objects.values_list("pk", flat=True)) == {world.new_tool_call.pk, world.granted_tool_call.pk}
@@ -179,7 +195,7 @@ def test_the_run_is_recorded_with_what_each_step_did(world):
 
     run = RetentionRun.objects.get()
     assert report.run_id == run.pk
-    assert run.rows == 8
+    assert run.rows == 9
     assert run.actor == "system"
     steps = {step["name"]: step for step in run.steps}
     assert steps["tool calls"]["table"] == "agents_toolcall"
@@ -189,7 +205,7 @@ def test_the_run_is_recorded_with_what_each_step_did(world):
     assert steps["task runs"]["cutoff"] is not None
     assert all(step["seconds"] >= 0 for step in run.steps)
     audit = AuditEvent.objects.get(action="retention.applied")
-    assert (audit.target_id, audit.data) == (str(run.pk), {"rows": 8})
+    assert (audit.target_id, audit.data) == (str(run.pk), {"rows": 9})
 
 
 def test_decisions_the_audit_trail_jobs_and_kpis_are_never_touched(world):
@@ -281,20 +297,20 @@ def test_agents_and_operators_without_the_permission_are_refused(world, viewer, 
     assert not RetentionRun.objects.exists()
     assert ToolCall.objects.count() == 4
 
-    assert run_retention(actor=Principal(user=admin_operator)).rows == 8
+    assert run_retention(actor=Principal(user=admin_operator)).rows == 9
 
 
 def test_the_command_prints_what_it_would_do_then_does_it(world):
     dry = io.StringIO()
     call_command("apply_retention", "--dry-run", stdout=dry)
     assert "[retention] tool calls (agents_toolcall): 2 would be pruned" in dry.getvalue()
-    assert "dry run: 8 row(s) would be archived or pruned" in dry.getvalue()
+    assert "dry run: 9 row(s) would be archived or pruned" in dry.getvalue()
     assert ToolCall.objects.count() == 4
 
     done = io.StringIO()
     call_command("apply_retention", stdout=done)
     assert "[retention] session messages (ai_sessions_sessionmessage): 3 archived" in done.getvalue()
-    assert f"8 row(s) done, recorded as retention run {RetentionRun.objects.get().pk}" in done.getvalue()
+    assert f"9 row(s) done, recorded as retention run {RetentionRun.objects.get().pk}" in done.getvalue()
 
 
 def test_a_negative_setting_is_refused_before_anything_is_done(world, policy):
@@ -311,7 +327,7 @@ def test_the_daily_task_is_scheduled_and_returns_its_report(world):
 
     result = apply_retention()
 
-    assert result["rows"] == 8
+    assert result["rows"] == 9
     assert result["run_id"] == RetentionRun.objects.get().pk
 
 

@@ -24,6 +24,7 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from agents import approvals, escalations, kpi_alerts, tools
+from gateway import pins
 from governance.contracts import services as contracts
 from governance.contracts.catalog import parse
 from governance.kernel.exceptions import Forbidden
@@ -349,6 +350,7 @@ def test_every_inbox_kind_the_code_opens_is_announced_or_announces_itself():
         *effects.REVIEW_KINDS.values(),
         escalations.REVIEW_KIND,
         kpi_alerts.REVIEW_KIND,
+        pins.REVIEW_KIND,
     }
     announced = {kind.code for kind in review_kinds.all() if kind.announces_as is not None}
     assert opened == announced | {escalations.REVIEW_KIND, kpi_alerts.REVIEW_KIND}
