@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from governance.kernel import logs
+from governance.kernel import logs, tracing
 from governance.kernel.principals import SYSTEM
 from sessions import automations
 from tests.support.hosted import PROFILE, allow_profiles, local_profile, openai_answer
@@ -331,3 +331,33 @@ def test_a_request_id_is_given_back_and_on_the_lines_logged_for_the_request(agen
     assert [record.request_id for record in lines] == [r["X-Request-ID"] for r in (kept, forged, long)]
     assert logs.TextFormatter().format(lines[0]).endswith(f"Not Found: /api/v1{missing} [request=proxy-7f3a.1]")
     assert "forged" not in logs.TextFormatter().format(lines[1])
+
+
+def test_inside_a_span_log_lines_get_its_ids_and_a_tasks_span_gets_the_job_it_works_for():
+    """What ``setup`` wires in a process that exports (log lines carry the current span's ids; a
+    task's span carries the job its sender named), exercised on a provider of the test's own."""
+    from types import SimpleNamespace
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sent = {"job_id": "j-1", "job_trace_id": "t-1", "agent_id": "agent.seo.vlevel", "request_id": "r-1"}
+    task = SimpleNamespace(request=SimpleNamespace(**{tracing.CONTEXT_HEADER: sent}))
+
+    assert tracing._current_ids() is None  # outside any span, log lines carry no ids
+    with provider.get_tracer("test").start_as_current_span("run/jobs.work") as span:
+        ids = tracing._current_ids()
+        tracing._annotate_task_span(task)
+
+    context = span.get_span_context()
+    assert ids == (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    (finished,) = exporter.get_finished_spans()
+    assert dict(finished.attributes or {}) == {
+        "job.id": "j-1",
+        "job.trace_id": "t-1",
+        "agent.id": "agent.seo.vlevel",
+    }  # the request id is the log's business, not the span's
