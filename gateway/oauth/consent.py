@@ -45,8 +45,7 @@ class ConsentForm(AllowForm):
 
     def __init__(self, *args: Any, choices: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["subject"].choices = choices
-        self.fields["subject"].initial = choices[1][0] if len(choices) > 1 else SELF
+        self.fields["subject"].choices = choices  # no default: whom a client acts as is a choice made each time
 
 
 class ConsentView(AuthorizationView):

@@ -209,7 +209,7 @@ class Command(BaseCommand):
                 self.stdout.write(
                     self.style.SUCCESS(f"Control plane ready in {time.monotonic() - started:.1f} s")
                     + f"\n  Admin:    {base}/admin/\n  Inbox:    {base}/inbox/\n  API docs: {base}/api/v1/docs\n"
-                    + f"  MCP:      {base}/mcp (Streamable HTTP, Bearer API key)\n"
+                    + f"  MCP:      {base}/mcp (Streamable HTTP: OAuth sign-in, or an API key; keys only at /mcp/key)\n"
                     + self._credentials_lines(shown=role == "all" and not no_demo, first_start=first_start)
                     + "Press Ctrl-C to stop."
                 )
