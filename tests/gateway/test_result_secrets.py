@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 from django.apps import apps
 from django.conf import settings
 from django.urls import reverse
@@ -31,6 +28,7 @@ from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
 from tests.support.mcp import mcp_session
 from tests.support.processes import free_port
+from tests.support.upstream import served_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,21 +59,8 @@ def leaky_upstream() -> Iterator[str]:
         return answers()[query]
 
     port = free_port()
-    config = uvicorn.Config(
-        server.streamable_http_app(json_response=True), host="127.0.0.1", port=port, log_level="warning"
-    )
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert runner.started, "the upstream MCP server did not start"
-    try:
+    with served_app(server.streamable_http_app(json_response=True), port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        runner.should_exit = runner.force_exit = True
-        thread.join(timeout=10)
 
 
 def call(live_server: Any, mode: str, query: str) -> CallToolResult:

@@ -49,7 +49,15 @@ def upstream_server(
                 seen.session_ids.append(headers[b"mcp-session-id"].decode())
         await app(scope, receive, send)
 
-    config = uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    with served_app(recording, port):
+        yield seen
+
+
+@contextmanager
+def served_app(app: Any, port: int) -> Iterator[None]:
+    """An ASGI app (an upstream MCP server) served by uvicorn on ``port`` of loopback, in a thread,
+    for the block."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
@@ -58,7 +66,7 @@ def upstream_server(
         time.sleep(0.05)
     assert runner.started, "the upstream MCP server did not start"
     try:
-        yield seen
+        yield
     finally:
         # The gateway keeps its session (and its notification stream) open: don't wait for it.
         runner.should_exit = runner.force_exit = True
