@@ -11,6 +11,7 @@ urlpatterns = [
     path("pending/", views.inbox_pending, name="inbox-pending"),
     path("events/", views.inbox_events, name="inbox-events"),
     path("decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
+    path("items/<int:item_id>/", views.item_page, name="item"),
     path("<int:item_id>/decide/", views.decide, name="inbox-decide"),
     path("promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
     path("promotions/matching/", views.bulk_matching, name="inbox-bulk-matching"),

@@ -183,6 +183,19 @@ def _item(item_id: int) -> ReviewItem:
     return get_object_or_404(ReviewItem.objects.select_related("agent", "decision__user"), pk=item_id)
 
 
+@login_required
+@view_items
+@require_GET
+def item_page(request: HttpRequest, item_id: int) -> HttpResponse:
+    """One item at a stable address, the one notifications, the audit log and the CSV export link
+    to: pending, it is decided here as in the list; decided or expired, it says by whom and when.
+    An item the signed-in person may not see is the same 404 as one that does not exist."""
+    visible = ReviewItem.objects.visible_to(signed_in(request)).select_related("agent", "decision__user")
+    item = get_object_or_404(visible, pk=item_id)
+    context = {"item": item, "can_decide": _can_decide(request)}
+    return render(request, "governance/reviews/item.html", context)
+
+
 def _row(request: HttpRequest, item: ReviewItem, status: int = 200, **extra: Any) -> HttpResponse:
     context = {"item": item, "can_decide": _can_decide(request), **extra}
     return render(request, "governance/reviews/partials/review_item.html", context, status=status)
