@@ -3,8 +3,9 @@ bound to the hash of what the agent showed, that the agent polls with ``get_appr
 
 Nothing waits on a worker: the request returns at once with the item's id and status. A request
 not decided in ``REVIEW_EXPIRY_HOURS`` expires (the escalation sweep closes it, and a poll past
-the deadline does too), and an agent has at most ``AGENT_MAX_PENDING_APPROVALS`` pending ones, so
-a looping agent cannot flood the inbox.
+the deadline does too), and each request counts against the agent's pending limit
+(``agents.quotas.admit_ask``, shared with every other way it asks a human), so a looping agent
+cannot flood the inbox.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import quotas
-from agents.models import Agent
 from governance.kernel.exceptions import Conflict, Forbidden, NotFound
 from governance.kernel.principals import Principal
 from governance.notifications.models import EventKind
@@ -36,6 +35,7 @@ REVIEW = ReviewKind(
     label="Approval request",
     summary=payload_field("details"),
     announces_as=EventKind.INBOX_TOOL_APPROVAL,
+    asked_by_agent=True,
 )
 
 
@@ -43,11 +43,9 @@ def request_approval(*, actor: Principal, title: str, details: str = "", payload
     """Open an approval request of the calling agent; the decision is bound to ``payload``'s hash."""
     if actor.agent is None:
         raise Forbidden("Only an agent asks for an approval.")
+    agent = actor.agent
     with transaction.atomic(durable=True):
-        agent = Agent.objects.select_for_update().get(pk=actor.agent.pk)
-        pending = ReviewItem.objects.filter(agent=agent, kind=REVIEW_KIND, status=ReviewItem.Status.PENDING)
-        quotas.check(agent, "pending_approvals", pending, actor=actor)
-        return reviews.open_item(
+        return reviews.open_item(  # within the agent's pending limit, or RateLimited (REVIEW.asked_by_agent)
             actor=actor,
             kind=REVIEW_KIND,
             title=f"{agent.agent_id}: {title}",

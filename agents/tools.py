@@ -6,10 +6,12 @@ The limit holds across web workers and hosts: calls of one (agent, tool) take tu
 transaction-level advisory lock, then count the calls of the last 60 seconds.
 
 An approval is a :class:`ToolGrant`: bound to the hash of the call's arguments and usable once.
-The first request opens a review item and answers "pending"; asking again with the same
-arguments while it is pending answers the same item; once a reviewer approved, the next request
-with the same arguments is the call, and consumes the grant. A rejection stands for those
-arguments: asking again is refused, so an agent cannot wear a reviewer down by repetition.
+The first request opens a review item and answers "pending" (within the agent's pending limit,
+shared with every other way it asks a human: past it, RateLimited and nothing is opened); asking
+again with the same arguments while it is pending answers the same item, limit or not; once a
+reviewer approved, the next request with the same arguments is the call, and consumes the grant.
+A rejection stands for those arguments: asking again is refused, so an agent cannot wear a
+reviewer down by repetition.
 """
 
 from __future__ import annotations
@@ -240,6 +242,7 @@ REVIEW = ReviewKind(
     summary=_tool_call,
     on_decided=on_review_decided,
     announces_as=EventKind.INBOX_TOOL_APPROVAL,
+    asked_by_agent=True,
 )
 
 

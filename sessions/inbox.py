@@ -148,6 +148,7 @@ VALIDATION_KIND = ReviewKind(
     on_decided=on_validation_decided,
     expires_itself=True,
     announces_as=EventKind.INBOX_VALIDATION,
+    asked_by_agent=True,
 )
 COMMUNICATION_KIND = ReviewKind(
     code=REVIEW_KINDS["communication"],
@@ -159,4 +160,5 @@ COMMUNICATION_KIND = ReviewKind(
     on_decided=on_communication_decided,
     expires_itself=True,
     announces_as=EventKind.INBOX_COMMUNICATION,
+    asked_by_agent=True,
 )

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from governance.kernel import registry
-from governance.kernel.registry import Keyed
+from governance.kernel.registry import Keyed, Slot
 
 if TYPE_CHECKING:
+    from agents.models import Agent
     from governance.reviews.models import ReviewDecision, ReviewItem
 
 # The decisions a reviewer's button posts (the values of ReviewDecision.Decision).
@@ -90,7 +91,10 @@ class ReviewKind:
       ``reviews.expire_due`` leaves them to it;
     * ``announces_as``: the notification event (``EventKind``) a new item is announced as; None
       for kinds that announce themselves as their own event, or not at all;
-    * ``bulk``: may be approved or rejected many at a time.
+    * ``bulk``: may be approved or rejected many at a time;
+    * ``asked_by_agent``: an agent asks a human with it (a tool call, an approval, an action
+      approval, a question), so an item opened for an agent counts against that agent's pending
+      limit (``PENDING_ASKS``); the kinds the platform opens on its own account do not.
     """
 
     code: str
@@ -104,6 +108,7 @@ class ReviewKind:
     expires_itself: bool = False
     announces_as: str | None = None
     bulk: bool = False
+    asked_by_agent: bool = False
 
     def answers(self, payload: Payload) -> tuple[str, ...]:
         """The answers the item's buttons post; empty when it is approved or rejected only."""
@@ -115,6 +120,11 @@ class ReviewKind:
 
 
 KINDS: Keyed[ReviewKind] = registry.keyed("review_kinds", "what each kind of inbox item means, by its code")
+# Admits one more item of an ``asked_by_agent`` kind for an agent, or raises RateLimited: the
+# limit is the agent's (its manifest's quota, else the setting), which only the agents app knows.
+PENDING_ASKS: Slot[Callable[[Agent], None]] = registry.slot(
+    "pending_asks", "admits one more pending item an agent asks a human with (agents: its quota)"
+)
 
 
 def register(kind: ReviewKind) -> None:

@@ -55,7 +55,10 @@ def open_item(
     expires_at: datetime | None = None,
 ) -> ReviewItem:
     """Put an item in the reviewer inbox (call inside the caller's transaction), announced as its
-    kind says."""
+    kind says. An item an agent asks a human with (its kind ``asked_by_agent``) must first fit
+    the agent's pending limit, whoever opens it: past it, RateLimited and nothing is written."""
+    if agent is not None and kinds.get(kind).asked_by_agent:
+        kinds.PENDING_ASKS.get()(agent)
     item = ReviewItem.objects.create(kind=kind, title=title[:300], agent=agent, payload=payload, expires_at=expires_at)
     record(actor=actor, action=AuditAction.REVIEW_OPENED, target=item, kind=kind)
     event = kinds.get(kind).announces_as
