@@ -28,6 +28,8 @@ GENERIC_TEMPLATE = "governance/reviews/review_kinds/generic.html"
 
 Payload = Mapping[str, Any]
 DecisionHandler = Callable[["ReviewItem", "ReviewDecision"], None]
+# (the item's payload, the reviewer's edit) -> the payload approved instead.
+Amendment = Callable[[Payload, Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,10 @@ class ReviewKind:
     * ``bulk``: may be approved or rejected many at a time;
     * ``asked_by_agent``: an agent asks a human with it (a tool call, an approval, an action
       approval, a question), so an item opened for an agent counts against that agent's pending
-      limit (``PENDING_ASKS``); the kinds the platform opens on its own account do not.
+      limit (``PENDING_ASKS``); the kinds the platform opens on its own account do not;
+    * ``amend``: for a kind a reviewer may edit as they approve it (a tool call's arguments):
+      given the item's payload and the reviewer's edit, the payload approved instead (equal to the
+      item's when nothing changed), or InvalidInput naming the failing path. None: approved as it is.
     """
 
     code: str
@@ -109,6 +114,7 @@ class ReviewKind:
     announces_as: str | None = None
     bulk: bool = False
     asked_by_agent: bool = False
+    amend: Amendment | None = None
 
     def answers(self, payload: Payload) -> tuple[str, ...]:
         """The answers the item's buttons post; empty when it is approved or rejected only."""

@@ -100,6 +100,11 @@ class ReviewDecision(models.Model):
     can be proven later even if someone edits the item. ``minted_by`` names who minted the
     operator key of the decider when it was not the decider (a superuser, the create_api_key
     command), so a decision made with someone else's key never reads as theirs alone.
+
+    ``amended`` is the payload a reviewer approved instead of the item's, when its kind lets them
+    edit it (a tool call's arguments), and ``amended_hash`` its SHA-256: the item keeps what was
+    asked, the decision what was approved. Fields of their own rather than ``answer``, which is a
+    question's answer and reads as one on every page and export.
     """
 
     class Decision(models.TextChoices):
@@ -125,6 +130,14 @@ class ReviewDecision(models.Model):
     )
     decided_at = models.DateTimeField(auto_now_add=True)
     payload_hash = models.CharField(max_length=64)
+    amended = models.JSONField(null=True, blank=True, help_text="The payload approved instead of the item's")
+    amended_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",  # decisions the previous release records while the new one migrates
+        help_text="SHA-256 of the amended payload; empty when approved as asked",
+    )
 
     class Meta:
         ordering = ["-decided_at"]

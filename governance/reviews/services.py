@@ -98,6 +98,7 @@ def decide(
     answer: Any = None,
     notify: bool = True,
     shown_hash: str | None = None,
+    amendment: Any = None,
 ) -> ReviewDecision:
     """Decide a pending item once. A second decision is a Conflict naming who decided first, and
     so is a decision past the item's deadline.
@@ -105,7 +106,12 @@ def decide(
     ``shown_hash`` is the ``content_hash`` of the item as the decider read it (the inbox posts
     it): when the item's content changed since, the decision is a Conflict, so that it always
     binds to what was shown. ``notify=False`` is for the app that opened the item withdrawing it
-    itself: its handler must not react to its own withdrawal."""
+    itself: its handler must not react to its own withdrawal.
+
+    ``amendment`` is a reviewer's edit of what they approve (a tool call's arguments), for kinds
+    that take one (``ReviewKind.amend``, which checks it: InvalidInput names the failing path and
+    nothing is decided). The item keeps what was asked; the decision, its audit row and the kind's
+    handler get the payload approved instead (``amended``, with its hash)."""
     is_system = actor.user is None and actor.agent is None
     if not is_system:
         _require_reviewer(actor)
@@ -136,6 +142,7 @@ def decide(
             reason="changed",
             payloadHash=current,
         )
+    amended = _amended(item, decision, amendment) if amendment is not None else None
     outcome = ReviewDecision.objects.create(
         item=item,
         decision=decision,
@@ -145,15 +152,42 @@ def decide(
         user=actor.user,
         minted_by=actor.minted_by,
         payload_hash=current,
+        amended=amended,
+        amended_hash=payload_hash(amended) if amended is not None else "",
     )
     decided = ReviewDecision.Decision(decision)
     item.status = _STATUS_AFTER[decided]
     item.save(update_fields=["status"])
-    record(actor=actor, action=_ACTION_OF[decided], target=item, comment=comment, payload_hash=outcome.payload_hash)
+    # An amended approval keeps both versions in its audit row: what was asked, what was approved.
+    both = (
+        {"payload": item.payload, "amended": amended, "amended_hash": outcome.amended_hash}
+        if amended is not None
+        else {}
+    )
+    record(
+        actor=actor, action=_ACTION_OF[decided], target=item, comment=comment, payload_hash=outcome.payload_hash, **both
+    )
     handler = kinds.get(item.kind).on_decided
     if handler is not None and notify:
         handler(item, outcome)
     return outcome
+
+
+def _amended(item: ReviewItem, decision: str, amendment: Any) -> dict[str, Any] | None:
+    """The payload approved instead of the item's, as its kind's ``amend`` makes it from the
+    reviewer's edit; None when the edit changes nothing (a plain approval). Only an approval is
+    amended, and only of a kind that takes edits."""
+
+    def refused(msg: str) -> InvalidInput:
+        return InvalidInput(msg, errors=[{"loc": ["body", "arguments"], "msg": msg, "type": "not_editable"}])
+
+    if decision != ReviewDecision.Decision.APPROVE:
+        raise refused("Edited arguments go with an approval only.")
+    amend = item.review_kind.amend
+    if amend is None:
+        raise refused(f"A {item.kind_label.lower()} item is approved as it is: it takes no edited arguments.")
+    amended = amend(item.payload_dict, amendment)
+    return None if payload_hash(amended) == payload_hash(item.payload) else amended
 
 
 DECIDED, CONFLICT, FORBIDDEN, NOT_FOUND = "decided", "conflict", "forbidden", "not_found"
