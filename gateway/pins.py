@@ -240,6 +240,7 @@ REVIEW = ReviewKind(
     summary=_summary,
     on_decided=on_review_decided,
     announces_as=EventKind.INBOX_TOOL_APPROVAL,
+    bulk=False,  # a changed definition may carry text aimed at the model: each one is read
 )
 
 

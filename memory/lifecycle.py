@@ -196,7 +196,6 @@ REVIEW = ReviewKind(
     summary=payload_field("text"),
     on_decided=on_review_decided,
     announces_as=EventKind.INBOX_PROMOTION,
-    bulk=True,
 )
 
 

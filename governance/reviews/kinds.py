@@ -93,7 +93,8 @@ class ReviewKind:
       ``reviews.expire_due`` leaves them to it;
     * ``announces_as``: the notification event (``EventKind``) a new item is announced as; None
       for kinds that announce themselves as their own event, or not at all;
-    * ``bulk``: may be approved or rejected many at a time;
+    * ``bulk``: may be decided with others (selected, or all matching the filters), each item still
+      on its own terms; False for a kind a reviewer must read item by item;
     * ``asked_by_agent``: an agent asks a human with it (a tool call, an approval, an action
       approval, a question), so an item opened for an agent counts against that agent's pending
       limit (``PENDING_ASKS``); the kinds the platform opens on its own account do not;
@@ -112,7 +113,7 @@ class ReviewKind:
     on_decided: DecisionHandler | None = None
     expires_itself: bool = False
     announces_as: str | None = None
-    bulk: bool = False
+    bulk: bool = True
     asked_by_agent: bool = False
     amend: Amendment | None = None
 

@@ -8,7 +8,7 @@ its app expires that kind itself), so nothing approved late is ever acted on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -196,7 +196,9 @@ DECIDED, CONFLICT, FORBIDDEN, NOT_FOUND = "decided", "conflict", "forbidden", "n
 @dataclass(frozen=True)
 class BulkOutcome:
     """What became of each item of a bulk decision, in the order asked: ``decided``, or
-    ``conflict`` (decided meanwhile, or past its deadline), ``forbidden``, ``not_found``."""
+    ``conflict`` (decided meanwhile, past its deadline, or changed since it was shown),
+    ``forbidden`` (the decision is not one this item takes: a question approved, an answer that is
+    not one of its options, a kind decided one by one), ``not_found``."""
 
     results: list[tuple[int, str]]
 
@@ -204,26 +206,65 @@ class BulkOutcome:
     def decided(self) -> int:
         return sum(status == DECIDED for _, status in self.results)
 
+    def count(self, status: str) -> int:
+        return sum(outcome == status for _, outcome in self.results)
+
     @property
     def skipped(self) -> int:
         return len(self.results) - self.decided
 
 
-def decide_many(item_ids: Iterable[int], *, actor: Principal, decision: str, comment: str = "") -> BulkOutcome:
+def _takes_in_bulk(item: ReviewItem, decision: str, answer: str | None) -> bool:
+    """Whether ``item`` may be decided this way with others: its kind allows bulk decisions, and
+    the decision is one its own buttons offer (so a bulk approval never approves a question, and a
+    common answer reaches only the questions that offer it)."""
+    kind, payload = item.review_kind, item.payload_dict
+    if not kind.bulk:
+        return False
+    if decision == ReviewDecision.Decision.ANSWER:
+        return answer is not None and answer in kind.answers(payload)
+    return decision == ReviewDecision.Decision.REJECT or kind.approvable(payload)
+
+
+def decide_many(
+    item_ids: Iterable[int],
+    *,
+    actor: Principal,
+    decision: str,
+    comment: str = "",
+    answer: str | None = None,
+    shown: Mapping[int, str] | None = None,
+) -> BulkOutcome:
     """One bulk decision: the reviewer permission is checked before anything is read, then each
     item is decided by ``decide`` in its own transaction (so each app reacts as to a single
-    decision, is audited as one, and one refused promotion does not undo the others). An item
-    decided meanwhile or past its deadline is a Conflict there, skipped: never decided twice,
-    never late."""
+    decision, is audited as one, and one refused item does not undo the others). Each item is
+    bound to its own content: ``shown`` maps the items the reviewer saw to the hash of what they
+    saw, and one that changed since is a conflict, as is one decided meanwhile or past its
+    deadline: never decided twice, never late, never on content nobody read."""
     _require_reviewer(actor)
-    if decision not in (ReviewDecision.Decision.APPROVE, ReviewDecision.Decision.REJECT):
-        raise Forbidden("Only approve and reject are decided in bulk.")
+    if decision == ReviewDecision.Decision.EXPIRE:
+        raise Forbidden("Only approve, reject and answer are decided in bulk.")
+    shown = shown or {}
+    ids = list(item_ids)
+    items = ReviewItem.objects.in_bulk(ids)
     results = []
-    for item_id in item_ids:
-        try:
-            decide(item_id, actor=actor, decision=decision, comment=comment)
-        except ReviewItem.DoesNotExist:
+    for item_id in ids:
+        item = items.get(item_id)
+        if item is None:
             results.append((item_id, NOT_FOUND))
+            continue
+        if not _takes_in_bulk(item, decision, answer):
+            results.append((item_id, FORBIDDEN))
+            continue
+        try:
+            decide(
+                item_id,
+                actor=actor,
+                decision=decision,
+                comment=comment,
+                answer=answer if decision == ReviewDecision.Decision.ANSWER else None,
+                shown_hash=shown.get(item_id),
+            )
         except Conflict:
             results.append((item_id, CONFLICT))
         except Forbidden:

@@ -9,10 +9,9 @@ app_name = "reviews"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
     path("pending/", views.inbox_pending, name="inbox-pending"),
-    path("events/", views.inbox_events, name="inbox-events"),
     path("decisions.csv", views.decisions_csv, name="inbox-decisions-csv"),
     path("items/<int:item_id>/", views.item_page, name="item"),
     path("<int:item_id>/decide/", views.decide, name="inbox-decide"),
-    path("promotions/approve/", views.bulk_approve, name="inbox-bulk-approve"),
-    path("promotions/matching/", views.bulk_matching, name="inbox-bulk-matching"),
+    path("bulk/selected/", views.bulk_selected, name="inbox-bulk-selected"),
+    path("bulk/matching/", views.bulk_matching, name="inbox-bulk-matching"),
 ]

@@ -4,20 +4,23 @@ The inbox is one queue for every kind of review item. Views only gather and dele
 goes through ``governance.reviews.services.decide`` (which tells the app that opened the item), and an
 htmx request gets back the partial it swaps in, so a decided row changes in place.
 
-The pending list is filtered (kind, agent, domain: ``InboxFilterForm``) and paged; "select all
-matching" decides every pending promotion the filters match, on every page, after the browser
-confirmed the count (``bulk_matching``). The navigation bar shows the pending count
-(``pending_badge``, a context processor).
+The pending list is compact, one line per item that expands to the whole item, filtered (kind,
+agent, domain) and sorted (``InboxFilterForm``), paged, and driven from the keyboard
+(static/js/inbox-keys.js). Any kind a reviewer may decide in bulk can be selected on the page or
+taken with everything the filters match (``bulk_selected``, ``bulk_matching``), each item still
+decided on its own terms; the page comes back with its filters, sort and page. The navigation bar
+shows the pending count (``pending_badge``, a context processor).
 
-The pending list asks for what changed (``inbox_pending``) as soon as the inbox's event stream
-(``inbox_events``, governance.kernel.live) says items came or were decided, and every 30 seconds
-whatever happens, should the stream be refused or cut.
+The pending list keeps itself current by asking every few seconds with the version it shows
+(``inbox_pending``): an unchanged inbox answers 204 after two index-only reads, so twenty
+reviewers cost a handful of tiny requests a second and never hold a web thread, where one event
+stream per open inbox ran out of streams (4 per process) as soon as reviewers paged quickly.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -25,8 +28,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import dateformat, timezone
 from django.utils.functional import SimpleLazyObject
@@ -35,7 +39,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from governance.kernel import live
 from governance.kernel.access import signed_in
-from governance.kernel.exceptions import Conflict, Forbidden
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput
 from governance.reviews import kinds
 from governance.reviews import services as reviews
 from governance.reviews.forms import DecisionForm, InboxFilterForm
@@ -45,6 +49,8 @@ RECENT_DECISIONS = 20
 ITEMS_PER_PAGE = 25
 BADGE_MAX = 999  # the navigation bar's count stops there
 MAX_SHOWN = 1000  # pending rows a polling page may report; more is not a page a person reads
+POLL_SECONDS = 3  # how often an open inbox asks whether anything changed
+HASH_LENGTH = 64  # a content hash, as a selected row posts it
 CSV_COLUMNS = [
     "decided_at",
     "item_id",
@@ -67,7 +73,7 @@ decide_items = permission_required("governance.decide_reviewitem", raise_excepti
 def _pending(request: HttpRequest) -> QuerySet[ReviewItem]:
     """The pending items the signed-in person may see (``visible_to``, as the badge and the API)."""
     pending = ReviewItem.objects.visible_to(signed_in(request)).filter(status=ReviewItem.Status.PENDING)
-    return pending.select_related("agent").order_by("created_at")
+    return pending.select_related("agent")
 
 
 def _recent_decisions() -> QuerySet[ReviewDecision]:
@@ -107,27 +113,31 @@ def _filtered(request: HttpRequest, params: Any) -> tuple[InboxFilterForm, Query
     return form, form.apply(_pending(request))
 
 
-def _page(request: HttpRequest, matching: QuerySet[ReviewItem]) -> Page:
-    return Paginator(matching, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+def _page(request: HttpRequest, matching: QuerySet[ReviewItem], params: Any = None) -> Page:
+    return Paginator(matching, ITEMS_PER_PAGE).get_page((params or request.GET).get("page"))
 
 
-def _bulk_kinds() -> list[kinds.ReviewKind]:
-    """The kinds decided in bulk (selected, or all matching): today the learning promotions."""
-    return [kind for kind in kinds.all() if kind.bulk]
+def _bulk_codes() -> list[str]:
+    """The kinds decided in bulk: every kind but those a reviewer must read one by one."""
+    return [kind.code for kind in kinds.all() if kind.bulk]
 
 
-def _bulk_context(form: InboxFilterForm, matching: QuerySet[ReviewItem]) -> dict[str, Any]:
-    """What "select all matching" confirms: how many promotions match, and the newest of them,
-    so items that arrive after the confirmation are never decided with it."""
-    bulk = _bulk_kinds()
-    promotions = (
-        matching.filter(kind__in=[kind.code for kind in bulk]).order_by().aggregate(count=Count("pk"), upto=Max("pk"))
-    )
-    return {
-        "bulk_count": promotions["count"],
-        "bulk_upto": promotions["upto"],
-        "bulk_label": " or ".join(kind.label for kind in bulk),
-    }
+def _bulk_context(matching: QuerySet[ReviewItem]) -> dict[str, Any]:
+    """What "all matching" confirms: how many items the filters match that may be decided in
+    bulk, and the newest of them, so items that arrive after the confirmation are never decided
+    with it."""
+    bulk = matching.filter(kind__in=_bulk_codes()).order_by().aggregate(count=Count("pk"), upto=Max("pk"))
+    return {"bulk_count": bulk["count"], "bulk_upto": bulk["upto"]}
+
+
+def _common_answers(items: Iterable[ReviewItem]) -> list[str]:
+    """The answers the questions on the page offer, for "answer selected": each question takes
+    the answer only if it is one of its own options (the others are skipped and counted)."""
+    offered: dict[str, None] = {}
+    for item in items:
+        for answer in item.review_kind.answers(item.payload_dict):
+            offered.setdefault(answer)
+    return list(offered)
 
 
 @login_required
@@ -139,10 +149,13 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "form": form,
         "page": page,
         "pending": page.object_list,
+        "answers": _common_answers(page.object_list),
         "decisions": _recent_decisions(),
         "can_decide": _can_decide(request),
         "version": _version(),
-        **_bulk_context(form, matching),
+        "poll_seconds": POLL_SECONDS,
+        "back": _back_query(request.GET),
+        **_bulk_context(matching),
     }
     return render(request, "governance/reviews/inbox.html", context)
 
@@ -150,37 +163,31 @@ def inbox(request: HttpRequest) -> HttpResponse:
 @login_required
 @view_items
 @require_GET
-def inbox_events(request: HttpRequest) -> HttpResponseBase:
-    """The inbox's event stream: ``changed`` when an item comes in or is decided."""
-    return live.stream(request, _version)
-
-
-@login_required
-@view_items
-@require_GET
 def inbox_pending(request: HttpRequest) -> HttpResponse:
-    """What the inbox polls, with the page's filters and page number. The page sends the ids of
-    the pending rows it shows (``shown``); it gets back the items of its page it does not show
-    yet, to append (so as rows are decided, the next ones move up), and, swapped out of band, the
-    rows someone decided elsewhere, the recent decisions and the pending count. Rows are never
-    replaced wholesale, so a comment being typed or a button being clicked is never pulled from
-    under the reviewer."""
-    shown = {int(value) for value in request.GET.getlist("shown")[:MAX_SHOWN] if value.isdigit()}
+    """What the inbox polls, with the page's filters, sort and page number and the ``version``
+    it shows. Nothing changed: 204, which htmx leaves alone. Otherwise the page sends the ids of
+    the pending rows it shows (``row``); it gets back the items of its page it does not show yet,
+    to append (so as rows are decided, the next ones move up), and, swapped out of band, the rows
+    someone decided elsewhere, the recent decisions, the pending counts and the new version. Rows
+    are never replaced wholesale, so a comment being typed or a button being clicked is never
+    pulled from under the reviewer."""
+    version = _version()
+    if request.GET.get("version") == version:
+        return HttpResponse(status=204)
+    shown = {int(value) for value in request.GET.getlist("row")[:MAX_SHOWN] if value.isdigit()}
     _, matching = _filtered(request, request.GET)
+    page = _page(request, matching)
     context = {
-        "new_items": [item for item in _page(request, matching).object_list if item.pk not in shown],
+        "new_items": [item for item in page.object_list if item.pk not in shown],
         "decided_elsewhere": ReviewItem.objects.filter(pk__in=shown)
         .exclude(status=ReviewItem.Status.PENDING)
         .select_related("agent", "decision__user"),
         "decisions": _recent_decisions(),
         "can_decide": _can_decide(request),
+        "matching_count": page.paginator.count,
+        "version": version,
     }
     return render(request, "governance/reviews/partials/pending_poll.html", context)
-
-
-def _item(item_id: int) -> ReviewItem:
-    """The item with what its row shows, its decision included, in one query."""
-    return get_object_or_404(ReviewItem.objects.select_related("agent", "decision__user"), pk=item_id)
 
 
 @login_required
@@ -192,13 +199,23 @@ def item_page(request: HttpRequest, item_id: int) -> HttpResponse:
     An item the signed-in person may not see is the same 404 as one that does not exist."""
     visible = ReviewItem.objects.visible_to(signed_in(request)).select_related("agent", "decision__user")
     item = get_object_or_404(visible, pk=item_id)
-    context = {"item": item, "can_decide": _can_decide(request)}
+    context = {"item": item, "can_decide": _can_decide(request), "expanded": True}
     return render(request, "governance/reviews/item.html", context)
 
 
+def _item(item_id: int) -> ReviewItem:
+    """The item with what its row shows, its decision included, in one query."""
+    return get_object_or_404(ReviewItem.objects.select_related("agent", "decision__user"), pk=item_id)
+
+
 def _row(request: HttpRequest, item: ReviewItem, status: int = 200, **extra: Any) -> HttpResponse:
+    """The item's row after a decision was posted. Once it is decided, htmx is told
+    (``inbox-decided``), so the list asks for the item that moves up at once."""
     context = {"item": item, "can_decide": _can_decide(request), **extra}
-    return render(request, "governance/reviews/partials/review_item.html", context, status=status)
+    response = render(request, "governance/reviews/partials/review_item.html", context, status=status)
+    if item.status != ReviewItem.Status.PENDING:
+        response["HX-Trigger"] = "inbox-decided"
+    return response
 
 
 def _already(item: ReviewItem) -> str:
@@ -215,88 +232,126 @@ def _already(item: ReviewItem) -> str:
 @require_POST
 def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     """One reviewer decision, bound to the content the row showed (its hash, posted as ``shown``).
-    htmx only swaps 2xx answers, so refusals that the row should show (a bad form, someone
-    faster, a deadline passed, content changed since it was shown) are 200 for htmx and 400/409
-    for other clients."""
+    htmx only swaps 2xx answers, so refusals that the row should show (a bad form, edited
+    arguments that are not JSON or that the tool refuses, someone faster, a deadline passed,
+    content changed since it was shown) are 200 for htmx and 400/409 for other clients. A row
+    refused with edited arguments comes back open with the reviewer's text, to be fixed; one
+    approved with edited arguments comes back open on them."""
     item = _item(item_id)
     form = DecisionForm(request.POST, item=item)
+    # What the reviewer typed, given back with a refusal rather than lost.
+    edited = {"edited_arguments": request.POST["arguments"], "expanded": True} if "arguments" in request.POST else {}
     if not form.is_valid():
         error = " ".join(message for messages in form.errors.values() for message in messages)
-        return _row(request, item, status=200 if request.htmx else 400, error=error)
+        return _row(request, item, status=200 if request.htmx else 400, error=error, **edited)
     try:
-        reviews.decide(
+        decided = reviews.decide(
             item.pk,
             actor=signed_in(request),
             decision=form.cleaned_data["decision"],
             comment=form.cleaned_data["comment"],
             answer=form.cleaned_data["answer"],
             shown_hash=form.cleaned_data["shown"],
+            amendment=form.cleaned_data["arguments"],
         )
+    except InvalidInput as exc:  # edited arguments the tool does not take, at their path
+        return _row(request, _item(item_id), status=200 if request.htmx else 400, error=exc.detail, **edited)
     except Conflict as exc:
         item, status = _item(item_id), 200 if request.htmx else 409
         if item.status != ReviewItem.Status.PENDING:
             return _row(request, item, status=status, notice=_already(item))
         if exc.extra.get("reason") == "changed":  # shown again as it is now, to decide again
             return _row(request, item, status=status, error=exc.detail)
+        if exc.extra.get("reason") == "duplicate":  # edited into another pending request: decide that one
+            return _row(request, item, status=status, error=exc.detail, **edited)
         return _row(request, item, status=status, notice=exc.detail)  # past its deadline
     except Forbidden as exc:
         return HttpResponse(exc.detail, status=403, content_type="text/plain; charset=utf-8")
-    return _row(request, _item(item_id))
+    return _row(request, _item(item_id), expanded=decided.amended is not None)
 
 
-def _bulk_messages(request: HttpRequest, decision: str, outcome: reviews.BulkOutcome, stale: int, why: str) -> None:
-    done = "Approved" if decision == ReviewDecision.Decision.APPROVE else "Rejected"
+_DONE = {"approve": "Approved", "reject": "Rejected", "answer": "Answered"}
+_SKIPPED_BECAUSE = {
+    reviews.CONFLICT: "decided meanwhile, past their deadline or changed since shown",
+    reviews.FORBIDDEN: "not decided this way (a question is answered; an answer must be one of its options)",
+    reviews.NOT_FOUND: "no longer there",
+}
+
+
+def _bulk_messages(request: HttpRequest, decision: str, outcome: reviews.BulkOutcome, stale: int = 0) -> None:
     if outcome.decided:
-        messages.success(request, f"{done} {outcome.decided} promotion{'s' if outcome.decided != 1 else ''}.")
-    skipped = outcome.skipped + stale
-    if skipped:
-        messages.warning(request, f"Skipped {skipped} item{'s' if skipped != 1 else ''} {why}.")
+        messages.success(request, f"{_DONE[decision]} {outcome.decided} item{pluralize(outcome.decided)}.")
+    reasons = {status: outcome.count(status) for status in _SKIPPED_BECAUSE}
+    reasons[reviews.CONFLICT] += stale
+    for status, count in reasons.items():
+        if count:
+            messages.warning(request, f"Skipped {count} item{pluralize(count)}: {_SKIPPED_BECAUSE[status]}.")
+
+
+def _back_query(params: Any) -> str:
+    """The inbox's filters, sort and page as a query string, which a bulk decision posts back
+    (``back``) so the reviewer returns to the page they were on; only the inbox's own fields."""
+    return urlencode({name: params.get(name) for name in (*InboxFilterForm.base_fields, "page") if params.get(name)})
+
+
+def _back_to_inbox(request: HttpRequest) -> HttpResponse:
+    back = reverse("reviews:inbox")
+    query = _back_query(QueryDict(request.POST.get("back", "")))
+    target = f"{back}?{query}" if query else back
+    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+
+
+def _bulk_decision(request: HttpRequest) -> tuple[str, str | None] | None:
+    """The decision of a bulk form, and its answer for "answer": None when malformed."""
+    decision, answer = request.POST.get("decision", ""), request.POST.get("answer") or None
+    if decision not in _DONE or (decision == ReviewDecision.Decision.ANSWER) != (answer is not None):
+        return None
+    return decision, answer[:2000] if answer else None
 
 
 @login_required
 @decide_items
 @require_POST
-def bulk_approve(request: HttpRequest) -> HttpResponseRedirect:
-    """Approve the selected learning promotions, one decision each (``reviews.decide_many``, so
-    the memory app applies each promotion as for a single approval). Rows already decided, by
-    someone else or a moment ago, are skipped and counted; other kinds are never approved in bulk."""
-    selected = {int(value) for value in request.POST.getlist("items")[:MAX_SHOWN] if value.isdigit()}
-    if not selected:
-        messages.info(request, "Select the promotions to approve first.")
-        return redirect("reviews:inbox")
-    bulk = [kind.code for kind in _bulk_kinds()]
-    pending = list(_pending(request).filter(pk__in=selected, kind__in=bulk).values_list("pk", flat=True))
-    decision = ReviewDecision.Decision.APPROVE
-    outcome = reviews.decide_many(pending, actor=signed_in(request), decision=decision)
-    _bulk_messages(request, decision, outcome, len(selected) - len(pending), "already decided or not a promotion")
-    return redirect("reviews:inbox")
+def bulk_selected(request: HttpRequest) -> HttpResponse:
+    """Decide the items ticked on the page, one decision each (``reviews.decide_many``), each
+    bound to the content its row showed: the box posts ``<id>:<hash>``. Rows decided meanwhile,
+    changed since, or not decided this way are skipped and counted."""
+    chosen = _bulk_decision(request)
+    if chosen is None:
+        return HttpResponse("Bad bulk decision: approve, reject, or answer with an answer.", status=400)
+    shown: dict[int, str] = {}
+    for value in request.POST.getlist("items")[:MAX_SHOWN]:
+        item_id, _, content_hash = value.partition(":")
+        if item_id.isdigit() and len(content_hash) == HASH_LENGTH:
+            shown[int(item_id)] = content_hash
+    if not shown:
+        messages.info(request, "Select the items to decide first.")
+        return _back_to_inbox(request)
+    decision, answer = chosen
+    visible = list(_pending(request).filter(pk__in=shown).values_list("pk", flat=True))
+    outcome = reviews.decide_many(visible, actor=signed_in(request), decision=decision, answer=answer, shown=shown)
+    _bulk_messages(request, decision, outcome, stale=len(shown) - len(visible))
+    return _back_to_inbox(request)
 
 
 @login_required
 @decide_items
 @require_POST
 def bulk_matching(request: HttpRequest) -> HttpResponse:
-    """Approve or reject every pending promotion the filters match, on every page: the page
-    asked the browser to confirm the count (``count``) up to the newest promotion it counted
-    (``upto``). The match is read again here, so items decided meanwhile or no longer matching
-    are skipped and reported, and items that came after the confirmation are left alone."""
+    """Decide every pending item the filters match, on every page: the page asked the browser
+    to confirm the count (``count``) up to the newest item it counted (``upto``). The match is
+    read again here, so items decided meanwhile or no longer matching are skipped and reported,
+    and items that came after the confirmation are left alone."""
     form, matching = _filtered(request, request.POST)
-    decision = request.POST.get("decision", "")
+    chosen = _bulk_decision(request)
     count, upto = request.POST.get("count", ""), request.POST.get("upto", "")
-    if not form.is_valid() or decision not in ("approve", "reject") or not count.isdigit() or not upto.isdigit():
+    if not form.is_valid() or chosen is None or not count.isdigit() or not upto.isdigit():
         return HttpResponse("Bad bulk decision: filters, decision, count and upto.", status=400)
-    bulk = [kind.code for kind in _bulk_kinds()]
-    targets = list(matching.filter(kind__in=bulk, pk__lte=int(upto)).values_list("pk", flat=True))
-    outcome = reviews.decide_many(targets, actor=signed_in(request), decision=decision)
-    stale = max(int(count) - len(targets), 0)
-    _bulk_messages(request, decision, outcome, stale, "decided meanwhile or no longer matching")
-    back = f"{reverse('reviews:inbox')}?{_form_query(form)}"
-    return HttpResponseClientRedirect(back) if request.headers.get("HX-Request") else redirect(back)
-
-
-def _form_query(form: InboxFilterForm) -> str:
-    """The filters as a query string, for the page to come back to after a bulk decision."""
-    return urlencode(form.values())
+    decision, answer = chosen
+    targets = list(matching.filter(kind__in=_bulk_codes(), pk__lte=int(upto)).values_list("pk", flat=True))
+    outcome = reviews.decide_many(targets, actor=signed_in(request), decision=decision, answer=answer)
+    _bulk_messages(request, decision, outcome, stale=max(int(count) - len(targets), 0))
+    return _back_to_inbox(request)
 
 
 class _Echo:

@@ -1,10 +1,11 @@
 /*
- * Keyboard shortcuts of the reviewer inbox: j/k move the focus to the next/previous pending item,
- * a approves and r rejects the focused one (by clicking its own button, so the decision goes the
- * same way as a click: htmx, CSRF header, the row swapped in place). Keys typed into a field, or
- * with a modifier, are left alone. When the live refresh swaps in a new copy of the focused item,
- * the focus moves to that copy, so j/k go on from where the reviewer was. A static file: the
- * Content-Security-Policy refuses inline code.
+ * The reviewer inbox from the keyboard, and its rows' small behaviours. Keys (listed on the page):
+ * j/k focus the next/previous pending item, o (or Enter) opens or closes it, a approves and r
+ * rejects it, x selects it for a bulk decision, A/R approve/reject the selected. A decision clicks
+ * the item's own button, so it goes the same way as a click (htmx, CSRF header, the row swapped
+ * in place); once decided, the focus moves on to the next pending item. Keys typed into a field,
+ * or with Ctrl/Meta/Alt, are left alone. When the live refresh swaps in a new copy of the focused
+ * item, the focus moves to that copy. A static file: the Content-Security-Policy refuses inline code.
  */
 "use strict";
 (function () {
@@ -20,9 +21,13 @@
         return item.matches(ITEMS) && !item.classList.contains("htmx-settling");
     }
 
+    function focused() {
+        return document.activeElement && document.activeElement.closest(".review-item");
+    }
+
     function move(step) {
         const all = Array.from(document.querySelectorAll(".review-item"));
-        const here = all.indexOf(document.activeElement && document.activeElement.closest(".review-item"));
+        const here = all.indexOf(focused());
         // From the focused item (pending or just decided) onwards, else from either end of the list.
         const ahead = step > 0 ? all.slice(here + 1) : all.slice(0, here === -1 ? all.length : here).reverse();
         const next = ahead.find(pending);
@@ -32,15 +37,62 @@
         }
     }
 
+    function toggle(item) {
+        const button = item && item.querySelector(".review-expand");
+        const body = button && document.getElementById(button.getAttribute("aria-controls"));
+        if (body) {
+            body.hidden = !body.hidden;
+            button.setAttribute("aria-expanded", String(!body.hidden));
+        }
+    }
+
     function decide(style) {
         const item = document.activeElement && document.activeElement.closest(ITEMS);
-        const button = item && item.querySelector(".decision-buttons button." + style);
+        const button = item && item.querySelector("button.decision." + style);
         if (button && !button.disabled) {
             button.click();
         }
     }
 
-    const KEYS = {j: () => move(1), k: () => move(-1), a: () => decide("approve"), r: () => decide("reject")};
+    function select() {
+        const box = focused() && focused().querySelector("input.review-select");
+        if (box) {
+            box.checked = !box.checked;
+        }
+    }
+
+    function decideSelected(decision) {
+        const button = document.querySelector("#bulk-selected button[value='" + decision + "']");
+        if (button && document.querySelector("#pending-items input.review-select:checked")) {
+            button.click();
+        }
+    }
+
+    const KEYS = {
+        j: () => move(1),
+        k: () => move(-1),
+        o: () => toggle(focused()),
+        Enter: () => toggle(focused()),
+        a: () => decide("approve"),
+        r: () => decide("reject"),
+        x: select,
+        A: () => decideSelected("approve"),
+        R: () => decideSelected("reject"),
+    };
+
+    document.addEventListener("click", function (event) {
+        const button = event.target instanceof Element && event.target.closest(".review-expand");
+        if (button) {
+            toggle(button.closest(".review-item"));
+        }
+    });
+    document.addEventListener("change", function (event) {
+        if (event.target instanceof HTMLInputElement && event.target.id === "select-page") {
+            document.querySelectorAll("#pending-items input.review-select").forEach(function (box) {
+                box.checked = event.target.checked;
+            });
+        }
+    });
 
     let focusedId = null;
     document.addEventListener("htmx:beforeSwap", function () {
@@ -52,6 +104,9 @@
         const again = focusedId && document.getElementById(focusedId);
         if (lost && again) {
             again.focus({preventScroll: true});
+            if (!pending(again)) {
+                move(1); // decided: on to the next one
+            }
         }
         focusedId = null;
     });
@@ -60,6 +115,9 @@
         const action = KEYS[event.key];
         if (!action || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) {
             return;
+        }
+        if (event.key === "Enter" && event.target instanceof Element && event.target.closest("a, button")) {
+            return; // Enter on a link or a button does what it says
         }
         event.preventDefault();
         action();
