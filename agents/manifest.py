@@ -307,11 +307,13 @@ def _unique(items: list[Any], attribute: str, what: str) -> None:
 
 
 class Quotas(_Strict):
-    """Extension: how much queued work one agent may pile up (an operator's override of the
-    AGENT_MAX_* settings; absent keys keep the setting)."""
+    """Extension: how much queued work one agent may pile up, and how many of its requests may wait
+    for a reviewer at once (an operator's override of the AGENT_MAX_* settings; absent keys keep
+    the setting)."""
 
     automations: int | None = Field(None, ge=0, le=100_000)
     queued_sessions: int | None = Field(None, ge=0, le=100_000)
+    pending_approvals: int | None = Field(None, ge=0, le=100_000)
 
 
 class AlwaysSend(_Strict):

@@ -187,6 +187,7 @@ SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
 SESSION_IDLE_IGNORED_VIEWS = [
     "reviews:inbox-pending",
+    "reviews:inbox-events",
     "sessions:session-live",
     "sessions:session-events",
 ]
@@ -439,6 +440,9 @@ JOB_MAX_CONTINUATIONS = env.integer("JOB_MAX_CONTINUATIONS", 20)
 # Per-agent quotas on queued work (a manifest's `quotas` overrides them): past them, 429.
 AGENT_MAX_AUTOMATIONS = env.integer("AGENT_MAX_AUTOMATIONS", 50)
 AGENT_MAX_QUEUED_SESSIONS = env.integer("AGENT_MAX_QUEUED_SESSIONS", 20)
+# Items one agent may have waiting for a reviewer at once, every way it asks counted together:
+# approval-gated tool calls (REST and MCP), request_approval, its sessions' action approvals and
+# questions (agents/quotas.py admit_ask); a manifest's `quotas.pending_approvals` overrides it.
 AGENT_MAX_PENDING_APPROVALS = env.integer("AGENT_MAX_PENDING_APPROVALS", 20)
 
 # --- Sessions (seed 003's AILimitsConfig and scheduler) -----------------------------------------

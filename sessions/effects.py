@@ -214,6 +214,9 @@ def _review_expiry(run: Run, actions: list[dict[str, Any]]) -> datetime:
 
 
 def _open_review(run: Run, kind: str, title: str, payload: dict[str, Any]) -> int:
+    """The session's request in the inbox, opened for its agent whoever drives the session, so it
+    counts against the agent's pending limit; past it, RateLimited refuses the whole event (the
+    answer that asked is not stored: the agent reports it again later, a hosted answer is held)."""
     last_ai = run.last_ai()
     item = reviews.open_item(
         actor=SYSTEM,

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from governance.kernel.exceptions import Conflict
+from governance.kernel.exceptions import Conflict, RateLimited
 from governance.kernel.principals import Principal
 from sessions import prompt
 from sessions.machine import MAX_NETWORK_RETRY_DELAY, Event, Phase
@@ -87,7 +87,9 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
     Retry-After when it gave one) or SystemErrorOccurred (the session ends with ERROR).
 
     Exactly once per turn (ProviderCall): the call is claimed first, made outside any transaction
-    (it may take two minutes), and its answer stored before it is applied."""
+    (it may take two minutes), and its answer stored before it is applied. An answer that asks a
+    reviewer past the agent's pending limit is "held": applied when the phase's deadline hands the
+    turn to a worker again, instead of ending the session."""
     claim = _claim(session_id)
     if isinstance(claim, str):
         return claim
@@ -124,6 +126,12 @@ def call_provider(session_id: str, *, actor: Principal) -> str:
         apply_event(session.pk, Event.AI_RESPONSE_RECEIVED, answer, actor=actor)
     except Conflict:
         raise  # the session moved on meanwhile: the task drops the answer
+    except RateLimited as exc:
+        # The answer asks a reviewer, and the agent's pending limit is full: nothing was opened or
+        # stored. The answer stays kept and the session in CALLING_AI; the phase's deadline hands
+        # the turn to a worker again, which applies this same answer, the model not asked again.
+        logger.info("[hosted] answer held: session=%s reason=%s", session.pk, exc.detail)
+        return "held"
     except Exception as exc:
         return _unstorable(session, call, exc, actor=actor)
     return "answered"
