@@ -93,6 +93,24 @@ class ApprovalOut(Schema):
     decision: ApprovalDecisionOut | None
 
 
+class ArgumentChangeOut(Schema):
+    op: Literal["add", "remove", "replace"]
+    path: str = Field(..., description="JSON Pointer (RFC 6901) into the arguments; `/` for the arguments themselves.")
+    before: Any = Field(None, description="The value asked for (remove, replace).")
+    after: Any = Field(None, description="The value approved (add, replace).")
+
+
+class ArgumentsEditedOut(Schema):
+    """A reviewer approved the call with other arguments than those asked for."""
+
+    reviewItemId: int
+    editedBy: str = Field(..., description="The reviewer who edited and approved them.")
+    arguments: dict[str, Any] = Field(..., description="The arguments approved: the call is made with these.")
+    argumentsHash: str = Field(..., description="Their SHA-256, which the approval is bound to.")
+    requestedArgumentsHash: str = Field(..., description="The SHA-256 of the arguments asked for (not approved).")
+    changes: list[ArgumentChangeOut]
+
+
 class ToolCallOut(Schema):
     id: int
     tool_id: str
@@ -104,6 +122,9 @@ class ToolCallOut(Schema):
     grantId: int | None = Field(None, description="The reviewer's approval this call used, for approval-gated tools.")
     dryRun: bool = Field(
         False, description="The call names a `dryRun` job: recorded, never to be made (and never sent to a reviewer)."
+    )
+    argumentsEdited: ArgumentsEditedOut | None = Field(
+        None, description="The approval used is for arguments a reviewer edited: make the call with those."
     )
 
 

@@ -12,26 +12,36 @@ again with the same arguments while it is pending answers the same item, limit o
 reviewer approved, the next request with the same arguments is the call, and consumes the grant.
 A rejection stands for those arguments: asking again is refused, so an agent cannot wear a
 reviewer down by repetition.
+
+A reviewer may approve the call with edited arguments (checked against the tool's input schema
+when one is known: an upstream tool's, as an operator approved its definition). The grant is
+then bound to the edited arguments' hash, and the arguments the agent asked for are not approved:
+asking again with them says what the reviewer approved instead and what changed (a Conflict), so
+the agent makes the edited call, which consumes the grant. A caller that makes the call itself
+with whatever was approved (the MCP gateway, ``accept_edited``) gets the edited call at once.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from agents import amendments
 from agents.models import Agent, Job, ManifestTool, ToolCall, ToolGrant
 from agents.registry import manifest_document, manifest_tools
-from governance.kernel import metrics, retention
+from governance.kernel import metrics, registry, retention
 from governance.kernel.audit import AuditAction
-from governance.kernel.exceptions import Conflict, Forbidden, RateLimited
+from governance.kernel.exceptions import Conflict, Forbidden, InvalidInput, RateLimited
+from governance.kernel.json_guard import error, json_errors
 from governance.kernel.principals import SYSTEM, Principal
 from governance.kernel.services import record
 from governance.notifications.models import EventKind
@@ -44,6 +54,11 @@ REVIEW_KIND = "tool_approval"
 # A permission covers the intents at or below it: a write or execute grant may be used to read,
 # never the other way round.
 _COVERS = {"read": {"read"}, "write": {"read", "write"}, "execute": {"read", "execute"}}
+# The input schema of a tool, when an app above knows one (the gateway: an upstream tool's, as an
+# operator approved its definition); None for a manifest tool, which declares none.
+INPUT_SCHEMAS: registry.Slot[Callable[[str], dict[str, Any] | None]] = registry.slot(
+    "tool_input_schemas", "the input schema of a tool by its manifest id (gateway: pinned upstream definitions)"
+)
 
 
 @dataclass(frozen=True)
@@ -72,8 +87,12 @@ def record_call(
     permission: str | None = None,
     arguments: dict[str, Any] | None = None,
     job: Job | None = None,
+    accept_edited: bool = False,
 ) -> dict[str, Any] | PendingApproval:
-    """Record one call, or ask a reviewer first when the tool requires approval."""
+    """Record one call, or ask a reviewer first when the tool requires approval. The answer's
+    ``argumentsEdited`` says when the approval used is for arguments a reviewer edited: the call
+    is to be made with those. ``accept_edited``: the caller makes the call itself with whatever
+    was approved, so asking with the original arguments uses an edited approval at once."""
     if not actor.owns(agent):
         raise Forbidden("Only the agent itself records its tool calls.")
     tool = _tool(agent, tool_id)
@@ -93,7 +112,9 @@ def record_call(
     # approval-gated tool asks no reviewer (there is nothing to approve).
     dry = job is not None and bool(job.constraints.get("dryRun"))
     if tool.requires_approval and not dry:
-        grant = _approved_grant(agent, tool, arguments or {}, job=job, actor=actor, now=now)
+        grant = _approved_grant(
+            agent, tool, arguments or {}, job=job, actor=actor, now=now, accept_edited=accept_edited
+        )
         if isinstance(grant, PendingApproval):
             return grant
     window = ToolCall.objects.filter(agent=agent, tool_id=tool_id, called_at__gt=now - WINDOW).order_by("-called_at")
@@ -126,6 +147,7 @@ def record_call(
         "called_at": now,
         "grantId": grant.pk if grant is not None else None,
         "dryRun": dry,
+        "argumentsEdited": _edit_of(grant) if isinstance(grant, ToolGrant) else None,
     }
 
 
@@ -150,22 +172,44 @@ def _check_job(job: Job) -> None:
 
 
 def _approved_grant(
-    agent: Agent, tool: ManifestTool, arguments: dict[str, Any], *, job: Job | None, actor: Principal, now
+    agent: Agent,
+    tool: ManifestTool,
+    arguments: dict[str, Any],
+    *,
+    job: Job | None,
+    actor: Principal,
+    now: datetime,
+    accept_edited: bool,
 ) -> ToolGrant | PendingApproval:
     """The approved, unused grant for exactly these arguments, or the pending request for them
-    (opened now if there is none). Runs under the (agent, tool) advisory lock."""
+    (opened now if there is none). Runs under the (agent, tool) advisory lock.
+
+    A grant a reviewer approved with edited arguments is found by the arguments asked for too:
+    it is used only by a caller that makes the edited call (``accept_edited``); any other is told
+    what was approved instead. Of several grants for the same arguments the pending one counts,
+    else the last decided (an edited approval may be decided after a rejection of its arguments)."""
     digest = reviews.payload_hash(arguments)
     latest = (
         ToolGrant.objects.select_for_update()
-        .filter(agent=agent, tool_id=tool.tool_id, arguments_hash=digest)
-        .order_by("-created_at")
+        .filter(Q(arguments_hash=digest) | Q(requested_hash=digest), agent=agent, tool_id=tool.tool_id)
+        .order_by(F("decided_at").desc(nulls_first=True), "-created_at")
         .first()
     )
     if latest is not None and latest.status == ToolGrant.Status.APPROVED:
         if latest.decided_at is not None and now - latest.decided_at > _validity(agent, tool.tool_id):
             _expire_grant(latest, now)
-        else:
+        elif latest.arguments_hash == digest or accept_edited:
             return latest
+        else:
+            edit = _edit_of(latest)
+            raise Conflict(
+                f"A reviewer approved this call of {tool.tool_id!r} with edited arguments "
+                f"({amendments.describe(edit['changes'] if edit else [])}); the arguments asked for are not "
+                "approved: make the call with argumentsEdited.arguments.",
+                tool_id=tool.tool_id,
+                reviewItemId=latest.review_item_id,
+                argumentsEdited=edit,
+            )
     elif latest is not None and latest.status == ToolGrant.Status.PENDING:
         return PendingApproval(review_item_id=latest.review_item_id)
     elif latest is not None and latest.status == ToolGrant.Status.REJECTED:
@@ -174,18 +218,22 @@ def _approved_grant(
             tool_id=tool.tool_id,
             reviewItemId=latest.review_item_id,
         )
+    payload = {
+        "toolId": tool.tool_id,
+        "permission": tool.permission,
+        "arguments": arguments,
+        "argumentsHash": digest,
+        "job": str(job.pk) if job is not None else None,
+    }
+    schema = INPUT_SCHEMAS.get()(tool.tool_id)
+    if schema is not None:  # shown with the item, and what a reviewer's edit is checked against
+        payload["inputSchema"] = schema
     item = reviews.open_item(
         actor=actor,
         kind=REVIEW_KIND,
         title=f"{agent.agent_id} asks to call {tool.tool_id}",
         agent=agent,
-        payload={
-            "toolId": tool.tool_id,
-            "permission": tool.permission,
-            "arguments": arguments,
-            "argumentsHash": digest,
-            "job": str(job.pk) if job is not None else None,
-        },
+        payload=payload,
         expires_at=now + _validity(agent, tool.tool_id),
     )
     grant = ToolGrant.objects.create(
@@ -222,11 +270,88 @@ _GRANT_AFTER = {
 
 def on_review_decided(item: ReviewItem, decision: ReviewDecision) -> None:
     """The reviewer's decision becomes the grant's status, in the decision's transaction (the
-    decision itself, with who and when, is already recorded by governance.reviews.services)."""
+    decision itself, with who and when, is already recorded by governance.reviews.services). An
+    approval of edited arguments binds the grant to them, under the (agent, tool) lock calls take
+    (taken before the grant's row, in the order calls take them)."""
+    if decision.amended is not None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [item.agent_id, item.payload["toolId"]])
     grant = ToolGrant.objects.select_for_update().get(review_item=item)
     status = _GRANT_AFTER.get(ReviewDecision.Decision(decision.decision), ToolGrant.Status.REJECTED)
     grant.status, grant.decided_at = status, decision.decided_at
-    grant.save(update_fields=["status", "decided_at"])
+    fields = ["status", "decided_at"]
+    if decision.amended is not None:
+        _bind_to_edit(grant, decision.amended)
+        fields += ["requested_hash", "arguments_hash", "arguments"]
+    grant.save(update_fields=fields)
+
+
+def _bind_to_edit(grant: ToolGrant, amended: Payload) -> None:
+    """The grant covers the edited arguments only; the ones asked for stay its ``requested_hash``,
+    which finds it when the agent asks with them again. A request of the agent's for exactly the
+    edited arguments already open is a Conflict: that item is the one to decide."""
+    digest = amended["argumentsHash"]
+    open_grants = ToolGrant.objects.filter(
+        agent_id=grant.agent_id,
+        tool_id=grant.tool_id,
+        arguments_hash=digest,
+        status__in=[ToolGrant.Status.PENDING, ToolGrant.Status.APPROVED],
+    )
+    other = open_grants.exclude(pk=grant.pk).first()
+    if other is not None:
+        raise Conflict(
+            f"The agent already asks for exactly these arguments in item #{other.review_item_id}: decide that one.",
+            reason="duplicate",
+            reviewItemId=other.review_item_id,
+        )
+    grant.requested_hash, grant.arguments_hash, grant.arguments = grant.arguments_hash, digest, amended["arguments"]
+
+
+def _edit_of(grant: ToolGrant) -> dict[str, Any] | None:
+    """What an agent is told of a grant a reviewer approved with edited arguments: who edited
+    them, the arguments approved and their hash, the hash of those asked for, and each change;
+    None for a grant approved as asked."""
+    if not grant.requested_hash:
+        return None
+    decision = ReviewDecision.objects.select_related("user").get(item_id=grant.review_item_id)
+    return {
+        "reviewItemId": grant.review_item_id,
+        "editedBy": decision.decider,
+        "arguments": grant.arguments,
+        "argumentsHash": grant.arguments_hash,
+        "requestedArgumentsHash": grant.requested_hash,
+        "changes": (decision.amended or {}).get("changes", []),
+    }
+
+
+def _amend(payload: Payload, arguments: Any) -> dict[str, Any]:
+    """The call a reviewer approves instead (``ReviewKind.amend``): their arguments, checked as an
+    agent's are (a JSON object the database can store) and against the tool's input schema when
+    the item carries one; bound to their hash, with what changed. Unchanged, the item's payload."""
+    here = ["body", "arguments"]
+    if not isinstance(arguments, dict):
+        msg = "the arguments of a tool call are a JSON object"
+        raise InvalidInput(f"The edited arguments are not a JSON object: {msg}.", errors=[error(here, msg, "type")])
+    if reviews.payload_hash(arguments) == reviews.payload_hash(payload.get("arguments")):
+        return dict(payload)
+    unstorable = json_errors(arguments, here)
+    if unstorable:
+        where = "; ".join(f"at {amendments.pointer(e['loc'][2:])}: {e['msg']}" for e in unstorable)
+        raise InvalidInput(f"The edited arguments cannot be stored: {where}.", errors=unstorable)
+    schema = payload.get("inputSchema")
+    failing = amendments.violations(arguments, schema) if isinstance(schema, dict) else []
+    if failing:
+        where = "; ".join(f"at {violation.at}: {violation.message}" for violation in failing)
+        raise InvalidInput(
+            f"The edited arguments do not match the tool's input schema: {where}.",
+            errors=[error([*here, *violation.path], violation.message, "input_schema") for violation in failing],
+        )
+    return {
+        **payload,
+        "arguments": arguments,
+        "argumentsHash": reviews.payload_hash(arguments),
+        "changes": amendments.changes(payload.get("arguments"), arguments),
+    }
 
 
 def _tool_call(payload: Payload) -> str:
@@ -241,6 +366,7 @@ REVIEW = ReviewKind(
     template="agents/review_kinds/tool_approval.html",
     summary=_tool_call,
     on_decided=on_review_decided,
+    amend=_amend,
     announces_as=EventKind.INBOX_TOOL_APPROVAL,
     asked_by_agent=True,
 )

@@ -9,7 +9,9 @@ class GatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from gateway import checks, pins  # noqa: F401  (checks: registers them)
+        from agents import tools
+        from gateway import checks, forwarding, pins  # noqa: F401  (checks: registers them)
         from governance.reviews import kinds
 
         kinds.register(pins.REVIEW)
+        tools.INPUT_SCHEMAS.provide(forwarding.input_schema)

@@ -33,7 +33,7 @@ from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
 from gateway import leaks, pins, refusals
-from gateway.models import GatewayCall, UpstreamServer
+from gateway.models import GatewayCall, ToolPin, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
 from governance.kernel import metrics, retention
@@ -71,6 +71,9 @@ class Attempt:
     tool_call_id: int | None = None
     dry_run: bool = False
     called_at: Any = field(default_factory=timezone.now)
+    # A reviewer approved other arguments than those asked for: ``arguments`` are then the
+    # approved ones, forwarded and logged, and this says what changed (agents.tools._edit_of).
+    edited: dict[str, Any] | None = None
 
 
 class Refused(Exception):
@@ -87,6 +90,19 @@ def split(tool_id: str) -> tuple[str, str] | None:
         return None
     server, sep, tool = tool_id[len(PREFIX) :].partition("__")
     return (server, tool) if sep and server and tool else None
+
+
+def input_schema(tool_id: str) -> dict[str, Any] | None:
+    """The ``inputSchema`` of an upstream tool (``mcp__<server>__<tool>``) as an operator approved
+    its definition (gateway/pins.py), which a reviewer's edit of a call's arguments is checked
+    against; None for any other tool, or one with no approved definition."""
+    parts = split(tool_id)
+    if parts is None:
+        return None
+    approved = ToolPin.objects.filter(server__name=parts[0], tool=parts[1], status=ToolPin.Status.APPROVED)
+    definition = approved.values_list("definition", flat=True).first()
+    schema = definition.get("inputSchema") if isinstance(definition, dict) else None
+    return schema if isinstance(schema, dict) else None
 
 
 def grants(principal: Principal) -> list[Grant]:
@@ -176,8 +192,9 @@ def authorize(
                 "read-only (readOnlyHint, false when unsaid).",
                 tool_id=grant.tool_id,
             )
+        # The gateway makes the call itself: an approval of edited arguments is used at once, with those.
         allowed = agent_tools.record_call(
-            principal.agent, grant.tool_id, actor=principal, arguments=arguments, job=attempt.job
+            principal.agent, grant.tool_id, actor=principal, arguments=arguments, job=attempt.job, accept_edited=True
         )
     except DomainError as exc:
         raise refuse(attempt, exc.detail, type(exc).__name__, **exc.data()) from exc
@@ -190,6 +207,9 @@ def authorize(
             reviewItemId=allowed.review_item_id,
         )
     attempt.tool_call_id, attempt.dry_run = allowed["id"], allowed["dryRun"]
+    attempt.edited = allowed["argumentsEdited"]
+    if attempt.edited is not None:
+        attempt.arguments = attempt.edited["arguments"]
     if attempt.dry_run:
         _log(attempt, Outcome.DRY_RUN)
     return attempt

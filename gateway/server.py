@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
+from agents import amendments
 from agents.registries import listing
 from agents.vocabulary import Registry
 from gateway import completions, context, forwarding, leaks, pins, reach, refusals, task_protocol, telemetry, upstream
@@ -133,19 +134,26 @@ async def governed(
             _unlisted(prepared.server, exc)
         prepared = await prepare(principal, name, arguments, meta, lambda server: reach.cached_tools(server) or [])
     assert isinstance(prepared, forwarding.Attempt)
-    attempt, grant = prepared, prepared.grant
-    assert grant is not None
-    if attempt.dry_run:
+    if prepared.dry_run:
         # Not a result: the upstream's output schema cannot be honoured by a call not made.
         return _error(
             f"The job is a dryRun: {name} was recorded, not forwarded.",
             refusal="DryRun",
             dryRun=True,
-            toolCallId=attempt.tool_call_id,
+            toolCallId=prepared.tool_call_id,
         )
+    result = await _made(prepared, name)
+    return _told_of_edit(result, prepared.edited) if prepared.edited is not None else result
+
+
+async def _made(attempt: forwarding.Attempt, name: str) -> types.CallToolResult:
+    """The call forwarded with the attempt's arguments (a reviewer's edited ones when they
+    approved those), logged, its result screened for secrets and checked against its contract."""
+    grant = attempt.grant
+    assert grant is not None
     started = time.perf_counter()
     try:
-        result = await reach.call(grant.server, grant.tool, arguments)
+        result = await reach.call(grant.server, grant.tool, attempt.arguments)
     except Exception as exc:
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         error_class = upstream.failure_class(exc)
@@ -169,6 +177,22 @@ async def governed(
         # The agent learns at once whether its tool's result honours the declared contract.
         result.meta = {**(result.meta or {}), "contract": report}
     return result
+
+
+def _told_of_edit(result: types.CallToolResult, edited: dict[str, Any]) -> types.CallToolResult:
+    """The result of a call a reviewer approved with edited arguments says so: in a text block the
+    agent's model reads (what changed, the arguments the call was made with) and, whole, in the
+    result's ``_meta`` as ``argumentsEdited`` (agents/tools.py ``_edit_of``)."""
+    note = (
+        f"A reviewer ({edited['editedBy']}) changed the arguments before approving this call: "
+        f"{amendments.describe(edited['changes'])}. It was made with {json.dumps(edited['arguments'])}."
+    )
+    return result.model_copy(
+        update={
+            "content": [*result.content, types.TextContent(type="text", text=note)],
+            "meta": {**(result.meta or {}), "argumentsEdited": edited},
+        }
+    )
 
 
 def _error(message: str, **data: Any) -> types.CallToolResult:

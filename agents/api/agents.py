@@ -120,7 +120,9 @@ def record_tool_call(request: HttpRequest, agent_id: str, tool_id: str, data: To
     """Record one call of a manifest tool before making it: 403 when the manifest lacks the tool
     or the permission, 429 with Retry-After over the tool's rate limit. A tool that requires
     approval answers 202 with the review item until a reviewer approved these very arguments;
-    the approval is then good for one call."""
+    the approval is then good for one call. A reviewer may approve edited arguments instead: asking
+    again with the original ones is then 409 whose `argumentsEdited` holds the approved arguments
+    and each change, and the call with those is the one allowed (201, with `argumentsEdited`)."""
     principal = caller(request)
     agent = get_agent_for(principal, agent_id)
     job = None

@@ -81,7 +81,9 @@ class ToolGrant(models.Model):
     """A reviewer's permission for one call of a tool whose manifest entry requires approval.
 
     It is bound to the hash of the call's arguments and usable once: an agent that was allowed
-    to snapshot one page cannot reuse the approval for another page, or twice."""
+    to snapshot one page cannot reuse the approval for another page, or twice. A reviewer who
+    approved edited arguments bound it to those; ``requested_hash`` keeps the hash of the ones
+    the agent asked for, which finds the grant (to say what was approved instead), never uses it."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -94,6 +96,13 @@ class ToolGrant(models.Model):
     tool_id = models.CharField(max_length=200)
     arguments_hash = models.CharField(max_length=64)
     arguments = models.JSONField(default=dict, blank=True)
+    requested_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",  # grants the previous release opens while the new one migrates
+        help_text="The hash of the arguments asked for, when a reviewer approved edited ones; else empty",
+    )
     review_item = models.OneToOneField("governance.ReviewItem", on_delete=models.PROTECT, related_name="tool_grant")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     job = models.ForeignKey("agents.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -106,7 +115,14 @@ class ToolGrant(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["agent", "tool_id", "arguments_hash", "-created_at"], name="tool_grant_lookup")]
+        indexes = [
+            models.Index(fields=["agent", "tool_id", "arguments_hash", "-created_at"], name="tool_grant_lookup"),
+            models.Index(
+                fields=["agent", "tool_id", "requested_hash"],
+                name="tool_grant_edited_lookup",
+                condition=~models.Q(requested_hash=""),
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["agent", "tool_id", "arguments_hash"],

@@ -37,12 +37,18 @@ def decide_review_items(request: HttpRequest, data: BulkDecisionIn) -> dict:
 def decide_review_item(request: HttpRequest, item_id: int, data: DecisionIn) -> ReviewDecision:
     """Approve or reject a pending item, or answer a MultipleChoice question with one of its
     options (`"decision": "answer", "response": "<option>"`); 409 when it was already decided or
-    its deadline passed, or when `payloadHash` (the item's as you read it) no longer matches."""
+    its deadline passed, or when `payloadHash` (the item's as you read it) no longer matches. A
+    tool call may be approved with edited `arguments` (422 at the path that fails its input schema)."""
     actor = caller(request)
     if data.decision == "answer":
         return reviews.answer(
             item_id, actor=actor, response=data.response or "", comment=data.comment, shown_hash=data.payloadHash
         )
     return reviews.decide(
-        item_id, actor=actor, decision=data.decision, comment=data.comment, shown_hash=data.payloadHash
+        item_id,
+        actor=actor,
+        decision=data.decision,
+        comment=data.comment,
+        shown_hash=data.payloadHash,
+        amendment=data.arguments,
     )

@@ -57,7 +57,8 @@ class DecisionForm(forms.Form):
             data["answer"] = None
         edited = decision == ReviewDecision.Decision.APPROVE and "arguments" in self.data
         edited = edited and not self.has_error("arguments")  # too long: said once, by the field
-        data["arguments"] = self._edited_arguments(data.get("arguments", "")) if edited else None
+        text = self.cleaned_data.get("arguments", "")
+        self.cleaned_data["arguments"] = self._edited_arguments(text) if edited else None
         return data
 
     def _edited_arguments(self, text: str) -> Any:

@@ -22,6 +22,20 @@ class DecisionIn(Schema):
         max_length=64,
         description="The item's payloadHash as you read it: the decision is refused (409) if the item changed since.",
     )
+    arguments: dict[str, Any] | None = Field(
+        None,
+        description='With "decision": "approve" of a tool call only: the arguments to approve instead of those '
+        "asked for, checked against the tool's input schema when one is known (422 at the failing path). The call "
+        "allowed is then this one, bound to these arguments' hash, and the agent is told what changed.",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments_go_with_approve(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        """Edited arguments are approved or nothing: with a rejection they would be silently lost."""
+        if value is not None and info.data.get("decision") != "approve":
+            raise ValueError('edited "arguments" go with "decision": "approve" only')
+        return value
 
     @field_validator("response")
     @classmethod
@@ -64,6 +78,12 @@ class DecisionOut(Schema):
     )
     decidedAt: datetime = Field(..., alias="decided_at")
     payloadHash: str = Field(..., alias="payload_hash")
+    amended: dict[str, Any] | None = Field(
+        None, description="The payload approved instead of the item's, when the reviewer edited the arguments."
+    )
+    amendedHash: str = Field(
+        "", alias="amended_hash", description="SHA-256 of `amended`, which the approval is bound to; else empty."
+    )
     status: str = Field(..., alias="item.status")
 
 

@@ -241,9 +241,10 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     form = DecisionForm(request.POST, item=item)
     # What the reviewer typed, given back with a refusal rather than lost.
     edited = {"edited_arguments": request.POST["arguments"], "expanded": True} if "arguments" in request.POST else {}
+    refused = 200 if request.htmx else 400
     if not form.is_valid():
         error = " ".join(message for messages in form.errors.values() for message in messages)
-        return _row(request, item, status=200 if request.htmx else 400, error=error, **edited)
+        return _row(request, item, status=refused, error=error, **edited)
     try:
         decided = reviews.decide(
             item.pk,
@@ -255,7 +256,7 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
             amendment=form.cleaned_data["arguments"],
         )
     except InvalidInput as exc:  # edited arguments the tool does not take, at their path
-        return _row(request, _item(item_id), status=200 if request.htmx else 400, error=exc.detail, **edited)
+        return _row(request, _item(item_id), status=refused, error=exc.detail, **edited)
     except Conflict as exc:
         item, status = _item(item_id), 200 if request.htmx else 409
         if item.status != ReviewItem.Status.PENDING:
