@@ -367,8 +367,13 @@ OTEL_EXPORTER_OTLP_ENDPOINT = env.string("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 
 # --- Notifications -------------------------------------------------------------------------------
 
-# Links in notifications are absolute: the public address of this control plane.
-NOTIFY_BASE_URL = env.string("NOTIFY_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Links in notifications are absolute: the public address of this control plane. Unset, the address
+# `serve` was started on (it passes its --host and --port on to its processes), so a local start
+# links to itself; in production (DEBUG off) a loopback one is a warning of `check --deploy`
+# (governance.W007).
+NOTIFY_BASE_URL = (
+    env.string("NOTIFY_BASE_URL") or f"http://{env.string('HOST', '127.0.0.1')}:{env.integer('PORT', 8000)}"
+).rstrip("/")
 NOTIFY_MAX_ATTEMPTS = env.integer("NOTIFY_MAX_ATTEMPTS", 6)  # then the delivery gives up
 NOTIFY_RETRY_SECONDS = env.integer("NOTIFY_RETRY_SECONDS", 30)  # first wait, doubled after each failure
 NOTIFY_TIMEOUT_SECONDS = env.integer("NOTIFY_TIMEOUT_SECONDS", 10)  # per webhook request

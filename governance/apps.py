@@ -8,6 +8,7 @@ class GovernanceConfig(AppConfig):
 
     def ready(self) -> None:
         from governance.kernel import checks, metrics, roles, taskruns  # noqa: F401  (checks: registers them)
+        from governance.notifications import checks as notification_checks  # noqa: F401  (registers them)
 
         taskruns.connect()
         metrics.connect()

@@ -51,6 +51,7 @@ ROUTES: dict[str, str] = {
     "gateway.call_stdio_tool": PROVIDERS,
     "notifications.deliver": PROVIDERS,
     "notifications.resend_due": PROVIDERS,
+    "notifications.send_digests": PROVIDERS,
     "memory.embed": EMBEDDINGS,
     "memory.embed_missing": EMBEDDINGS,
     "memory.compute_reuse_scores": MAINTENANCE,

@@ -49,6 +49,7 @@ class NotificationRuleForm(forms.ModelForm):
             "channel",
             "target",
             "internal",
+            "digest_seconds",
             "threshold_percent",
             "window_checks",
         ]
@@ -61,7 +62,17 @@ def _for_viewers(fields: Any) -> list[Any]:
 @admin.register(NotificationRule)
 class NotificationRuleAdmin(NoDelete, admin.ModelAdmin):
     form = NotificationRuleForm
-    list_display = ["name", "enabled", "channel", "target_shown", "event_list", "agent", "domain", "created_by"]
+    list_display = [
+        "name",
+        "enabled",
+        "channel",
+        "target_shown",
+        "event_list",
+        "agent",
+        "domain",
+        "digest_seconds",
+        "created_by",
+    ]
     list_filter = ["enabled", "channel"]
     search_fields = ["name", "agent__agent_id"]
     autocomplete_fields = ["agent"]
@@ -71,6 +82,7 @@ class NotificationRuleAdmin(NoDelete, admin.ModelAdmin):
         (None, {"fields": ["name", "enabled", "events"]}),
         ("Scope", {"fields": ["agent", "domain"]}),
         ("Where", {"fields": ["channel", "target", "internal", "signing"]}),
+        ("When", {"fields": ["digest_seconds"]}),
         ("Contract compliance", {"fields": ["threshold_percent", "window_checks"]}),
         ("History", {"fields": ["created_at", "created_by", "updated_at"]}),
     ]

@@ -1,10 +1,11 @@
 """Notification rules (who is told of what, and where), the crossing state of compliance rules,
-and the deliveries: one row per message, with its status."""
+the deliveries (one row per message, with its status) and the events waiting for a rule's digest."""
 
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 
 from governance.notifications import messages
@@ -18,6 +19,20 @@ class EventKind(models.TextChoices):
     ESCALATION = "escalation", "Escalation"
     KPI_CRITICAL = "kpi.critical", "KPI turned critical"
     CONTRACT_COMPLIANCE = "contract.compliance_below", "Contract compliance below threshold"
+
+
+# How each kind is told beside others (every kind has one: tested): its words in a digest's counts,
+# and whether it goes out at once even on a digest rule. An escalation is urgent: a human must act
+# before its deadline, which a digest's wait would eat into.
+TELLING: dict[str, messages.Telling] = {
+    EventKind.INBOX_VALIDATION: messages.Telling("validation request", "validation requests"),
+    EventKind.INBOX_COMMUNICATION: messages.Telling("question", "questions"),
+    EventKind.INBOX_TOOL_APPROVAL: messages.Telling("approval", "approvals"),
+    EventKind.INBOX_PROMOTION: messages.Telling("learning promotion", "learning promotions"),
+    EventKind.ESCALATION: messages.Telling("escalation", "escalations", urgent=True),
+    EventKind.KPI_CRITICAL: messages.Telling("critical KPI", "critical KPIs"),
+    EventKind.CONTRACT_COMPLIANCE: messages.Telling("compliance drop", "compliance drops"),
+}
 
 
 class Channel(models.TextChoices):
@@ -57,6 +72,13 @@ class NotificationRule(models.Model):
     )
     window_checks = models.PositiveIntegerField(
         default=20, help_text="Compliance rules: measured over this many latest checks of a contract."
+    )
+    digest_seconds = models.PositiveIntegerField(
+        default=0,
+        db_default=0,  # rules the previous release adds while the new one migrates
+        validators=[MaxValueValidator(86400)],
+        help_text="Tell at most one message per this many seconds, summing up what happened (60: one a minute); "
+        "0: each event at once. Escalations always go at once.",
     )
     secret_version = models.PositiveIntegerField(default=1, editable=False)
     enabled = models.BooleanField(default=True)
@@ -106,6 +128,10 @@ class ComplianceWatch(models.Model):
         return f"{self.contract_name} for {self.rule.name}: {'below' if self.below else 'at or above'}"
 
 
+# The event of a delivery that tells several at once (X-Governance-Event of a signed digest).
+DIGEST = "digest"
+
+
 class Delivery(models.Model):
     """One message to one rule's target: exactly what was sent, and how sending went."""
 
@@ -129,7 +155,7 @@ class Delivery(models.Model):
         INVALID = "invalid", "The stored delivery could not be sent (see the server log)"
 
     rule = models.ForeignKey(NotificationRule, on_delete=models.PROTECT, related_name="deliveries")
-    event = models.CharField(max_length=40, choices=EventKind.choices)
+    event = models.CharField(max_length=40, choices=[*EventKind.choices, (DIGEST, "Digest of several events")])
     channel = models.CharField(max_length=20, choices=Channel.choices)
     target = models.CharField(max_length=1000)
     payload = models.JSONField(help_text="The JSON sent (email: subject and body): links and short facts only.")
@@ -150,3 +176,33 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_event_display()} to {self.rule.name}: {self.status}"
+
+
+class DigestEntry(models.Model):
+    """An event a digest rule tells in its next digest: held until the rule's window is over, then
+    kept with the delivery that told it (archived, never deleted: the digest's counts stay
+    provable)."""
+
+    rule = models.ForeignKey(NotificationRule, on_delete=models.PROTECT, related_name="digest_entries")
+    event = models.CharField(max_length=40, choices=EventKind.choices)
+    agent = models.CharField(max_length=200, blank=True, help_text="The agent of the event; empty: none.")
+    notice = models.JSONField(help_text="The event as it would have been told alone: title, link, facts, summary.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivery = models.ForeignKey(
+        Delivery,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="entries",
+        help_text="The digest that told it; empty: waiting for the rule's window to end.",
+    )
+
+    class Meta:
+        ordering = ["pk"]
+        verbose_name_plural = "digest entries"
+        indexes = [
+            models.Index(fields=["rule", "created_at"], condition=models.Q(delivery=None), name="digest_entry_waiting")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_event_display()} for {self.rule.name}: {'told' if self.delivery_id else 'waiting'}"

@@ -3,7 +3,9 @@ layers call (``announce``), and sending a delivery.
 
 ``announce`` runs inside the caller's transaction: the deliveries commit with the event or not
 at all, and the delivery task is queued only after that commit (``kernel.dispatch``). Sending
-happens in the worker, never in the request: a slow receiver can't slow an agent down.
+happens in the worker, never in the request: a slow receiver can't slow an agent down. A rule
+with a digest window holds the event instead (a ``DigestEntry``, in the same transaction), told
+with the rest of its window by ``digests``; an urgent kind (``models.TELLING``) never waits.
 
 A delivery is claimed by moving its ``next_attempt_at`` past the request's timeout in one
 conditional UPDATE, so a redelivered task, the backstop sweep and a retry never send it twice at
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from http.client import HTTPException
 from typing import Any
@@ -38,7 +40,15 @@ from governance.kernel.exceptions import Forbidden
 from governance.kernel.principals import Principal
 from governance.kernel.services import record
 from governance.notifications import messages
-from governance.notifications.models import Channel, ComplianceWatch, Delivery, EventKind, NotificationRule
+from governance.notifications.models import (
+    TELLING,
+    Channel,
+    ComplianceWatch,
+    Delivery,
+    DigestEntry,
+    EventKind,
+    NotificationRule,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +116,8 @@ def _matching(event: str, *, agent: str | None, domain: str | None) -> QuerySet[
     return rules.filter(Q(domain="") | Q(domain=domain or ""))
 
 
-def _payload(channel: str, notice: messages.Notice) -> dict[str, object]:
+def payload(channel: str, notice: messages.Notice) -> dict[str, object]:
+    """One event as ``channel`` tells it."""
     if channel == Channel.SLACK:
         return messages.slack(notice)
     if channel == Channel.EMAIL:
@@ -114,41 +125,68 @@ def _payload(channel: str, notice: messages.Notice) -> dict[str, object]:
     return messages.generic(notice)
 
 
-def _queue(rule: NotificationRule, notice: messages.Notice) -> Delivery:
+def queue(rule: NotificationRule, *, event: str, sent: dict[str, object]) -> Delivery:
+    """A delivery of ``sent`` to the rule's target, queued once the caller's transaction commits."""
     delivery = Delivery.objects.create(
         rule=rule,
-        event=notice.event,
+        event=event,
         channel=rule.channel,
         target=rule.target,
-        payload=_payload(rule.channel, notice),
+        payload=sent,
         next_attempt_at=timezone.now(),
     )
     dispatch.after_commit(DELIVER_TASK, delivery.pk)
     return delivery
 
 
-def _notice(event: str, title: str, link_path: str, facts: dict[str, Any]) -> messages.Notice:
+def link(path: str) -> str:
+    """A path of this control plane as its readers open it (NOTIFY_BASE_URL: the public address)."""
+    return settings.NOTIFY_BASE_URL + path
+
+
+def _notice(
+    event: str, title: str, link_path: str, facts: dict[str, Any], *, summary: str = "", agent: str | None = None
+) -> messages.Notice:
     return messages.notice(
         event=event,
         event_label=EventKind(event).label,
         title=title,
-        link=settings.NOTIFY_BASE_URL + link_path,
+        link=link(link_path),
         facts=facts,
         at=timezone.now().isoformat(timespec="seconds"),
+        summary=summary,
+        agent=agent or "",
     )
 
 
+def _tell(rule: NotificationRule, notice: messages.Notice) -> Delivery | None:
+    """A delivery now, or the event held for the rule's next digest (None): urgent kinds never wait."""
+    if rule.digest_seconds and not TELLING[notice.event].urgent:
+        DigestEntry.objects.create(rule=rule, event=notice.event, agent=notice.agent, notice=asdict(notice))
+        return None
+    return queue(rule, event=notice.event, sent=payload(rule.channel, notice))
+
+
 def announce(
-    event: str, *, agent: str | None, domain: str | None, title: str, link_path: str, facts: dict[str, Any]
+    event: str,
+    *,
+    agent: str | None,
+    domain: str | None,
+    title: str,
+    link_path: str,
+    facts: dict[str, Any],
+    summary: str = "",
 ) -> list[Delivery]:
     """Tell every enabled rule for ``event`` whose scope holds ``agent`` and ``domain``: one
-    delivery each, sent after the caller's transaction commits. ``link_path`` is a path of this
-    control plane; the facts are short values (never an output, never a secret)."""
+    delivery each, sent after the caller's transaction commits, or the event held for the rule's
+    digest; returns the deliveries made now. ``link_path`` is a path of this control plane; the
+    facts are short values (never an output, never a secret); ``summary`` says in one line what
+    is to be decided (cut, and masked where it looks like a credential)."""
     rules = list(_matching(event, agent=agent, domain=domain))
     if not rules:
         return []
-    notice = _notice(event, title, link_path, facts)
-    return [_queue(rule, notice) for rule in rules]
+    notice = _notice(event, title, link_path, facts, summary=summary, agent=agent)
+    return [delivery for rule in rules if (delivery := _tell(rule, notice)) is not None]
 
 
 def compliance_rules() -> list[NotificationRule]:
@@ -178,7 +216,7 @@ def compliance_measured(
     if not crossed:
         return None
     title = f"Contract {contract} compliance {percent:.0f}% is below {rule.threshold_percent}%"
-    return _queue(rule, _notice(EventKind.CONTRACT_COMPLIANCE, title, link_path, facts))
+    return _tell(rule, _notice(EventKind.CONTRACT_COMPLIANCE, title, link_path, facts))
 
 
 # Sending ----------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Sending notifications: one task per delivery, retried with a doubling wait, and a backstop."""
+"""Sending notifications: one task per delivery, retried with a doubling wait, a backstop, and the
+digests of rules that tell a window at once."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 
-from governance.notifications import services
+from governance.notifications import digests, services
 
 
 @shared_task(name="notifications.deliver", bind=True, ignore_result=True, acks_late=True, max_retries=None)
@@ -26,3 +27,9 @@ def deliver(self: Any, delivery_id: int) -> str:
 def resend_due() -> dict[str, int]:
     """Queue again the deliveries whose attempt is overdue (a broker outage, a lost worker)."""
     return services.resend_due()
+
+
+@shared_task(name="notifications.send_digests", ignore_result=True, acks_late=True)
+def send_digests() -> dict[str, Any]:
+    """Tell each digest rule whose window is over what it held: one message per rule and window."""
+    return digests.send_due()

@@ -68,7 +68,9 @@ def open_item(
 
 
 def _announce(item: ReviewItem, event: str) -> None:
-    """Tell reviewers: the item's title and a link to it, never its payload (outputs, actions)."""
+    """Tell reviewers what is to be decided: the item's title, its agent, its kind's summary (the
+    tool and its arguments, the actions, the question: one line, cut and masked by the
+    notifications) and a link to the item's page; never the payload itself (outputs)."""
     facts = {"agent": item.agent.agent_id if item.agent else "—", "item": str(item.pk)}
     if item.expires_at is not None:
         facts["expires"] = item.expires_at.isoformat(timespec="minutes")
@@ -77,8 +79,9 @@ def _announce(item: ReviewItem, event: str) -> None:
         agent=item.agent.agent_id if item.agent else None,
         domain=item.agent.domain if item.agent else None,
         title=item.title,
-        link_path=f"{reverse('reviews:inbox')}#review-item-{item.pk}",
+        link_path=reverse("reviews:item", kwargs={"item_id": item.pk}),
         facts=facts,
+        summary=item.decision_text,
     )
 
 

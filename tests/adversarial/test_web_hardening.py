@@ -214,6 +214,7 @@ def production_env(tmp_path) -> dict[str, str]:
         SECURE_HSTS_PRELOAD="true",
         SECURE_COOKIES="true",
         CELERY_BROKER_URL="redis://redis.internal:6379/0",
+        NOTIFY_BASE_URL="https://ops.example.com",
     )
     return child
 

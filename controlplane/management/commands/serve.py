@@ -197,12 +197,15 @@ class Command(BaseCommand):
             else:
                 _require_migrated()
             self.stdout.write(f"Broker: {broker_description()}; queue {settings.CELERY_TASK_DEFAULT_QUEUE}")
+            base = f"http://{host}:{port}"
+            if "web" in self.commands:
+                # Notification links point where this web server answers unless NOTIFY_BASE_URL says.
+                os.environ.setdefault("NOTIFY_BASE_URL", base)
             for name in self.commands:
                 self._start(name)
             if "web" not in self.commands and settings.METRICS_PORT:
                 metrics.serve_process_figures(host, settings.METRICS_PORT)
                 self.stdout.write(f"Metrics of this host's processes: http://{host}:{settings.METRICS_PORT}/metrics")
-            base = f"http://{host}:{port}"
             if "web" not in self.commands:
                 self.stdout.write(self.style.SUCCESS(f"Role {role} running: {', '.join(self.commands)}"))
             elif self._wait_healthy(f"{base}/api/v1/health"):

@@ -1,6 +1,7 @@
-"""Migration 0013 on deliveries written before it: the error texts (which held the start of what a
-receiver answered, shown to every Viewer) become a status and a category and are emptied, and the
-previous release, still serving while the migration runs, keeps writing rules and deliveries."""
+"""Migrations of notifications. 0013, on deliveries written before it: the error texts (which held
+the start of what a receiver answered, shown to every Viewer) become a status and a category and
+are emptied, and the previous release, still serving while the migration runs, keeps writing rules
+and deliveries. 0018: the digest window, which rules written around it do without."""
 
 from __future__ import annotations
 
@@ -61,3 +62,18 @@ def test_old_error_texts_become_a_status_and_a_category_and_the_old_release_keep
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM governance_delivery WHERE last_error <> '' AND id <> %s", [late])
         assert cursor.fetchone() == (0,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rules_written_around_the_digest_migration_tell_each_event_at_once():
+    """Migration 0018: rules from before it, and those the previous release adds while it runs
+    (a database default), have no digest window."""
+    with back_at([("governance", "0017_review_decision_amended")]) as old:
+        rule_model = old.get_model("governance", "NotificationRule")
+        before = rule_model.objects.create(name="before", events=["escalation"], channel="email", target="a@b.example")
+
+        new = migrate([("governance", "0018_notification_digests")])
+        late = rule_model.objects.create(name="late", events=["escalation"], channel="email", target="a@b.example")
+
+    rules = new.get_model("governance", "NotificationRule").objects.in_bulk([before.pk, late.pk])
+    assert [rules[pk].digest_seconds for pk in (before.pk, late.pk)] == [0, 0]

@@ -1,6 +1,7 @@
 """Notifications: reviewers and operators are told by webhook (Slack-compatible or signed JSON)
-and email; what they get is a title, a link and short facts, never an output or a secret; a
-delivery is retried with a doubling wait, and a 4xx other than 429 is not.
+and email; what they get is a title, a link to the item's page, short facts and one line of what is
+to be decided, never an output or a secret; a delivery is retried with a doubling wait, and a 4xx
+other than 429 is not.
 
 The receiver is a real HTTP server on 127.0.0.1, reached by rules marked internal (the outbound
 guard refuses loopback to any other); rules that are only saved point at a public IP literal, so
@@ -11,8 +12,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
@@ -20,8 +19,6 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
-from standardwebhooks import Webhook
-from standardwebhooks.webhooks import WebhookVerificationError
 
 from agents import approvals, escalations, kpi_alerts, tools
 from gateway import pins
@@ -30,6 +27,7 @@ from governance.contracts.catalog import parse
 from governance.kernel.exceptions import Forbidden
 from governance.kernel.models import AuditEvent
 from governance.kernel.principals import SYSTEM, Principal
+from governance.notifications import messages
 from governance.notifications import services as notifications
 from governance.notifications.models import ComplianceWatch, Delivery, EventKind, NotificationRule
 from governance.reviews import kinds as review_kinds
@@ -40,61 +38,10 @@ from tests.agents.test_job_lifecycle import result
 from tests.agents.test_jobs import envelope
 from tests.agents.test_kpi_alerts import BAD, run
 from tests.factories.agents import AgentFactory
-from tests.support.http_servers import answering_posts, serving
 from tests.support.processes import celery_worker, free_port, wait_for
 
 CANARY = "CANARY-7f3a-model-said-this"
 PUBLIC = "https://93.184.216.34"  # a public address, as an IP literal: saved without DNS, never sent to
-
-
-# A receiver over a real socket ---------------------------------------------------------------
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-    signature_ok: bool | None
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.body)
-
-
-@dataclass
-class Receiver:
-    """Answers each POST with the next status of ``statuses`` (the last one repeats) and checks a
-    signed webhook's signature with ``secret`` through the official Standard Webhooks library, as
-    a receiver written from the README would."""
-
-    url: str = ""
-    statuses: list[int] = field(default_factory=lambda: [200])
-    secret: str | None = None
-    got: list[Received] = field(default_factory=list)
-
-    def verify(self, headers: dict[str, str], body: bytes) -> bool | None:
-        if self.secret is None or "webhook-signature" not in headers:
-            return None
-        try:
-            Webhook(self.secret).verify(body, headers)
-        except WebhookVerificationError:
-            return False
-        return True
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    def answer(path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
-        state.got.append(Received(path, headers, body, state.verify(headers, body)))
-        status = state.statuses.pop(0) if len(state.statuses) > 1 else state.statuses[0]
-        return status, (b"refused: " + b"x" * 5000 if status >= 400 else b"ok")
-
-    with serving(answering_posts(answer)) as url:
-        state.url = url + "/hook"
-        yield state
 
 
 def make_rule(admin_operator, **fields) -> NotificationRule:
@@ -143,8 +90,9 @@ def test_a_signed_webhook_verifies_and_links_to_the_item_without_the_output(rece
     assert got.json == {
         "event": "inbox.validation",
         "title": "Approve the cart change?",
-        "link": f"https://ops.example.com/inbox/#review-item-{item}",
+        "link": f"https://ops.example.com/inbox/items/{item}/",
         "facts": {"agent": "agent.seo.vlevel", "item": str(item)},
+        "summary": "",
         "at": got.json["at"],
     }
     assert CANARY.encode() not in got.body
@@ -186,6 +134,83 @@ def test_an_escalation_names_the_job_and_its_triggers_never_the_output(receiver,
     assert CANARY in json.dumps(reviews.ReviewItem.objects.get(kind="escalation").payload)  # it was there to leak
 
 
+def open_tool_approval(agent, arguments: dict, title: str = "agent.seo.vlevel asks to call crm.update_customer") -> int:
+    payload = {"toolId": "crm.update_customer", "arguments": arguments}
+    return reviews.open_item(actor=SYSTEM, kind="tool_approval", title=title, agent=agent, payload=payload).pk
+
+
+@pytest.mark.django_db
+def test_a_tool_approval_says_who_asks_to_call_what_with_which_arguments_and_links_to_its_page(
+    receiver, admin_operator, vlevel, reviewer, client, settings
+):
+    settings.NOTIFY_BASE_URL = "https://ops.example.com"
+    make_rule(
+        admin_operator, target=receiver.url, internal=True, channel="slack", events=[EventKind.INBOX_TOOL_APPROVAL]
+    )
+
+    item = open_tool_approval(vlevel, {"customerId": "C-10001", "note": "x" * 400})
+    send_pending()
+
+    (got,) = receiver.got
+    head, link, summary = got.json["blocks"][0]["text"]["text"].split("\n")
+    assert head == "*New inbox item: tool approval*"
+    assert link == f"<https://ops.example.com/inbox/items/{item}/|agent.seo.vlevel asks to call crm.update_customer>"
+    assert summary.startswith('crm.update_customer({"customerId": "C-10001", "note": "xxx')
+    assert (len(summary), summary[-1]) == (160, "…")  # one line, cut
+    assert {"type": "mrkdwn", "text": "*agent*\nagent.seo.vlevel"} in got.json["blocks"][1]["fields"]
+    client.force_login(reviewer)
+    assert client.get(f"/inbox/items/{item}/").status_code == 200  # the link opens the item
+
+
+@pytest.mark.django_db
+def test_what_looks_like_a_credential_in_the_arguments_or_the_title_never_reaches_the_channel(
+    receiver, admin_operator, vlevel
+):
+    make_rule(admin_operator, target=receiver.url, internal=True, events=[EventKind.INBOX_TOOL_APPROVAL])
+    token = "ghp_R8kq2VxW7mLpZ4tN9bYc3HdJ6sFa1GeU0oIi"
+    arguments = {"api_key": "sk_live_51Hh2Lq", "url": "https://bob:hunter2@crm.example.com/x", "note": f"use {token}"}
+
+    open_tool_approval(vlevel, arguments, title=f"agent.seo.vlevel asks to call crm.update_customer with {token}")
+    (delivery,) = send_pending()
+
+    sent = receiver.got[0].body.decode()
+    for secret in ("sk_live_51Hh2Lq", "hunter2", "R8kq2VxW7mLpZ4tN9bYc3HdJ6sFa1GeU0oIi"):
+        assert secret not in sent
+    assert receiver.got[0].json["summary"] == (
+        'crm.update_customer({"api_key": "[redacted]", "note": "use [redacted]", '
+        '"url": "https://[redacted]@crm.example.com/x"})'
+    )
+    assert receiver.got[0].json["title"].endswith("with [redacted]")
+    assert delivery.status == "sent"
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("password=hunter2 next", "password=[redacted] next"),
+        ('{"Authorization": "Bearer abc def"}', '{"Authorization": "[redacted]"}'),
+        ("to https://bob:hunter2@crm.example.com/x", "to https://[redacted]@crm.example.com/x"),
+        ("client_secret: s3cr3t", "client_secret: [redacted]"),
+        ("AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AKIAIOSFODNN7EXAMPLE [redacted]"),
+    ],
+)
+def test_credentials_are_masked_before_a_line_is_cut(text, told):
+    assert messages.without_secrets(text) == told
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'crm.update_customer({"customerId": "C-10001", "fields": {"status": "churn-risk"}})',
+        "Refund order O-17 (19.90 EUR); run /srv/exports/Quarterly_Report_2024.csv",
+        "argumentsHash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "job 2f1e6b0c-8a4d-4c2e-9b7a-0d3c5e6f7a8b of agent.seo.vlevel",
+    ],
+)
+def test_what_a_reviewer_decides_on_is_not_masked(text):
+    assert messages.without_secrets(text) == text
+
+
 @pytest.mark.django_db
 def test_slack_gets_text_and_blocks_and_a_title_cannot_become_a_link(receiver, admin_operator, vlevel):
     make_rule(
@@ -218,7 +243,7 @@ def test_email_goes_through_the_django_backend_with_the_link(admin_operator, vle
     (message,) = mail.outbox
     assert message.to == ["ops@example.com", "rita@example.com"]
     assert message.subject == "[New inbox item: validation request] Approve the cart change?"
-    assert f"https://ops.example.com/inbox/#review-item-{item}" in message.body
+    assert f"Open: https://ops.example.com/inbox/items/{item}/" in message.body
     assert CANARY not in message.body
     assert delivery.status == "sent"
 
@@ -504,6 +529,7 @@ def _form(**changes) -> dict:
         "domain": "",
         "channel": "signed_webhook",
         "target": f"{PUBLIC}/governance",
+        "digest_seconds": "0",
         "threshold_percent": "",
         "window_checks": "20",
     } | changes
@@ -537,6 +563,8 @@ def test_an_admin_adds_a_rule_and_sees_its_signing_secret(client, admin_operator
         ({"target": "https://no-such-host.invalid/x"}, "The host name does not resolve"),
         ({"channel": "email", "target": "ops@example.com, not-an-address"}, "Not an email address: not-an-address."),
         ({"events": ["contract.compliance_below"]}, "A compliance rule needs a threshold between 1 and 100"),
+        ({"digest_seconds": "86401"}, "Ensure this value is less than or equal to 86400."),
+        ({"digest_seconds": "-1"}, "Ensure this value is greater than or equal to 0."),
     ],
 )
 @pytest.mark.django_db
