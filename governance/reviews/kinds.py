@@ -146,8 +146,9 @@ def generic_label(code: str) -> str:
 
 
 def get(code: str) -> ReviewKind:
-    """The declared kind, or a generic one for a code no app declares."""
-    return KINDS.find(code) or ReviewKind(code=code, label=generic_label(code))
+    """The declared kind, or a generic one for a code no app declares (decided one by one: nobody
+    said what deciding many of them means)."""
+    return KINDS.find(code) or ReviewKind(code=code, label=generic_label(code), bulk=False)
 
 
 def all() -> tuple[ReviewKind, ...]:

@@ -297,7 +297,8 @@ def _back_query(params: Any) -> str:
 
 def _back_to_inbox(request: HttpRequest) -> HttpResponse:
     back = reverse("reviews:inbox")
-    query = _back_query(QueryDict(request.POST.get("back", "")))
+    # The page's own query when it sent it, else the filters the form posted.
+    query = _back_query(QueryDict(request.POST["back"]) if "back" in request.POST else request.POST)
     target = f"{back}?{query}" if query else back
     return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
 

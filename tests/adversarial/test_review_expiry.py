@@ -105,7 +105,8 @@ def test_a_bulk_approval_skips_an_expired_promotion(world):
         expires_at=timezone.now() - timedelta(days=3),
     )
 
-    response = reviewer_browser().post(reverse("reviews:inbox-bulk-approve"), {"items": [promotion.pk]}, follow=True)
+    form = {"items": [f"{promotion.pk}:{promotion.content_hash}"], "decision": "approve"}
+    response = reviewer_browser().post(reverse("reviews:inbox-bulk-selected"), form, follow=True)
 
     assert "Skipped 1 item" in response.content.decode()
     assert status(promotion.pk) == "pending"
@@ -113,7 +114,7 @@ def test_a_bulk_approval_skips_an_expired_promotion(world):
 
 @pytest.mark.django_db
 def test_a_bulk_api_decision_reports_an_expired_item_as_a_conflict(world):
-    fresh = reviews.open_item(actor=SYSTEM, kind="test", title="Fresh", payload={})
+    fresh = reviews.open_item(actor=SYSTEM, kind="escalation", title="Fresh", payload={})
     overdue(world.review_item_id)
 
     response = world.reviewer.post(

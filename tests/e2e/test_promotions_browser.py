@@ -31,11 +31,11 @@ def test_a_reviewer_approves_promotions_one_by_one_and_in_bulk(page, reviewer):
     log_in(page, "rita")
     first = row_of(page, items[learnings[0].pk])
     expect(first).to_contain_text("Promote a story learning of PD-1 to domain")
-    first.get_by_role("button", name="Approve").click()
+    first.get_by_role("button", name=f"Approve #{items[learnings[0].pk]}").click()
     expect(first.locator(".outcome")).to_contain_text("Approved by rita at ")
 
     for learning in learnings[1:]:
-        row_of(page, items[learning.pk]).get_by_label("Select").check()
+        row_of(page, items[learning.pk]).get_by_label(f"Select item #{items[learning.pk]}").check()
     page.get_by_role("button", name="Approve selected").click()
     expect(page.locator(".messages")).to_contain_text("Approved 2")
 

@@ -55,7 +55,8 @@ def test_a_page_of_25_fits_one_screen_and_the_phone_reaches_every_action(page, r
     page.set_viewport_size(PHONE)
     page.reload()
     top = row.bounding_box()
-    assert top is not None and top["y"] + top["height"] <= PHONE["height"], "the first item is below the first screen"
+    assert top is not None
+    assert top["y"] + top["height"] <= PHONE["height"], "the first item is below the first screen"
     no_horizontal_overflow(page)
     row.get_by_role("button", name="Details").click()
     expect(row.locator(".review-body")).to_be_visible()

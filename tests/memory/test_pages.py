@@ -26,7 +26,7 @@ from tests.factories.memory import GateResultFactory
 
 OVERVIEW = "memory:memory-overview"
 DETAIL = "memory:learning-detail"
-BULK = "reviews:inbox-bulk-approve"
+BULK = "reviews:inbox-bulk-selected"
 
 
 def learning(story: str = "PD-1", *, gate: int = 3, tags: tuple[str, ...] = ("#api",), **kw) -> Learning:
@@ -429,24 +429,34 @@ def proposals(db) -> list[PromotionProposal]:
 
 @pytest.fixture
 def other_item(db) -> ReviewItem:
-    return reviews.open_item(actor=SYSTEM, kind="tool_approval", title="Something else", payload={})
+    """An item of a kind decided one by one (an upstream tool's changed definition)."""
+    return reviews.open_item(actor=SYSTEM, kind="gateway.tool_definition", title="Something else", payload={})
+
+
+def selected(item: int | str) -> str:
+    """A row's box as the page posts it: the item's id and the hash of what its row shows."""
+    found = ReviewItem.objects.filter(pk=item).first() if str(item).isdigit() else None
+    return f"{item}:{found.content_hash}" if found else str(item)
 
 
 def approve(client: Client, *items: int | str, **extra: object):
-    return client.post(reverse(BULK), {"items": [str(item) for item in items]}, **extra)
+    return client.post(reverse(BULK), {"items": [selected(item) for item in items], "decision": "approve"}, **extra)
 
 
 def statuses() -> list[str]:
     return list(PromotionProposal.objects.order_by("pk").values_list("status", flat=True))
 
 
-def test_a_reviewer_gets_a_checkbox_on_promotion_rows_only(as_reviewer, proposals, other_item):
+def test_a_reviewer_gets_a_checkbox_on_rows_decided_in_bulk_only(as_reviewer, proposals, other_item):
     html = page(as_reviewer, "reviews:inbox")
 
-    boxes = re.findall(r'<input type="checkbox" name="items" value="(\d+)" form="bulk-approve">', html)
-    assert sorted(int(pk) for pk in boxes) == sorted(p.review_item_id for p in proposals)
+    boxes = re.findall(r'class="review-select" name="items" value="(\d+):([0-9a-f]{64})" form="bulk-selected"', html)
+    assert sorted(int(pk) for pk, _ in boxes) == sorted(p.review_item_id for p in proposals)
+    assert dict(boxes) == {
+        str(p.review_item_id): ReviewItem.objects.get(pk=p.review_item_id).content_hash for p in proposals
+    }
     assert f'action="{reverse(BULK)}"' in html
-    assert "Approve selected" in html
+    assert 'aria-label="Approve selected"' in html
 
 
 def test_a_viewer_gets_no_checkbox_and_no_bulk_form(as_viewer, proposals):
@@ -471,7 +481,7 @@ def test_bulk_approve_applies_each_selected_promotion(as_reviewer, proposals):
         assert proposal.review_item.status == "approved"
         assert proposal.review_item.decision.user.username == "rita"
     html = page(as_reviewer, "reviews:inbox")
-    assert "Approved 2 promotions." in html
+    assert "Approved 2 items." in html
 
 
 def test_bulk_approve_skips_items_already_decided(as_reviewer, admin_operator, proposals):
@@ -484,23 +494,23 @@ def test_bulk_approve_skips_items_already_decided(as_reviewer, admin_operator, p
     first.review_item.refresh_from_db()
     assert first.review_item.decision.decided_by == "user:alice"
     html = unescape(response.content.decode())
-    assert "Approved 1 promotion." in html
-    assert "Skipped 1 item already decided or not a promotion." in html
+    assert "Approved 1 item." in html
+    assert "Skipped 1 item: decided meanwhile, past their deadline or changed since shown." in html
 
 
-def test_bulk_approve_never_approves_other_kinds(as_reviewer, proposals, other_item):
+def test_bulk_approve_never_approves_kinds_decided_one_by_one(as_reviewer, proposals, other_item):
     response = approve(as_reviewer, other_item.pk, "not-a-number", follow=True)
 
     other_item.refresh_from_db()
     assert other_item.status == "pending"
     assert statuses() == ["proposed"] * 3
-    assert "Skipped 1 item" in unescape(response.content.decode())
+    assert "Skipped 1 item: not decided this way" in unescape(response.content.decode())
 
 
 def test_bulk_approve_with_nothing_selected_says_so(as_reviewer, proposals):
     response = approve(as_reviewer, follow=True)
 
-    assert "Select the promotions to approve first." in unescape(response.content.decode())
+    assert "Select the items to decide first." in unescape(response.content.decode())
     assert statuses() == ["proposed"] * 3
 
 
@@ -533,7 +543,8 @@ def test_bulk_approve_without_the_csrf_token_is_refused(reviewer, proposals):
     assert statuses() == ["proposed"] * 3
 
     token = str(browser.get(reverse("reviews:inbox")).context["csrf_token"])
-    accepted = browser.post(reverse(BULK), {"items": [proposals[0].review_item_id], "csrfmiddlewaretoken": token})
+    form = {"items": [selected(proposals[0].review_item_id)], "decision": "approve", "csrfmiddlewaretoken": token}
+    accepted = browser.post(reverse(BULK), form)
     assert accepted.status_code == 302
     assert statuses() == ["applied", "proposed", "proposed"]
 

@@ -223,7 +223,7 @@ def test_the_live_refresh_and_the_streams_do_not_keep_an_idle_browser_session_al
     time.sleep(0.05)
 
     finish(client.get(events_url(session_id), **THREADED))
-    finish(client.get(reverse("reviews:inbox-events"), **THREADED))
+    assert client.get(reverse("reviews:inbox-pending"), **HTMX).status_code == 200
     assert client.get(reverse("sessions:session-live", args=[session_id]), **HTMX).status_code == 200
     assert Session.objects.get(pk=stored.pk).expire_date == stored.expire_date
 

@@ -69,7 +69,7 @@ def test_the_inbox_shows_one_page_at_a_time_and_pages_on(client, reviewer):
     assert ids_on(first) == [item.pk for item in items[:ITEMS_PER_PAGE]]
     assert ids_on(second) == [item.pk for item in items[ITEMS_PER_PAGE:]]
     assert "Page 1 of 2" in first.content.decode()
-    assert f"({len(items)} matching)" in first.content.decode()
+    assert f'(<span id="matching-count">{len(items)}</span> matching)' in first.content.decode()
 
 
 @pytest.mark.django_db
@@ -105,9 +105,7 @@ def test_the_live_refresh_keeps_the_filters_and_the_page(client, reviewer, agent
 
     later = tool_call(agent, 3)
     promotion(5)
-    poll = client.get(
-        reverse("reviews:inbox-pending"), {"kind": "tool_approval", "shown": [c.pk for c in calls]}, **HTMX
-    )
+    poll = client.get(reverse("reviews:inbox-pending"), {"kind": "tool_approval", "row": [c.pk for c in calls]}, **HTMX)
 
     assert ids_on(poll) == [later.pk]  # the new promotion does not match the filter
     assert badge(poll) == str(len(promotions) + len(calls) + 2)
@@ -155,10 +153,9 @@ def test_rows_show_human_labels_and_the_text_decided_on(client, reviewer, agent)
 def test_select_all_matching_decides_every_page_once_with_who_and_when(client, reviewer, agent):
     seo = [promotion(n, domain="seo") for n in range(ITEMS_PER_PAGE + 10)]
     crm = promotion(99, domain="crm")
-    call = tool_call(agent, 1)
     as_user(client, reviewer)
     page = client.get(reverse("reviews:inbox"), {"domain": "seo"}).content.decode()
-    assert f'hx-confirm="Approve {len(seo)} items' in page
+    assert f'hx-confirm="Approve all {len(seo)} items matching the filters, on every page?' in page
     upto = re.search(r'name="upto" value="(\d+)"', page).group(1)
 
     response = client.post(MATCHING, {"domain": "seo", "decision": "approve", "count": len(seo), "upto": upto}, **HTMX)
@@ -170,9 +167,8 @@ def test_select_all_matching_decides_every_page_once_with_who_and_when(client, r
     assert set(decisions.values_list("decision", "user__username", "decided_by")) == {("approve", "rita", "user:rita")}
     assert all(decision.decided_at is not None for decision in decisions)
     assert ReviewItem.objects.get(pk=crm.pk).status == "pending"
-    assert ReviewItem.objects.get(pk=call.pk).status == "pending"  # other kinds are decided one by one
     messages = client.get(reverse("reviews:inbox")).content.decode()
-    assert f"Approved {len(seo)} promotions." in messages
+    assert f"Approved {len(seo)} items." in messages
 
 
 @pytest.mark.django_db
@@ -190,8 +186,8 @@ def test_select_all_matching_skips_and_reports_items_decided_meanwhile_or_new(cl
     assert [statuses[item.pk] for item in items[1:]] == ["approved"] * 4
     assert statuses[newer.pk] == "pending"
     page = client.get(reverse("reviews:inbox")).content.decode()
-    assert "Approved 4 promotions." in page
-    assert "Skipped 1 item decided meanwhile or no longer matching." in page
+    assert "Approved 4 items." in page
+    assert "Skipped 1 item: decided meanwhile, past their deadline or changed since shown." in page
 
 
 @pytest.mark.django_db

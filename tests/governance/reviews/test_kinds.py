@@ -33,7 +33,7 @@ def test_an_item_of_an_undeclared_kind_shows_as_its_code_with_approve_and_reject
     assert "Request details" in html  # the generic row: the whole payload
     assert "c-1" in html
     url = reverse("reviews:inbox-decide", args=[item.pk])
-    assert html.count(f'hx-post="{url}"') == 2
+    assert html.count(f'hx-post="{url}"') == 4  # on its line, and under its comment
     assert 'value="approve"' in html
     assert 'value="reject"' in html
-    assert f'name="items" value="{item.pk}"' not in html  # decided one by one, never in bulk
+    assert f'name="items" value="{item.pk}:' not in html  # decided one by one, never in bulk
