@@ -187,7 +187,6 @@ SESSION_IDLE_TIMEOUT_MINUTES = env.integer("SESSION_IDLE_TIMEOUT_MINUTES", 30)
 SESSION_COOKIE_AGE = SESSION_IDLE_TIMEOUT_MINUTES * 60
 SESSION_IDLE_IGNORED_VIEWS = [
     "reviews:inbox-pending",
-    "reviews:inbox-events",
     "sessions:session-live",
     "sessions:session-events",
 ]
