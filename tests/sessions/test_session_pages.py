@@ -156,6 +156,17 @@ def test_each_sender_is_styled_differently(client, viewer, chat):
 
 
 @pytest.mark.django_db
+def test_a_user_message_is_escaped_once(client, viewer, vlevel_api):
+    session_id = start_chat(vlevel_api, "Menu")
+    send(vlevel_api, session_id, {"type": "UserMessageSent", "payload": {"text": "Fish & chips <b>now</b>"}})
+
+    html = detail(as_user(client, viewer), session_id)
+
+    assert "Fish &amp; chips &lt;b&gt;now&lt;/b&gt;" in html
+    assert "&amp;amp;" not in html
+
+
+@pytest.mark.django_db
 def test_an_ai_message_shows_its_text_and_the_raw_json_folded(client, viewer, chat):
     html = detail(as_user(client, viewer), chat)
 
