@@ -12,7 +12,10 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.paginator import Paginator
 from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
+from governance.kernel import registry
 from governance.kernel.access import signed_in
 from governance.kernel.models import ApiKey, AuditEvent, RetentionRun, TaskRun
 from governance.kernel.pagination import EstimatedCountPaginator
@@ -157,12 +160,25 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
 
 
+# The page of an audit row's target, by target type (``app_label.model``): a URL name taking the
+# target's id. The app that owns the page fills it, so the kernel links up without importing it.
+TARGET_PAGES = registry.keyed("audit_target_pages", "the page of an audit row's target: a URL name, by target type")
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ["at", "actor", "action", "target_type", "target_id"]
+    list_display = ["at", "actor", "action", "target_type", "target"]
     list_filter = ["action", "target_type"]
     search_fields = ["actor", "target_id"]
     date_hierarchy = "at"
+
+    @admin.display(description="target", ordering="target_id")
+    def target(self, event: AuditEvent) -> str:
+        """The target's id, linked to its page when it has one (an inbox item's own page)."""
+        page = TARGET_PAGES.find(event.target_type)
+        if page is None or not event.target_id.isdigit():
+            return event.target_id
+        return format_html('<a href="{}">{}</a>', reverse(page, args=[int(event.target_id)]), event.target_id)
 
 
 @admin.register(TaskRun)

@@ -62,6 +62,8 @@ CSV_COLUMNS = [
     "comment",
     "payload_hash",
     "key_minted_by",
+    "item_url",
+    "amended_hash",
 ]
 # Spreadsheets run cells starting with these as formulas; titles and comments come from agents.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -300,7 +302,7 @@ def _back_to_inbox(request: HttpRequest) -> HttpResponse:
     # The page's own query when it sent it, else the filters the form posted.
     query = _back_query(QueryDict(request.POST["back"]) if "back" in request.POST else request.POST)
     target = f"{back}?{query}" if query else back
-    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+    return HttpResponseClientRedirect(target) if request.headers.get("HX-Request") else redirect(target)
 
 
 def _bulk_decision(request: HttpRequest) -> tuple[str, str | None] | None:
@@ -368,7 +370,8 @@ def _cell(value: Any) -> str:
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
-def _csv_rows() -> Iterator[str]:
+def _csv_rows(site: str) -> Iterator[str]:
+    """The CSV lines; ``site`` (scheme and host) makes each item's page an address to open."""
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
     decisions = ReviewDecision.objects.select_related("item__agent").order_by("-decided_at")
@@ -386,6 +389,8 @@ def _csv_rows() -> Iterator[str]:
                 _cell(decision.comment),
                 decision.payload_hash,
                 _cell(decision.minted_by),
+                site + reverse("reviews:item", args=[item.pk]),
+                decision.amended_hash,
             ]
         )
 
@@ -396,6 +401,7 @@ def _csv_rows() -> Iterator[str]:
 def decisions_csv(request: HttpRequest) -> StreamingHttpResponse:
     """Every decision, newest first, streamed so the export stays flat in memory however long
     the history. Cells that a spreadsheet would run as a formula are prefixed with a quote."""
-    response = StreamingHttpResponse(_csv_rows(), content_type="text/csv; charset=utf-8")
+    site = request.build_absolute_uri("/").rstrip("/")
+    response = StreamingHttpResponse(_csv_rows(site), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-decisions.csv"'
     return response

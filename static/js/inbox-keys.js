@@ -3,7 +3,11 @@
  * j/k focus the next/previous pending item, o (or Enter) opens or closes it, a approves and r
  * rejects it, x selects it for a bulk decision, A/R approve/reject the selected. A decision clicks
  * the item's own button, so it goes the same way as a click (htmx, CSRF header, the row swapped
- * in place); once decided, the focus moves on to the next pending item. Keys typed into a field,
+ * in place); once decided, the focus moves on to the next pending item.
+ *
+ * Nothing is approved unseen: an approval from an item's line goes through only when the line shows
+ * all it decides (its summary is there, whole, not cut by the server nor clipped by the screen);
+ * otherwise the first approval opens the item, and the next one, with everything in view, approves. Keys typed into a field,
  * or with Ctrl/Meta/Alt, are left alone. When the live refresh swaps in a new copy of the focused
  * item, the focus moves to that copy. A static file: the Content-Security-Policy refuses inline code.
  */
@@ -46,6 +50,19 @@
         }
     }
 
+    // Whether the item's line shows all that an approval decides: a summary, neither cut by the
+    // server (data-cut) nor clipped by the width of the screen.
+    function wholeOnItsLine(item) {
+        const summary = item.querySelector(".review-summary");
+        return Boolean(summary) && summary.textContent.trim() !== "" && !summary.hasAttribute("data-cut")
+            && summary.scrollWidth <= summary.clientWidth;
+    }
+
+    function opened(item) {
+        const body = item.querySelector(".review-body");
+        return !body || !body.hidden;
+    }
+
     function decide(style) {
         const item = document.activeElement && document.activeElement.closest(ITEMS);
         const button = item && item.querySelector("button.decision." + style);
@@ -86,6 +103,17 @@
             toggle(button.closest(".review-item"));
         }
     });
+    // Before htmx sees the click (capture): an approval from a line that does not show everything
+    // opens the item instead.
+    document.addEventListener("click", function (event) {
+        const button = event.target instanceof Element && event.target.closest(".review-quick button.approve");
+        const item = button && button.closest(".review-item");
+        if (item && !opened(item) && !wholeOnItsLine(item)) {
+            event.preventDefault();
+            event.stopPropagation();
+            toggle(item);
+        }
+    }, true);
     document.addEventListener("change", function (event) {
         if (event.target instanceof HTMLInputElement && event.target.id === "select-page") {
             document.querySelectorAll("#pending-items input.review-select").forEach(function (box) {

@@ -41,12 +41,13 @@ def test_a_reviewer_approves_one_session_and_rejects_another_in_the_browser(page
     log_in(page, "rita")
     row = row_of(page, first.pk)
     expect(row).to_contain_text("Run mcp__chrome-devtools__take_snapshot")
+    row.get_by_role("button", name="Details").click()
     expect(row.get_by_role("link", name="Snapshot the home page")).to_be_visible()
     row.get_by_label("Comment").fill("read-only snapshot, fine")
-    row.get_by_role("button", name="Approve").click()
+    row.get_by_role("button", name="Approve", exact=True).click()
 
     expect(row.locator(".outcome")).to_contain_text("Approved by rita at ")
-    expect(row.get_by_role("button")).to_have_count(0)
+    expect(row.locator("button.decision")).to_have_count(0)
     assert AISession.objects.get(pk=approved_id).phase == "EXECUTING_ACTIONS"
 
     rejected_id, second = waiting_for_validation(vlevel_api, "Snapshot the checkout")

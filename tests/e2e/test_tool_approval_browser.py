@@ -25,7 +25,8 @@ def test_a_reviewer_approves_a_tool_call_in_the_browser_and_it_goes_through_once
     expect(row).to_contain_text("Tool call")
     expect(row).to_contain_text("mcp__chrome-devtools__take_snapshot")
     expect(row).to_contain_text("https://shop.example.com/checkout")
-    row.get_by_role("button", name="Approve").click()
+    row.get_by_role("button", name="Details").click()
+    row.get_by_role("button", name="Approve", exact=True).click()
     expect(row.locator(".outcome")).to_contain_text("Approved by rita at ")
 
     assert vlevel_api.post(SNAPSHOT, CALL).status_code == 201

@@ -109,9 +109,10 @@ def decide_in_the_browser(page: Any, item_id: int, button: str, comment: str) ->
     expect(row).to_contain_text("Tool call")
     expect(row).to_contain_text(SQL)
     expect(row).to_contain_text("for one call with exactly these arguments")
+    row.get_by_role("button", name="Details").click()
     row.get_by_label("Comment").fill(comment)
-    row.get_by_role("button", name=button).click()
-    expect(row.get_by_role("button")).to_have_count(0)
+    row.locator(".decision-buttons").get_by_role("button", name=button).click()
+    expect(row.locator("button.decision")).to_have_count(0)
 
 
 def assert_decided(page: Any, item_id: int, decision: str, comment: str, since: datetime) -> ReviewDecision:

@@ -82,6 +82,7 @@ def mixed_inbox(agents: list[Agent]) -> list[ReviewItem]:
         kind = queue[index]
         agent = None if kind == "learning_promotion" else next(cycle)
         if kind == "tool_approval":
+            assert agent is not None  # only promotions come without one
             items.append(_tool_call(agent, n))
             continue
         title, payload = _payload(kind, n)

@@ -9,6 +9,9 @@ truncation and before ``linebreaksbr``: ``{{ message.text|agent_text|linebreaksb
 
 ``agent_js`` is ``escapejs`` for agent text inside an attribute's script (htmx's ``hx-vals``), where
 no marker can show: its hidden characters are written as ``\\uXXXX`` escapes, never raw.
+``agent_attr`` is the same for an attribute a form posts back (an ``<option>``'s value): the hidden
+characters written as character references, so the page holds none raw and the browser still posts
+the exact text.
 """
 
 from __future__ import annotations
@@ -47,3 +50,13 @@ def _js_escapes(char: str) -> str:
 def agent_js(value: Any) -> SafeString:
     text = "" if value is None else str(value)
     return mark_safe("".join(_js_escapes(run) if hidden else escapejs(run) for run, hidden in invisible.split(text)))
+
+
+@register.filter
+def agent_attr(value: Any) -> SafeString:
+    text = "" if value is None else str(value)
+    return mark_safe(
+        "".join(
+            "".join(f"&#x{ord(c):X};" for c in run) if hidden else escape(run) for run, hidden in invisible.split(text)
+        )
+    )

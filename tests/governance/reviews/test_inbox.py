@@ -392,7 +392,7 @@ def test_recent_decisions_say_what_who_when_and_the_payload_hash(client, reviewe
     html = as_user(client, viewer).get(reverse("reviews:inbox")).content.decode()
 
     assert "Recent decisions" in html
-    assert f"#{item.pk} {item.title}" in html
+    assert f'<a href="{reverse("reviews:item", args=[item.pk])}">#{item.pk}</a> {item.title}' in html
     assert "not on production" in html
     assert f">{decision.payload_hash[:12]}</code>" in html
     assert decision.decided_at.strftime("%Y-%m-%d %H:%M") in html
@@ -432,6 +432,8 @@ def test_the_csv_export_lists_every_decision(client, reviewer, viewer, validatio
         "comment",
         "payload_hash",
         "key_minted_by",
+        "item_url",
+        "amended_hash",
     ]
     assert rows[1] == [
         decision.decided_at.isoformat(),
@@ -443,6 +445,8 @@ def test_the_csv_export_lists_every_decision(client, reviewer, viewer, validatio
         "user:rita",
         "ok",
         decision.payload_hash,
+        "",
+        f"http://testserver/inbox/items/{item.pk}/",
         "",
     ]
 

@@ -5,6 +5,7 @@ new version; for those who may read the inbox only."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -13,7 +14,7 @@ from django.urls import reverse
 from governance.kernel.principals import Principal
 from governance.reviews import services as reviews
 from governance.reviews.views import POLL_SECONDS
-from tests.governance.reviews.test_inbox import HTMX, as_user, waiting_for_validation
+from tests.governance.reviews.test_inbox import as_user, waiting_for_validation
 from tests.support.keys import issue_key
 
 POLL = reverse("reviews:inbox-pending")
@@ -26,8 +27,8 @@ def inbox_version(client: Client) -> str:
     return found.group(1)
 
 
-def poll(client: Client, version: str, *rows: int):
-    return client.get(POLL, {"version": version, "row": list(rows)}, **HTMX)
+def poll(client: Client, version: str, *rows: int) -> Any:
+    return client.get(POLL, {"version": version, "row": [str(row) for row in rows]}, headers={"HX-Request": "true"})
 
 
 @pytest.mark.django_db
