@@ -108,16 +108,24 @@ def _open(job: Job, fired: list[str], *, human: bool, reason: str = "", by: Prin
     return escalation
 
 
-def _announce(escalation: Escalation) -> None:
+def _announce(escalation: Escalation, *, overdue: bool = False) -> None:
     """Tell operators: which job, why (the manifest's triggers, never the agent's own words or its
-    output), and where it went; the link opens the job."""
+    output), and where it went; the link opens the job. Told again, at once (escalations never
+    wait for a digest), when it passed its deadline undecided and went to the inbox, whose item
+    the link then opens."""
     job = escalation.job
+    title = f"Escalation of {job.intent} job by {job.agent.agent_id}"
+    link = reverse("agents:job-detail", args=[job.job_id])
+    if overdue:
+        title = f"Past its deadline: {title[0].lower()}{title[1:]}"
+        if escalation.review_item_id is not None:
+            link = reverse("reviews:item", args=[escalation.review_item_id])
     notifications.announce(
         EventKind.ESCALATION,
         agent=job.agent.agent_id,
         domain=job.agent.domain,
-        title=f"Escalation of {job.intent} job by {job.agent.agent_id}",
-        link_path=reverse("agents:job-detail", args=[job.job_id]),
+        title=title,
+        link_path=link,
         facts={
             "agent": job.agent.agent_id,
             "triggers": "; ".join(escalation.triggers),
@@ -266,6 +274,7 @@ def _overdue(escalation: Escalation) -> str:
         else:
             ReviewItem.objects.filter(pk=escalation.review_item.pk).update(expires_at=escalation.deadline)
         escalation.save()
+        _announce(escalation, overdue=True)
         return "reescalated"
     escalation.status = Escalation.Status.EXPIRED
     _step(escalation, AuditAction.ESCALATION_EXPIRED)

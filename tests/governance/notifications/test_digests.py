@@ -223,6 +223,29 @@ def test_an_escalation_goes_out_at_once_on_a_digest_rule_while_approvals_wait(
     assert list(DigestEntry.objects.filter(delivery=None).values_list("event", flat=True)) == ["inbox.tool_approval"]
 
 
+@pytest.mark.django_db
+def test_an_escalation_past_its_deadline_is_told_again_at_once_with_its_inbox_page(
+    receiver, admin_operator, vlevel, vlevel_api
+):
+    from agents import escalations
+    from agents.models import Escalation
+
+    rule(admin_operator, receiver, events=[EventKind.ESCALATION], digest_seconds=3600)
+    job = vlevel_api.post("/jobs", envelope()).json()
+    vlevel_api.post(f"/jobs/{job['jobId']}/result", result(confidence=0.4))
+    escalation = Escalation.objects.get()
+    Escalation.objects.filter(pk=escalation.pk).update(deadline=F("deadline") - timedelta(days=2))
+
+    assert escalations.process_overdue()["reescalated"] == 1
+    send_pending()
+
+    first, overdue = sorted(receiver.got, key=lambda got: "Past its deadline" in got.json["text"])
+    assert first.json["text"].startswith("Escalation: Escalation of ")
+    assert overdue.json["text"].startswith("Escalation: Past its deadline: escalation of ")
+    assert f"/inbox/items/{escalation.review_item_id}/" in overdue.json["text"]
+    assert not DigestEntry.objects.exists()
+
+
 # Two runs at once -----------------------------------------------------------------------------
 
 
