@@ -165,3 +165,30 @@ def test_the_list_keeps_current_while_another_reviewer_decides(page, reviewer, a
     page.goto("/inbox/?sort=newest")
     expect(row_of(page, newcomer.pk)).to_be_visible()
     assert failures == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
+def test_an_item_page_and_a_bulk_decision_at_each_width(page, reviewer, two_hundred, viewport):
+    from playwright.sync_api import expect
+
+    page.set_viewport_size(viewport)
+    log_in(page, "rita")
+    item = two_hundred[0]
+    page.goto(f"/inbox/items/{item.pk}/")
+    row = row_of(page, item.pk)
+    expect(row.locator(".review-body")).to_be_visible()  # its own page shows it whole
+    no_horizontal_overflow(page)
+    row.get_by_role("button", name="Approve", exact=True).click()
+    expect(row.locator(".outcome")).to_contain_text("Approved by rita at ")
+    page.reload()
+    expect(page.locator(".lead")).to_have_text("Approved: this item is no longer waiting for a decision.")
+
+    page.goto("/inbox/?kind=learning_promotion")
+    page.get_by_label("All on page").check()
+    page.get_by_role("button", name="Reject selected").click()
+    expect(page.locator(".messages")).to_contain_text("Rejected 25 items.")
+    no_horizontal_overflow(page)
+    promotions = [entry.pk for entry in two_hundred if entry.kind == "learning_promotion"]
+    rejected = ReviewDecision.objects.filter(item__in=promotions, decision="reject", user=reviewer)
+    assert rejected.count() == 25
