@@ -14,6 +14,7 @@
 "use strict";
 (function () {
     const ITEMS = ".review-item.review-pending";
+    let awaitingNext = false; // the last pending item shown was decided from the keyboard
 
     function typing(target) {
         return target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
@@ -35,6 +36,7 @@
         // From the focused item (pending or just decided) onwards, else from either end of the list.
         const ahead = step > 0 ? all.slice(here + 1) : all.slice(0, here === -1 ? all.length : here).reverse();
         const next = ahead.find(pending);
+        awaitingNext = !next && step > 0; // the last one shown was decided: focus the next to come
         if (next) {
             next.focus();
             next.scrollIntoView({block: "nearest"});
@@ -135,6 +137,8 @@
             if (!pending(again)) {
                 move(1); // decided: on to the next one
             }
+        } else if (awaitingNext && (lost || !document.activeElement.closest(ITEMS))) {
+            move(1); // the items that moved up onto the page have arrived
         }
         focusedId = null;
     });

@@ -192,3 +192,21 @@ def test_an_item_page_and_a_bulk_decision_at_each_width(page, reviewer, two_hund
     promotions = [entry.pk for entry in two_hundred if entry.kind == "learning_promotion"]
     rejected = ReviewDecision.objects.filter(item__in=promotions, decision="reject", user=reviewer)
     assert rejected.count() == 25
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_keyboard_goes_on_past_the_last_item_shown(page, reviewer, two_hundred):
+    from playwright.sync_api import expect
+
+    page.set_viewport_size(DESKTOP)
+    log_in(page, "rita")
+    page.goto("/inbox/?kind=tool_approval")
+    calls = [item for item in two_hundred if item.kind == "tool_approval"]
+    page.keyboard.press("j")
+    for item in calls[:25]:
+        expect(row_of(page, item.pk)).to_be_focused()
+        page.keyboard.press("r")
+        expect(row_of(page, item.pk).locator(".outcome")).to_contain_text("Rejected by rita")
+    # The 26th came onto the page when the others were decided, and has the focus: no j needed.
+    expect(row_of(page, calls[25].pk)).to_be_focused()
+    assert ReviewDecision.objects.filter(user=reviewer, decision="reject").count() == 25
