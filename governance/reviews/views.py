@@ -115,8 +115,8 @@ def _filtered(request: HttpRequest, params: Any) -> tuple[InboxFilterForm, Query
     return form, form.apply(_pending(request))
 
 
-def _page(request: HttpRequest, matching: QuerySet[ReviewItem], params: Any = None) -> Page:
-    return Paginator(matching, ITEMS_PER_PAGE).get_page((params or request.GET).get("page"))
+def _page(request: HttpRequest, matching: QuerySet[ReviewItem]) -> Page:
+    return Paginator(matching, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
 
 
 def _bulk_codes() -> list[str]:

@@ -168,5 +168,5 @@ def test_load_demo_loads_the_memory_and_its_pages_show_it(client, db):
     boxes, page = 0, 1
     while boxes < proposed and page <= proposed:
         inbox = client.get(reverse("reviews:inbox"), {"kind": "learning_promotion", "page": page}).content.decode()
-        boxes, page = boxes + inbox.count('form="bulk-approve"'), page + 1
+        boxes, page = boxes + inbox.count('form="bulk-selected"'), page + 1
     assert boxes == proposed
