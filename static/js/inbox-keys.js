@@ -3,18 +3,19 @@
  * j/k focus the next/previous pending item, o (or Enter) opens or closes it, a approves and r
  * rejects it, x selects it for a bulk decision, A/R approve/reject the selected. A decision clicks
  * the item's own button, so it goes the same way as a click (htmx, CSRF header, the row swapped
- * in place); once decided, the focus moves on to the next pending item.
+ * in place); once decided, the focus moves on to the next pending item, or to the first of those
+ * that move up onto the page when it was the last one shown. Keys typed into a field, or with
+ * Ctrl/Meta/Alt, are left alone. When the live refresh swaps in a new copy of the focused item, the
+ * focus moves to that copy. A static file: the Content-Security-Policy refuses inline code.
  *
  * Nothing is approved unseen: an approval from an item's line goes through only when the line shows
  * all it decides (its summary is there, whole, not cut by the server nor clipped by the screen);
- * otherwise the first approval opens the item, and the next one, with everything in view, approves. Keys typed into a field,
- * or with Ctrl/Meta/Alt, are left alone. When the live refresh swaps in a new copy of the focused
- * item, the focus moves to that copy. A static file: the Content-Security-Policy refuses inline code.
+ * otherwise the first approval opens the item, and the next one, with everything in view, approves.
  */
 "use strict";
 (function () {
     const ITEMS = ".review-item.review-pending";
-    let awaitingNext = false; // the last pending item shown was decided from the keyboard
+    let awaitingNext = false; // moving on found no pending item after the focused one: take the next to come
 
     function typing(target) {
         return target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
@@ -124,15 +125,20 @@
         }
     });
 
+    // The focused item's id, remembered before a swap may replace it. A swap that finds nothing
+    // focused (another one replaced the focused row a moment ago) keeps what was remembered, so
+    // overlapping swaps (a decision, the list's refresh) never lose the reviewer's place.
     let focusedId = null;
     document.addEventListener("htmx:beforeSwap", function () {
         const item = document.activeElement && document.activeElement.closest(ITEMS);
-        focusedId = item ? item.id : null;
+        if (item) {
+            focusedId = item.id;
+        }
     });
     document.addEventListener("htmx:afterSettle", function () {
         const lost = !document.activeElement || document.activeElement === document.body;
-        const again = focusedId && document.getElementById(focusedId);
-        if (lost && again) {
+        const again = lost && focusedId && document.getElementById(focusedId);
+        if (again) {
             again.focus({preventScroll: true});
             if (!pending(again)) {
                 move(1); // decided: on to the next one
@@ -140,7 +146,9 @@
         } else if (awaitingNext && (lost || !document.activeElement.closest(ITEMS))) {
             move(1); // the items that moved up onto the page have arrived
         }
-        focusedId = null;
+        if (!lost || again) {
+            focusedId = null;
+        }
     });
 
     document.addEventListener("keydown", function (event) {
