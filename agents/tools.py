@@ -3,7 +3,8 @@ enforces the tool's permission, its rate limit (calls per minute, sliding window
 tool whose manifest entry requires approval, a reviewer's approval of that very call.
 
 The limit holds across web workers and hosts: calls of one (agent, tool) take turns on a
-transaction-level advisory lock, then count the calls of the last 60 seconds.
+transaction-level advisory lock, then count the calls of the last 60 seconds, in one function of
+the database (``count_and_record``).
 
 An approval is a :class:`ToolGrant`: bound to the hash of the call's arguments and usable once.
 The first request opens a review item and answers "pending" (within the agent's pending limit,
@@ -24,7 +25,6 @@ with whatever was approved (the MCP gateway, ``accept_edited``) gets the edited 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -49,7 +49,6 @@ from governance.reviews import services as reviews
 from governance.reviews.kinds import Payload, ReviewKind
 from governance.reviews.models import ReviewDecision, ReviewItem
 
-WINDOW = timedelta(minutes=1)
 REVIEW_KIND = "tool_approval"
 # A permission covers the intents at or below it: a write or execute grant may be used to read,
 # never the other way round.
@@ -117,19 +116,11 @@ def record_call(
         )
         if isinstance(grant, PendingApproval):
             return grant
-    window = ToolCall.objects.filter(agent=agent, tool_id=tool_id, called_at__gt=now - WINDOW).order_by("-called_at")
-    used = window[: tool.rate_limit].count()  # counted in the index, never more than the limit
-    if used >= tool.rate_limit:
-        # The call that frees a slot is the oldest of the last `rate_limit` calls.
-        oldest = window.values_list("called_at", flat=True)[tool.rate_limit - 1]
-        retry_after = max(1, math.ceil((oldest + WINDOW - now).total_seconds()))
-        raise RateLimited(
-            f"Tool {tool_id!r} allows {tool.rate_limit} calls per minute.",
-            retry_after=retry_after,
-            tool_id=tool_id,
-            rate_limit=tool.rate_limit,
-        )
-    call = ToolCall.objects.create(agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
+    call_id, used, retry_after = count_and_record(agent.pk, tool_id, tool.rate_limit, now, job=job, dry=dry)
+    if call_id is None:
+        raise rate_limited(tool_id, tool.rate_limit, retry_after or 1)
+    call = ToolCall(pk=call_id, agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
+    call._state.adding = False  # the row the function wrote
     metrics.count_on_commit(metrics.TOOL_CALLS, agent.agent_id)
     if dry:
         record(actor=actor, action=AuditAction.TOOL_DRY_CALL, target=call, tool_id=tool_id, job=str(job.pk))
@@ -149,6 +140,31 @@ def record_call(
         "dryRun": dry,
         "argumentsEdited": _edit_of(grant) if isinstance(grant, ToolGrant) else None,
     }
+
+
+def rate_limited(tool_id: str, rate_limit: int, retry_after: int) -> RateLimited:
+    return RateLimited(
+        f"Tool {tool_id!r} allows {rate_limit} calls per minute.",
+        retry_after=retry_after,
+        tool_id=tool_id,
+        rate_limit=rate_limit,
+    )
+
+
+def count_and_record(
+    agent_pk: int, tool_id: str, rate_limit: int, now: datetime, *, job: Job | None = None, dry: bool = False
+) -> tuple[int | None, int, int | None]:
+    """(the call's id, the calls of the last minute before it, None) once recorded; (None, those
+    calls, seconds until a slot frees) when the limit is reached. One round trip: the (agent, tool)
+    lock, the count and the row are the database's function ``agents_tool_call_record``
+    (migration 0019), which the gateway's admission calls too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a_call, a_used, a_retry_after FROM agents_tool_call_record(%s, %s, %s, %s, %s, %s)",
+            [agent_pk, tool_id, rate_limit, now, job.pk if job is not None else None, dry],
+        )
+        call_id, used, retry_after = cursor.fetchone()
+    return call_id, used, retry_after
 
 
 def _check_job(job: Job) -> None:

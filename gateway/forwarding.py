@@ -25,14 +25,14 @@ from typing import Any
 import mcp_types as types
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
-from gateway import leaks, pins, refusals
+from gateway import leaks, pins, refusals, upstream
 from gateway.models import GatewayCall, ToolPin, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -74,6 +74,10 @@ class Attempt:
     # A reviewer approved other arguments than those asked for: ``arguments`` are then the
     # approved ones, forwarded and logged, and this says what changed (agents.tools._edit_of).
     edited: dict[str, Any] | None = None
+    # Admitted in one round trip (``admit``): the call's log row, written as forwarded, which
+    # ``finish`` completes; and the names of the credentials its result is screened for.
+    gateway_call_id: int | None = None
+    secret_names: leaks.SecretNames | None = None
 
 
 class Refused(Exception):
@@ -122,10 +126,14 @@ def grants(principal: Principal) -> list[Grant]:
     ]
 
 
-def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any) -> GatewayCall:
+def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any) -> None:
+    """The attempt's row: written now, or the admitted one completed with its outcome."""
+    if attempt.gateway_call_id is not None:
+        _complete(attempt.gateway_call_id, outcome, **fields)
+        return
     agent = attempt.principal.agent
     assert agent is not None
-    return GatewayCall.objects.create(
+    GatewayCall.objects.create(
         agent=agent,
         tool_id=attempt.tool_id,
         server=attempt.grant.server if attempt.grant else None,
@@ -138,6 +146,36 @@ def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any
         tool_call_id=attempt.tool_call_id,
         **fields,
     )
+
+
+def _complete(
+    pk: int,
+    outcome: str,
+    *,
+    latency_ms: float,
+    error_class: str,
+    refusal: str,
+    secrets_found: int,
+    secret_kinds: list[str],
+    contract_check: ContractCheck | None = None,
+) -> None:
+    """The outcome of an admitted call on its row, in one fixed statement (it runs for every
+    call, after the answer: the ORM's update costs several times the statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE gateway_gatewaycall SET outcome = %s, latency_ms = %s, error_class = %s, refusal = %s, "
+            "secrets_found = %s, secret_kinds = %s, contract_check_id = %s WHERE id = %s",
+            [
+                outcome,
+                latency_ms,
+                error_class,
+                refusal,
+                secrets_found,
+                secret_kinds,
+                contract_check and contract_check.pk,
+                pk,
+            ],
+        )
 
 
 def refuse(attempt: Attempt, message: str, refusal: str, *, storable: bool = True, **extra: Any) -> Refused:
@@ -225,6 +263,84 @@ def hints(annotations: types.ToolAnnotations | None) -> tuple[bool, bool]:
     return False, True if said is None else said
 
 
+def admit(principal: Principal, tool_id: str, arguments: dict[str, Any], meta: dict[str, Any]) -> Attempt | None:
+    """The common call admitted in one round trip: the checks of ``prepare`` for a tool that needs
+    no reviewer, named without a job or a session, on an HTTP upstream this process listed lately,
+    run by the database's ``gateway_call_admit`` (gateway migration 0009) with the call's log row
+    written (``forwarded``) before anything is forwarded. None, with nothing written, for every
+    other case (and whenever the server's row or the tool's approved definition is not what this
+    process knows): ``prepare`` decides it the long way. ``Refused`` past the rate limit."""
+    agent, parts = principal.agent, split(tool_id)
+    if agent is None or agent.active_manifest_id is None or parts is None:
+        return None
+    if meta.get("jobId") is not None or meta.get("sessionId") is not None:
+        return None
+    row = manifest_tools(agent.active_manifest_id).get(tool_id)
+    kept = upstream.POOL.kept(parts[0])
+    if row is None or row.requires_approval or kept is None:
+        return None
+    address, tools = kept
+    tool = next((t for t in tools if t.name == parts[1]), None)
+    if tool is None or (row.permission == "read" and not hints(tool.annotations)[0]):
+        return None
+    if json_errors(arguments, ["arguments"]):
+        return None
+    now = timezone.now()
+    stored = json.dumps(arguments) if settings.GATEWAY_STORE_ARGUMENTS else None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT * FROM gateway_call_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+            [
+                agent.pk,
+                tool_id,
+                parts[0],
+                parts[1],
+                address.url,
+                address.internal,
+                address.secret_name,
+                _digests(tools).get(parts[1], ""),
+                row.rate_limit,
+                now,
+                payload_hash(arguments),
+                stored,
+            ],
+        )
+        status, server, session, call_id, logged, _, retry_after, upstream_names, provider_names = cursor.fetchone()
+    if status == "other":
+        return None
+    grant = Grant(tool_id, _server(server), parts[1], row.permission, row.contract)
+    attempt = Attempt(principal, tool_id, arguments, grant=grant, called_at=now, tool_call_id=call_id)
+    if status == "rate_limited":
+        exc = agent_tools.rate_limited(tool_id, row.rate_limit, retry_after)
+        raise refuse(attempt, exc.detail, "RateLimited", **exc.data())
+    metrics.count_on_commit(metrics.TOOL_CALLS, agent.agent_id)
+    attempt.session = AISession(pk=session) if session is not None else None
+    attempt.gateway_call_id, attempt.secret_names = logged, leaks.SecretNames(upstream_names, provider_names)
+    return attempt
+
+
+def _server(row: str) -> UpstreamServer:
+    """The server's row as the admission read it (its JSON: Django leaves jsonb undecoded), as a
+    model instance."""
+    fields = json.loads(row)
+    server = UpstreamServer(**{f.attname: f.to_python(fields[f.column]) for f in UpstreamServer._meta.concrete_fields})
+    server._state.adding = False
+    return server
+
+
+_DIGESTS: dict[int, tuple[list[types.Tool], dict[str, str]]] = {}
+
+
+def _digests(tools: list[types.Tool]) -> dict[str, str]:
+    """Each tool's digest as the lock compares it (gateway/pins.py), computed once per kept list."""
+    kept = _DIGESTS.get(id(tools))
+    if kept is None or kept[0] is not tools:
+        if len(_DIGESTS) > 256:
+            _DIGESTS.clear()
+        kept = _DIGESTS[id(tools)] = (tools, {name: one.digest for name, one in pins.listed(tools).items()})
+    return kept[1]
+
+
 @dataclass(frozen=True)
 class NeedsList:
     """The upstream's tool list is not at hand: fetch it (async), then prepare again."""
@@ -279,7 +395,6 @@ def _output(result: types.CallToolResult) -> Any:
         return text
 
 
-@transaction.atomic(durable=True)
 def finish(
     attempt: Attempt,
     *,
@@ -293,17 +408,8 @@ def finish(
     secrets redacted: a contract check stores the output); ``screened`` what was found in it,
     counted on the call's row, never a value. A blocked result is refused, and not checked:
     the agent never had it."""
-    check = None
     contract = attempt.grant.contract if attempt.grant else ""
     blocked = screened is not None and screened.blocked
-    if result is not None and contract and not result.is_error and not blocked:
-        submission = contracts.Submission(
-            contracts.current(contract),
-            _output(result),
-            session_id=attempt.session.pk if attempt.session else None,
-            job_id=attempt.job.pk if attempt.job else None,
-        )
-        (check,) = contracts.check([submission], principal=attempt.principal, source=ContractCheck.Source.TOOL)
     refusal = ""
     if result is None:
         outcome: str = Outcome.UPSTREAM_FAILED
@@ -314,17 +420,26 @@ def finish(
     else:
         outcome = Outcome.OK
     found = _secrets_found(attempt, screened) if screened is not None and screened.found else {}
-    _log(
-        attempt,
-        outcome,
-        latency_ms=latency_ms,
-        error_class=error_class,
-        contract_check=check,
-        refusal=refusal,
-        secrets_found=sum(found.values()),
-        secret_kinds=list(found),
-    )
-    return contracts.report(check) if check is not None else None
+    fields = {
+        "latency_ms": latency_ms,
+        "error_class": error_class,
+        "refusal": refusal,
+        "secrets_found": sum(found.values()),
+        "secret_kinds": list(found),
+    }
+    if result is None or not contract or result.is_error or blocked:
+        _log(attempt, outcome, **fields)  # one statement: its own transaction
+        return None
+    with transaction.atomic(durable=True):  # the check and the row that names it, together
+        submission = contracts.Submission(
+            contracts.current(contract),
+            _output(result),
+            session_id=attempt.session.pk if attempt.session else None,
+            job_id=attempt.job.pk if attempt.job else None,
+        )
+        (check,) = contracts.check([submission], principal=attempt.principal, source=ContractCheck.Source.TOOL)
+        _log(attempt, outcome, contract_check=check, **fields)
+    return contracts.report(check)
 
 
 def _secrets_found(attempt: Attempt, screened: leaks.Screened) -> dict[str, int]:

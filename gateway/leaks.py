@@ -290,9 +290,24 @@ def screen(result: types.CallToolResult, mode: str, own: Sequence[str] = ()) -> 
     return Screened(mode, found, passed[mode], stored)
 
 
-def own_secrets() -> list[str]:
+@dataclass(frozen=True)
+class SecretNames:
+    """The variables the upstream servers and the provider profiles name, as read with a call's
+    admission (gateway/forwarding.py ``admit``)."""
+
+    upstreams: list[str]
+    providers: list[str]
+
+
+def own_secrets(names: SecretNames | None = None) -> list[str]:
     """The plane's own secrets as they are now: settings, and the credentials the upstream
-    servers and provider profiles name (read from their variables, as they are sent)."""
+    servers and provider profiles name (read from their variables, as they are sent); the names
+    read now (two queries) unless the caller has them."""
+    if names is None:
+        names = SecretNames(
+            list(UpstreamServer.objects.values_list("secret_name", flat=True)),
+            list(ProviderProfile.objects.values_list("secret_name", flat=True)),
+        )
     found = [
         settings.SECRET_KEY,
         settings.METRICS_TOKEN,
@@ -301,19 +316,13 @@ def own_secrets() -> list[str]:
         *(database.get("PASSWORD") or "" for database in settings.DATABASES.values()),
     ]
     named = [
-        *(
-            (name, secrets.UPSTREAM_TOKEN_PREFIX)
-            for name in UpstreamServer.objects.values_list("secret_name", flat=True)
-        ),
-        *(
-            (name, secrets.PROVIDER_KEY_PREFIX)
-            for name in ProviderProfile.objects.values_list("secret_name", flat=True)
-        ),
+        *((name, secrets.UPSTREAM_TOKEN_PREFIX) for name in names.upstreams),
+        *((name, secrets.PROVIDER_KEY_PREFIX) for name in names.providers),
     ]
     found += [secrets.value(name, prefix=prefix) for name, prefix in set(named) if name]
     return [value for value in found if value]
 
 
-def check(result: types.CallToolResult, mode: str) -> Screened:
-    """``screen`` with the plane's own secrets (two queries)."""
-    return screen(result, mode, own_secrets())
+def check(result: types.CallToolResult, mode: str, names: SecretNames | None = None) -> Screened:
+    """``screen`` with the plane's own secrets (two queries, unless ``names`` are at hand)."""
+    return screen(result, mode, own_secrets(names))

@@ -200,6 +200,9 @@ class GatewayCall(models.Model):
         REFUSED = "refused", "Refused"
         PENDING = "pending", "Waiting for approval"
         DRY_RUN = "dry_run", "Dry run (not forwarded)"
+        # Admitted and forwarded; its outcome is written once the agent has the answer. A row that
+        # stays so lost its outcome: the process ended between the answer and that write.
+        FORWARDED = "forwarded", "Forwarded (no outcome recorded)"
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="gateway_calls")
     tool_id = models.CharField(max_length=200)

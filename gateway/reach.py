@@ -34,7 +34,15 @@ def cached_tools(server: UpstreamServer) -> list[types.Tool] | None:
     return upstream.POOL.cached_tools(server)
 
 
-async def call(server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+def tools_now(server: UpstreamServer) -> list[types.Tool]:
+    """``tools_of`` for a synchronous caller (the governed call runs in the request's thread)."""
     if _stdio(server):
-        return await sync_to_async(stdio.call)(server, tool, arguments)
-    return await upstream.POOL.call(server, tool, arguments)
+        return stdio.tools(server, wait=stdio.LIST_WAIT)
+    return upstream.POOL.tools_now(server)
+
+
+def call(server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    """One call of ``tool``, waited for in the caller's thread: a worker runs a stdio one."""
+    if _stdio(server):
+        return stdio.call(server, tool, arguments)
+    return upstream.POOL.call_now(server, tool, arguments)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import time
 from contextvars import ContextVar
 from typing import Any
 
@@ -25,11 +24,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import ValidationError
 
-from agents import amendments
 from agents.registries import listing
 from agents.vocabulary import Registry
-from gateway import completions, context, forwarding, leaks, pins, reach, refusals, task_protocol, telemetry, upstream
-from gateway.models import UpstreamServer
+from gateway import completions, context, forwarding, governed, pins, reach, refusals, task_protocol, telemetry
 from gateway.tools import TOOLS
 from governance.kernel.exceptions import DomainError
 from governance.kernel.json_guard import json_errors
@@ -58,11 +55,6 @@ def _tools_for(principal: Principal) -> list[types.Tool]:
     return [_definition(name) for name, tool in TOOLS.items() if principal.agent is not None or tool.read_only]
 
 
-def _unlisted(server: UpstreamServer, exc: BaseException) -> None:
-    """An upstream that did not list its tools: its tools are left out, and the log says why."""
-    logger.warning("[mcp] upstream %s did not list its tools: %s", server.name, upstream.failure_class(exc))
-
-
 async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, types.Tool]]:
     """Each granted upstream tool with the definition an operator approved (gateway/pins.py: a
     changed, new or flagged one is withheld); a server that cannot be reached lists nothing (and
@@ -75,7 +67,7 @@ async def _upstream_tools(principal: Principal) -> list[tuple[forwarding.Grant, 
                 tools = await reach.tools_of(grant.server)
                 admitted = await sync_to_async(pins.admitted)(grant.server, tools)
             except Exception as exc:  # the lock too: a listing it cannot read shows nothing
-                _unlisted(grant.server, exc)
+                governed.unlisted(grant.server, exc)
                 admitted = []
             listed[grant.server.pk] = {tool.name: tool for tool in admitted}
         if grant.tool in listed[grant.server.pk]:
@@ -110,100 +102,9 @@ async def list_tools(
     return types.ListToolsResult(tools=platform + upstream_tools)
 
 
-async def _forward(
-    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
-) -> types.CallToolResult:
-    """An upstream tool call, governed: refusals are logged and never reach the upstream."""
-    try:
-        return await governed(principal, name, arguments, meta)
-    except forwarding.Refused as refused:
-        return _error(refused.message, refusal=refused.refusal, **refused.extra)
-
-
-async def governed(
-    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any]
-) -> types.CallToolResult:
-    """The governed call itself; ``forwarding.Refused`` (already logged) when it may not be
-    forwarded, which the caller answers: at once, or as an MCP task (gateway/task_protocol.py)."""
-    prepare = sync_to_async(forwarding.prepare)
-    prepared = await prepare(principal, name, arguments, meta, reach.cached_tools)
-    if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream
-        try:
-            await reach.tools_of(prepared.server)
-        except Exception as exc:
-            _unlisted(prepared.server, exc)
-        prepared = await prepare(principal, name, arguments, meta, lambda server: reach.cached_tools(server) or [])
-    assert isinstance(prepared, forwarding.Attempt)
-    if prepared.dry_run:
-        # Not a result: the upstream's output schema cannot be honoured by a call not made.
-        return _error(
-            f"The job is a dryRun: {name} was recorded, not forwarded.",
-            refusal="DryRun",
-            dryRun=True,
-            toolCallId=prepared.tool_call_id,
-        )
-    result = await _made(prepared, name)
-    return _told_of_edit(result, prepared.edited) if prepared.edited is not None else result
-
-
-async def _made(attempt: forwarding.Attempt, name: str) -> types.CallToolResult:
-    """The call forwarded with the attempt's arguments (a reviewer's edited ones when they
-    approved those), logged, its result screened for secrets and checked against its contract."""
-    grant = attempt.grant
-    assert grant is not None
-    started = time.perf_counter()
-    try:
-        result = await reach.call(grant.server, grant.tool, attempt.arguments)
-    except Exception as exc:
-        latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        error_class = upstream.failure_class(exc)
-        await sync_to_async(forwarding.finish)(attempt, latency_ms=latency_ms, error_class=error_class)
-        return _error(f"The upstream server failed ({error_class}).", refusal="UpstreamFailed")
-    latency_ms = round((time.perf_counter() - started) * 1000, 2)
-    # Secrets in the result are found before the agent sees it; the plane keeps only the redacted copy.
-    screened = await sync_to_async(leaks.check)(result, grant.server.result_secrets)
-    report = await sync_to_async(forwarding.finish)(
-        attempt, latency_ms=latency_ms, result=screened.stored, screened=screened
-    )
-    if screened.result is None:
-        return _error(
-            f"The result of {name} held secrets ({', '.join(screened.kinds)}); this server's results are "
-            "blocked when they do.",
-            refusal=leaks.BLOCKED,
-            secrets=screened.kinds,
-        )
-    result = screened.result
-    if report is not None:
-        # The agent learns at once whether its tool's result honours the declared contract.
-        result.meta = {**(result.meta or {}), "contract": report}
-    return result
-
-
-def _told_of_edit(result: types.CallToolResult, edited: dict[str, Any]) -> types.CallToolResult:
-    """The result of a call a reviewer approved with edited arguments says so: in a text block the
-    agent's model reads (what changed, the arguments the call was made with) and, whole, in the
-    result's ``_meta`` as ``argumentsEdited`` (agents/tools.py ``_edit_of``)."""
-    note = (
-        f"A reviewer ({edited['editedBy']}) changed the arguments before approving this call: "
-        f"{amendments.describe(edited['changes'])}. It was made with {json.dumps(edited['arguments'])}."
-    )
-    return result.model_copy(
-        update={
-            "content": [*result.content, types.TextContent(type="text", text=note)],
-            "meta": {**(result.meta or {}), "argumentsEdited": edited},
-        }
-    )
-
-
-def _error(message: str, **data: Any) -> types.CallToolResult:
-    """A refusal the agent reads and can act on: a tool error, not a protocol error."""
-    body = json.dumps({"error": message, **data}, default=str)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
-
-
 def _refused_call(principal: Principal, name: str, message: str, refusal: str, **data: Any) -> types.CallToolResult:
     refusals.record(principal, method="tools/call", name=name, refusal=refusal, detail=message)
-    return _error(message, refusal=refusal, **data)
+    return governed.tool_error(message, refusal=refusal, **data)
 
 
 def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -216,12 +117,12 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
     audited = (("arguments", "output"),) if name == "validate_output" else ()
     unstorable = json_errors(arguments, ["arguments"], numbers_at=audited)
     if unstorable:
-        return _error("The arguments cannot be stored; see errors.", errors=unstorable)
+        return governed.tool_error("The arguments cannot be stored; see errors.", errors=unstorable)
     try:
         data = tool.arguments.model_validate(arguments)
     except ValidationError as exc:
         errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        return _error("The arguments are invalid; see errors.", errors=errors)
+        return governed.tool_error("The arguments are invalid; see errors.", errors=errors)
     try:
         result = tool.run(principal, data)
     except DomainError as exc:
@@ -237,12 +138,11 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     arguments = dict(params.arguments or {})
     try:
         if forwarding.split(params.name) is not None:
-            return await _forward(principal, params.name, arguments, dict(params.meta or {}))
+            return await sync_to_async(governed.answer)(principal, params.name, arguments, dict(params.meta or {}))
         return await sync_to_async(_call)(principal, params.name, arguments)
     except Exception:
-        # Never the exception's text: it may name tables, values or hosts an agent must not see.
         logger.exception("[mcp] tools/call %s failed", params.name)
-        return _error("The call failed on the server; it was logged.")
+        return governed.tool_error(governed.FAILED)
 
 
 def _refused(principal: Principal, method: str, name: str, detail: str, refusal: str, **data: Any) -> MCPError:
@@ -356,6 +256,8 @@ SERVER.middleware.append(telemetry.ServerTelemetry(PRINCIPAL))
 task_protocol.install(
     SERVER,
     task_protocol.Tasks(
-        governed, lambda message, refusal, data: _error(message, refusal=refusal, **data), PRINCIPAL.get
+        sync_to_async(governed.call),
+        lambda message, refusal, data: governed.tool_error(message, refusal=refusal, **data),
+        PRINCIPAL.get,
     ),
 )

@@ -38,6 +38,7 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError as InvalidValue
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared._otel import extract_trace_context, otel_span  # the SDK's own, as its span is made
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from opentelemetry import metrics, trace
@@ -164,11 +165,7 @@ class ServerTelemetry:
         params = ctx.params or {}
         name = params.get("name") if isinstance(params.get("name"), str) else None
         principal = self._principal.get(None)
-        span.set_attributes(NETWORK)
-        if ctx.method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
-            span.set_attribute(MCP_RESOURCE_URI, params["uri"])
-        if principal is not None and principal.agent is not None:
-            span.set_attribute(SPAN_ATTRIBUTES["agent_id"], principal.agent.agent_id)
+        _describe(span, principal, ctx.method, params)
         failure: str | None = None
         result: HandlerResult = None
         try:
@@ -177,43 +174,120 @@ class ServerTelemetry:
             failure = error_type(exc)
             raise
         finally:
-            refusal = _refusal(result)
-            if refusal is not None:
-                span.set_attribute(REFUSAL, refusal)
-            if failure is None and ctx.method == "tools/call" and _failed_tool(result):
-                failure = TOOL_ERROR
-            # The tool is one of ours when the handler said so: neither refused as unknown nor
-            # stopped before it (a protocol error leaves the name unchecked).
-            known = refusal != "NotGranted" and failure in (None, TOOL_ERROR)
-            SERVER_DURATION.record(time.perf_counter() - started, _server_metric(ctx, name, failure, known=known))
+            _conclude(span, ctx.method, ctx.protocol_version, name, result, failure, started)
         job_id = (ctx.meta or {}).get("jobId")
-        governed = name is not None and forwarding.split(name) is not None
-        if governed and job_id is not None and principal is not None and span.is_recording():
-            await self._join_job(span, principal, job_id)
+        if _joins_job(span, principal, name, job_id):
+            await sync_to_async(join_job)(span, principal, job_id)
         return result
 
-    @staticmethod
-    async def _join_job(span: trace.Span, principal: Principal, job_id: object) -> None:
-        job = await sync_to_async(_job_trace)(principal, job_id)
-        if job is None:  # not the caller's job: the call was refused, and no trace is joined
-            return
-        key, trace_id = job
-        span.set_attributes({SPAN_ATTRIBUTES["job_id"]: key, SPAN_ATTRIBUTES["job_trace_id"]: str(trace_id)})
-        if span.get_span_context().trace_id != trace_id.int:  # the agent's trace is not already the job's
-            link = _job_link(key, trace_id)
-            span.add_link(link.context, link.attributes)
+
+def served_call(
+    principal: Principal,
+    name: str,
+    protocol_version: str,
+    request_id: str | int,
+    meta: Mapping[str, Any],
+    run: Callable[[], types.CallToolResult],
+) -> types.CallToolResult:
+    """``run()``, a governed ``tools/call`` the express lane answers (gateway/express.py), with the
+    telemetry the SDK's path gives it: the SDK's own SERVER span (its name, attributes, parent
+    and tool-error status), what :class:`ServerTelemetry` adds inside it, and the duration."""
+    attributes = {
+        MCP_METHOD_NAME: "tools/call",
+        MCP_PROTOCOL_VERSION: protocol_version,
+        "jsonrpc.request.id": str(request_id),
+        GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+        GEN_AI_TOOL_NAME: name,
+    }
+    with otel_span(
+        f"tools/call {name}",
+        kind=SpanKind.SERVER,
+        attributes=attributes,
+        context=extract_trace_context(meta),
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        started = time.perf_counter()
+        _describe(span, principal, "tools/call", {"name": name})
+        result: types.CallToolResult | None = None
+        failure: str | None = None
+        try:
+            result = run()
+        except Exception as exc:
+            failure = error_type(exc)
+            span.set_attribute(ERROR_TYPE, type(exc).__qualname__)
+            span.record_exception(exc)
+            span.set_status(StatusCode.ERROR, str(exc))
+            raise
+        finally:
+            _conclude(span, "tools/call", protocol_version, name, result, failure, started)
+        if result.is_error:
+            span.set_attribute(ERROR_TYPE, TOOL_ERROR)
+            span.set_status(StatusCode.ERROR)
+        if _joins_job(span, principal, name, meta.get("jobId")):
+            join_job(span, principal, meta["jobId"])
+        return result
+
+
+def _describe(span: trace.Span, principal: Principal | None, method: str, params: Mapping[str, Any]) -> None:
+    """What the SDK's span lacks: the network, a resource's URI, the agent."""
+    span.set_attributes(NETWORK)
+    if method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
+        span.set_attribute(MCP_RESOURCE_URI, params["uri"])
+    if principal is not None and principal.agent is not None:
+        span.set_attribute(SPAN_ATTRIBUTES["agent_id"], principal.agent.agent_id)
+
+
+def _conclude(
+    span: trace.Span,
+    method: str,
+    protocol_version: str | None,
+    name: str | None,
+    result: Any,
+    failure: str | None,
+    started: float,
+) -> None:
+    """The refusal on the span, and the request's duration with its method, tool and error."""
+    refusal = _refusal(result)
+    if refusal is not None:
+        span.set_attribute(REFUSAL, refusal)
+    if failure is None and method == "tools/call" and _failed_tool(result):
+        failure = TOOL_ERROR
+    # The tool is one of ours when the handler said so: neither refused as unknown nor
+    # stopped before it (a protocol error leaves the name unchecked).
+    known = refusal != "NotGranted" and failure in (None, TOOL_ERROR)
+    SERVER_DURATION.record(
+        time.perf_counter() - started, _server_metric(method, protocol_version, name, failure, known=known)
+    )
+
+
+def _joins_job(span: trace.Span, principal: Principal | None, name: str | None, job_id: object) -> bool:
+    governed = name is not None and forwarding.split(name) is not None
+    return governed and job_id is not None and principal is not None and span.is_recording()
+
+
+def join_job(span: trace.Span, principal: Principal, job_id: object) -> None:
+    """The span joins the trace of the caller's job it names (a link and the job's attributes)."""
+    job = _job_trace(principal, job_id)
+    if job is None:  # not the caller's job: the call was refused, and no trace is joined
+        return
+    key, trace_id = job
+    span.set_attributes({SPAN_ATTRIBUTES["job_id"]: key, SPAN_ATTRIBUTES["job_trace_id"]: str(trace_id)})
+    if span.get_span_context().trace_id != trace_id.int:  # the agent's trace is not already the job's
+        link = _job_link(key, trace_id)
+        span.add_link(link.context, link.attributes)
 
 
 def _server_metric(
-    ctx: ServerRequestContext[Any, Any], name: str | None, failure: str | None, *, known: bool
+    method: str, protocol_version: str | None, name: str | None, failure: str | None, *, known: bool
 ) -> dict[str, Any]:
     """The metric's attributes: the method, the tool or prompt (when it is one of ours), the error."""
-    attributes: dict[str, Any] = {MCP_METHOD_NAME: ctx.method, MCP_PROTOCOL_VERSION: ctx.protocol_version, **NETWORK}
-    if ctx.method == "tools/call":
+    attributes: dict[str, Any] = {MCP_METHOD_NAME: method, MCP_PROTOCOL_VERSION: protocol_version, **NETWORK}
+    if method == "tools/call":
         attributes[GEN_AI_OPERATION_NAME] = EXECUTE_TOOL
         if name is not None and known:  # a name nobody granted: its values would be the caller's to choose
             attributes[GEN_AI_TOOL_NAME] = name
-    elif ctx.method == "prompts/get" and name in context.PROMPTS:
+    elif method == "prompts/get" and name in context.PROMPTS:
         attributes[GEN_AI_PROMPT_NAME] = name
     if failure is not None:
         attributes[ERROR_TYPE] = failure

@@ -256,6 +256,7 @@ class Pool:
         self._pid = 0
         self._links: dict[int, _Link] = {}
         self._lists: dict[Address, tuple[float, list[types.Tool]]] = {}
+        self._latest: dict[str, Address] = {}  # by server name: the address its last list came from
         self._failures: dict[Address, float] = {}
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
@@ -334,6 +335,7 @@ class Pool:
             raise
         self._failures.pop(address, None)
         self._lists[address] = (time.monotonic(), tools)
+        self._latest[address.name] = address
         return tools
 
     async def _call(self, address: Address, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -350,6 +352,7 @@ class Pool:
             link.close()
         await asyncio.gather(*(link.task for link in links), return_exceptions=True)
         self._lists.clear()
+        self._latest.clear()
         self._failures.clear()
 
     def cached_tools(self, server: UpstreamServer) -> list[types.Tool] | None:
@@ -357,12 +360,16 @@ class Pool:
         cached = self._lists.get(Address.of(server))
         return cached[1] if cached is not None and time.monotonic() - cached[0] < LIST_TTL else None
 
+    def kept(self, name: str) -> tuple[Address, list[types.Tool]] | None:
+        """The address and tools of the last fresh list kept of the server named ``name``: what
+        the gateway's admission checks against the server's row (is it still that server?)."""
+        address = self._latest.get(name)
+        cached = self._lists.get(address) if address is not None else None
+        return (address, cached[1]) if cached is not None and time.monotonic() - cached[0] < LIST_TTL else None
+
     async def tools_of(self, server: UpstreamServer) -> list[types.Tool]:
         cached = self.cached_tools(server)
         return cached if cached is not None else await self.run(self._tools(Address.of(server)))
-
-    async def call(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await self.run(self._call(Address.of(server), tool, arguments))
 
     def _wait(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the pool's loop and wait for it from a synchronous caller (a task),
@@ -377,6 +384,11 @@ class Pool:
     def list_now(self, server: UpstreamServer) -> list[types.Tool]:
         """The upstream's tools, asked now: a worker answering for the web processes."""
         return self._wait(self._tools(Address.of(server), kept=False))
+
+    def tools_now(self, server: UpstreamServer) -> list[types.Tool]:
+        """``tools_of`` from a synchronous caller: the kept list, or asked now."""
+        cached = self.cached_tools(server)
+        return cached if cached is not None else self._wait(self._tools(Address.of(server)))
 
     def call_now(self, server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         return self._wait(self._call(Address.of(server), tool, arguments))

@@ -1,9 +1,10 @@
 """``/mcp``: MCP's Streamable HTTP transport, stateless, served by Django itself.
 
-Each request gets its own SDK session manager (``stateless=True``, JSON answers): nothing about a
-client lives in one process's memory, so any web process answers any request of a session. The
-view is async, so the SDK runs on an event loop under WSGI and ASGI alike; the principal comes
-from the Bearer key, checked here before the SDK reads anything. The SDK's own transport security
+The principal comes from the Bearer key, checked here before anything reads the message. A
+governed upstream ``tools/call`` the SDK would accept as it is takes the express lane
+(gateway/express.py) in the request's thread. Every other request gets its own SDK session
+manager (``stateless=True``, JSON answers) on an event loop of its own: nothing about a client
+lives in one process's memory, so any web process answers any request of a session. The SDK's own transport security
 checks the Host and Origin headers (DNS rebinding) against ``MCP_ALLOWED_HOSTS``/``ORIGINS``.
 """
 
@@ -13,14 +14,14 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from gateway import refusals
+from gateway import express, refusals
 from gateway.oauth import metadata
 from gateway.oauth import tokens as oauth_tokens
 from gateway.server import PRINCIPAL, SERVER
@@ -61,11 +62,11 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """Run the SDK's transport on one request and collect its answer."""
-    manager = StreamableHTTPSessionManager(
-        app=SERVER, stateless=True, json_response=True, security_settings=_security()
-    )
+async def _serve(
+    scope: dict[str, Any], body: bytes, principal: Principal, security: TransportSecuritySettings
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Run the SDK's transport on one request, as ``principal``, and collect its answer."""
+    manager = StreamableHTTPSessionManager(app=SERVER, stateless=True, json_response=True, security_settings=security)
     answered = anyio.Event()
     received = False
     status, headers, chunks = 500, [], []
@@ -87,8 +88,12 @@ async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[by
             if not message.get("more_body"):
                 answered.set()
 
-    async with manager.run():
-        await manager.handle_request(scope, receive, send)
+    token = PRINCIPAL.set(principal)
+    try:
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+    finally:
+        PRINCIPAL.reset(token)
     return status, headers, b"".join(chunks)
 
 
@@ -106,8 +111,10 @@ def _read(request: HttpRequest, *, oauth: bool) -> tuple[Principal | None, bytes
     return principal, request.body if request.method != "GET" else b""
 
 
-async def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
-    principal, body = await sync_to_async(_read)(request, oauth=oauth)
+def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
+    """A governed upstream call the SDK would accept as it is takes the express lane, in this
+    thread (gateway/express.py); every other request goes through the SDK's transport."""
+    principal, body = _read(request, oauth=oauth)
     if principal is None:
         if oauth:
             detail = "An agent or operator API key, or an OAuth access token for this endpoint, is required."
@@ -122,11 +129,11 @@ async def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
         # No server-initiated stream: a stateless server has nothing to push, and an open stream
         # would hold a web worker's thread for as long as the client keeps it (MCP allows 405).
         return HttpResponse(status=405, headers={"Allow": "POST, DELETE"})
-    token = PRINCIPAL.set(principal)
-    try:
-        status, headers, content = await _serve(_scope(request), body)
-    finally:
-        PRINCIPAL.reset(token)
+    security = _security()
+    call = express.recognise(request, body, security) if settings.MCP_EXPRESS_CALLS else None
+    if call is not None:
+        return express.answer(principal, call)
+    status, headers, content = async_to_sync(_serve)(_scope(request), body, principal, security)
     response = HttpResponse(content, status=status)
     for name, value in headers:
         response[name.decode("latin-1")] = value.decode("latin-1")
@@ -134,13 +141,13 @@ async def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
 
 
 @csrf_exempt
-async def endpoint(request: HttpRequest) -> HttpResponse:
+def endpoint(request: HttpRequest) -> HttpResponse:
     """/mcp: API keys and OAuth; a 401 points at the protected resource metadata (RFC 9728)."""
-    return await _endpoint(request, oauth=True)
+    return _endpoint(request, oauth=True)
 
 
 @csrf_exempt
-async def key_endpoint(request: HttpRequest) -> HttpResponse:
+def key_endpoint(request: HttpRequest) -> HttpResponse:
     """/mcp/key: API keys only, and no OAuth discovery, for clients that would start OAuth on a
     401 with metadata and then drop the Authorization header they were configured with."""
-    return await _endpoint(request, oauth=False)
+    return _endpoint(request, oauth=False)
