@@ -116,10 +116,10 @@ def record_call(
         )
         if isinstance(grant, PendingApproval):
             return grant
-    call_id, used, retry_after = count_and_record(agent.pk, tool_id, tool.rate_limit, now, job=job, dry=dry)
+    call_id, used, retry_after, called_at = count_and_record(agent.pk, tool_id, tool.rate_limit, now, job=job, dry=dry)
     if call_id is None:
         raise rate_limited(tool_id, tool.rate_limit, retry_after or 1)
-    call = ToolCall(pk=call_id, agent=agent, tool_id=tool_id, job=job, called_at=now, dry_run=dry)
+    call = ToolCall(pk=call_id, agent=agent, tool_id=tool_id, job=job, called_at=called_at, dry_run=dry)
     call._state.adding = False  # the row the function wrote
     metrics.count_on_commit(metrics.TOOL_CALLS, agent.agent_id)
     if dry:
@@ -135,7 +135,7 @@ def record_call(
         "requires_approval": tool.requires_approval,
         "rate_limit": tool.rate_limit,
         "remaining": tool.rate_limit - used - 1,
-        "called_at": now,
+        "called_at": called_at,
         "grantId": grant.pk if grant is not None else None,
         "dryRun": dry,
         "argumentsEdited": _edit_of(grant) if isinstance(grant, ToolGrant) else None,
@@ -153,18 +153,19 @@ def rate_limited(tool_id: str, rate_limit: int, retry_after: int) -> RateLimited
 
 def count_and_record(
     agent_pk: int, tool_id: str, rate_limit: int, now: datetime, *, job: Job | None = None, dry: bool = False
-) -> tuple[int | None, int, int | None]:
-    """(the call's id, the calls of the last minute before it, None) once recorded; (None, those
-    calls, seconds until a slot frees) when the limit is reached. One round trip: the (agent, tool)
-    lock, the count and the row are the database's function ``agents_tool_call_record``
-    (migration 0019), which the gateway's admission calls too."""
+) -> tuple[int | None, int, int | None, datetime]:
+    """(the call's id, the calls of the last minute before it, None, its time) once recorded;
+    (None, those calls, seconds until a slot frees, now) when the limit is reached. One round
+    trip: the (agent, tool) lock, the count (two index probes, see migration 0019) and the row
+    are the database's function ``agents_tool_call_record``, which the gateway's admission calls
+    too. The call's time is ``now``, or its previous call's if a later one went first."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT a_call, a_used, a_retry_after FROM agents_tool_call_record(%s, %s, %s, %s, %s, %s)",
+            "SELECT a_call, a_used, a_retry_after, a_called_at FROM agents_tool_call_record(%s, %s, %s, %s, %s, %s)",
             [agent_pk, tool_id, rate_limit, now, job.pk if job is not None else None, dry],
         )
-        call_id, used, retry_after = cursor.fetchone()
-    return call_id, used, retry_after
+        call_id, used, retry_after, called_at = cursor.fetchone()
+    return call_id, used, retry_after, called_at
 
 
 def _check_job(job: Job) -> None:

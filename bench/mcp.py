@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -184,6 +186,88 @@ def measure_gateway(port: int, upstream_port: int, key: str, clients: int, durat
         results[f"gateway@{n}"] = phase(port, cycling([governed]), expect_status(200), n, duration)
         results[f"gwlist@{n}"] = phase(port, cycling([listing]), expect_status(200), n, duration)
     return results
+
+
+# Where a governed call's time goes: each step, by the function that does it, timed around every
+# call of it in this process (a step this code does not have is left out, so an older commit's
+# code can be timed by the same list: its checks were ``prepare``, its upstream call async).
+STEPS = (
+    ("key lookup", "gateway.views", "_read"),
+    ("admission (one round trip)", "gateway.forwarding", "admit"),
+    ("checks before the forward (the long way)", "gateway.forwarding", "prepare"),
+    ("upstream call", "gateway.reach", "call"),
+    ("secrets screen", "gateway.leaks", "check"),
+    ("call log (outcome)", "gateway.forwarding", "finish"),
+)
+
+
+def _timed(spent: list[float], function: Any) -> Any:
+    if inspect.iscoroutinefunction(function):
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                spent.append(time.perf_counter() - started)
+
+        return timed_async
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    return timed
+
+
+def breakdown(key: str, calls: int = 1000) -> dict[str, Any]:
+    """``calls`` governed calls through Django's own handler in this process (one client, no
+    HTTP server: what remains is the handler, its middleware and the MCP transport), each step
+    timed: mean milliseconds per call, and the rest of the request."""
+    from django.test import Client
+
+    client = Client()
+    params = {"name": GATEWAY_TOOL, "arguments": {"query": "select 1"}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    headers = {
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "HTTP_MCP_PROTOCOL_VERSION": PROTOCOL,
+        "HTTP_HOST": "127.0.0.1",
+    }
+
+    def one() -> None:
+        response = client.post("/mcp", body, content_type="application/json", **headers)
+        if response.status_code != 200 or b'"isError":true' in response.content:
+            raise RuntimeError(f"the governed call failed: {response.content[:500]!r}")
+
+    for _ in range(50):
+        one()
+    spent: dict[str, list[float]] = {}
+    patched = []
+    for label, module_name, attribute in STEPS:
+        module = importlib.import_module(module_name)
+        if hasattr(module, attribute):
+            original = getattr(module, attribute)
+            spent[label] = []
+            setattr(module, attribute, _timed(spent[label], original))
+            patched.append((module, attribute, original))
+    totals = []
+    try:
+        for _ in range(calls):
+            started = time.perf_counter()
+            one()
+            totals.append(time.perf_counter() - started)
+    finally:
+        for module, attribute, original in patched:
+            setattr(module, attribute, original)
+    per_call = {label: round(sum(times) * 1000 / calls, 3) for label, times in spent.items()}
+    total = sum(totals) * 1000 / calls
+    per_call["handler, middleware and MCP transport (the rest)"] = round(total - sum(per_call.values()), 3)
+    return {"calls": calls, "total_ms": round(total, 3), "steps_ms": per_call}
 
 
 def measure(port: int, key: str, clients: int, duration: float) -> dict[str, dict]:

@@ -486,7 +486,7 @@ GATEWAY_STDIO_COMMANDS = env.json_document("GATEWAY_STDIO_COMMANDS", {})
 # and tasks/result waits this many seconds for the reviewer before answering that the task is still working.
 MCP_TASK_TTL_HOURS = env.integer("MCP_TASK_TTL_HOURS", 48)
 MCP_TASK_RESULT_WAIT_SECONDS = env.integer("MCP_TASK_RESULT_WAIT_SECONDS", 20)
-# A governed upstream tools/call the SDK would accept as it is is answered in the request's thread
+# A tools/call the SDK would accept as it is is answered in the request's thread
 # (gateway/express.py), the same answer without the SDK's transport; false sends it through the SDK.
 MCP_EXPRESS_CALLS = env.boolean("MCP_EXPRESS_CALLS", True)
 

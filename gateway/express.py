@@ -1,13 +1,13 @@
-"""The express lane of ``/mcp``: a governed upstream ``tools/call`` answered in the request's thread.
+"""The express lane of ``/mcp``: a ``tools/call`` answered in the request's thread.
 
-Calls of upstream tools are most of what agents send through the gateway, and the SDK's transport
-made each pay for a session manager, an event loop, memory streams and a hop to a thread for
-every database step, several milliseconds before any check ran. A request that is plainly such a
-call, exactly as the SDK's transport would accept it (``recognise``), is answered here: the same
-governed call (gateway/governed.py), the same JSON-RPC answer, the same telemetry. Anything else
-goes to the SDK unchanged and is answered as before: other methods, platform tools, a batch, a
-task-augmented call, a request the transport would refuse (its headers, its JSON), a session id,
-and the 2026-07-28 revision (single-exchange requests the SDK serves its own way).
+Tool calls are most of what agents send, and the SDK's transport made each pay for a session
+manager, an event loop, memory streams and a hop to a thread for every database step, several
+milliseconds before any check ran. A request that is plainly one call, exactly as the SDK's
+transport would accept it (``recognise``), is answered here: the same handler (gateway/server.py
+``handle_call``: an upstream tool governed, a platform tool run), the same JSON-RPC answer, the
+same telemetry. Anything else goes to the SDK unchanged and is answered as before: other methods,
+a batch, a task-augmented call, a request the transport would refuse (its headers, its JSON), a
+session id, and the 2026-07-28 revision (single-exchange requests the SDK serves its own way).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from gateway import forwarding, governed, telemetry
+from gateway import governed, server, telemetry
 from governance.kernel.principals import Principal
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def recognise(request: HttpRequest, body: bytes, security: TransportSecuritySett
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not isinstance(params, dict):
         return None
     name, arguments, meta = params.get("name"), params.get("arguments", {}), params.get("_meta", {})
-    if set(params) - _PARAMS or not isinstance(name, str) or forwarding.split(name) is None:
+    if set(params) - _PARAMS or not isinstance(name, str):
         return None
     if set(message) - {"jsonrpc", "id", "method", "params"}:
         return None
@@ -94,7 +94,7 @@ def answer(principal: Principal, call: Call) -> HttpResponse:
         call.protocol_version,
         call.request_id,
         call.meta,
-        lambda: governed.answer(principal, call.name, call.arguments, call.meta, later),
+        lambda: server.handle_call(principal, call.name, call.arguments, call.meta, later),
     )
     wire = {
         "jsonrpc": "2.0",

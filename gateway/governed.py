@@ -71,15 +71,11 @@ def call(
 def answer(
     principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], later: Later | None = None
 ) -> types.CallToolResult:
-    """``call``, a refusal answered as the tool error the agent reads, and a failure of ours as
-    one that says only that it was logged."""
+    """``call``, a refusal answered as the tool error the agent reads."""
     try:
         return call(principal, name, arguments, meta, later)
     except forwarding.Refused as refused:
         return tool_error(refused.message, refusal=refused.refusal, **refused.extra)
-    except Exception:
-        logger.exception("[mcp] tools/call %s failed", name)
-        return tool_error(FAILED)
 
 
 def _made(attempt: forwarding.Attempt, name: str, later: Later | None) -> types.CallToolResult:

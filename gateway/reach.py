@@ -1,6 +1,6 @@
 """How a web process reaches an upstream: a Streamable HTTP one directly, through its session pool
-and the outbound guard (gateway/upstream.py); a stdio one through a worker (gateway/stdio.py),
-never by starting its command."""
+and the outbound guard (gateway/upstream.py), or with plain POSTs when it keeps no session
+(gateway/plain.py); a stdio one through a worker (gateway/stdio.py), never by starting its command."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types as types
 from asgiref.sync import sync_to_async
 
-from gateway import stdio, upstream
+from gateway import plain, stdio, upstream
 from gateway.models import UpstreamServer
 
 
@@ -42,7 +42,13 @@ def tools_now(server: UpstreamServer) -> list[types.Tool]:
 
 
 def call(server: UpstreamServer, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    """One call of ``tool``, waited for in the caller's thread: a worker runs a stdio one."""
+    """One call of ``tool``, waited for in the caller's thread: a worker runs a stdio one; a
+    stateless HTTP one is one POST (gateway/plain.py), any other goes on the SDK's session."""
     if _stdio(server):
         return stdio.call(server, tool, arguments)
+    listed = next((t for t in upstream.POOL.cached_tools(server) or [] if t.name == tool), None)
+    if listed is not None:  # its output schema is at hand, to check the result against
+        result = plain.call(upstream.Address.of(server), tool, arguments, listed, upstream.CALL_TIMEOUT)
+        if result is not None:
+            return result
     return upstream.POOL.call_now(server, tool, arguments)

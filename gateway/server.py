@@ -133,16 +133,28 @@ def _call(principal: Principal, name: str, arguments: dict[str, Any]) -> types.C
     )
 
 
-async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-    principal = PRINCIPAL.get()
-    arguments = dict(params.arguments or {})
+def handle_call(
+    principal: Principal,
+    name: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any],
+    later: governed.Later | None = None,
+) -> types.CallToolResult:
+    """One ``tools/call``, in the caller's thread: an upstream tool governed (its outcome written
+    in ``later`` when the caller runs it after the answer, gateway/express.py), a platform tool
+    run. A failure of ours is a tool error that says only that it was logged."""
     try:
-        if forwarding.split(params.name) is not None:
-            return await sync_to_async(governed.answer)(principal, params.name, arguments, dict(params.meta or {}))
-        return await sync_to_async(_call)(principal, params.name, arguments)
+        if forwarding.split(name) is not None:
+            return governed.answer(principal, name, arguments, meta, later)
+        return _call(principal, name, arguments)
     except Exception:
-        logger.exception("[mcp] tools/call %s failed", params.name)
+        logger.exception("[mcp] tools/call %s failed", name)
         return governed.tool_error(governed.FAILED)
+
+
+async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = dict(params.arguments or {})
+    return await sync_to_async(handle_call)(PRINCIPAL.get(), params.name, arguments, dict(params.meta or {}))
 
 
 def _refused(principal: Principal, method: str, name: str, detail: str, refusal: str, **data: Any) -> MCPError:

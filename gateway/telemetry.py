@@ -29,8 +29,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -303,23 +305,28 @@ def peer(transport: str, url: str) -> dict[str, Any]:
     return {**NETWORK, SERVER_ADDRESS: parts.hostname or "", SERVER_PORT: port}
 
 
-async def client_request(
-    method: str,
-    session: ClientSession,
-    peer_attributes: dict[str, Any],
-    send: Callable[[], Awaitable[T]],
-    *,
-    tool: str | None = None,
-) -> T:
-    """``send()``, one request to an upstream, in a CLIENT span named ``{method} {tool}``, its
-    duration recorded as ``mcp.client.operation.duration``."""
+@dataclass
+class Observed:
+    """What a request in a :func:`client_span` answered, set by the code inside it."""
+
+    result: Any = None
+
+
+@contextmanager
+def client_span(
+    method: str, peer_attributes: dict[str, Any], protocol_version: str | None, *, tool: str | None = None
+) -> Iterator[Observed]:
+    """One request to an upstream, made inside: a CLIENT span named ``{method} {tool}``, and its
+    duration recorded as ``mcp.client.operation.duration``, with the error it failed with (a
+    raised exception's, or a tool error of the result the body sets on the ``Observed``)."""
     attributes: dict[str, Any] = {MCP_METHOD_NAME: method, **peer_attributes}
-    if session.protocol_version:
-        attributes[MCP_PROTOCOL_VERSION] = session.protocol_version
+    if protocol_version:
+        attributes[MCP_PROTOCOL_VERSION] = protocol_version
     if tool is not None:
         attributes.update({GEN_AI_TOOL_NAME: tool, GEN_AI_OPERATION_NAME: EXECUTE_TOOL})
     started = time.perf_counter()
     failure: str | None = None
+    observed = Observed()
     with _tracer.start_as_current_span(
         f"{method} {tool}" if tool else method,
         kind=SpanKind.CLIENT,
@@ -328,10 +335,9 @@ async def client_request(
         set_status_on_exception=False,
     ) as span:
         try:
-            result = await send()
-            if _failed_tool(result):
+            yield observed
+            if _failed_tool(observed.result):
                 failure = TOOL_ERROR
-            return result
         except Exception as exc:
             failure = error_type(exc)
             raise
@@ -342,3 +348,17 @@ async def client_request(
                 span.set_status(StatusCode.ERROR)
                 attributes[ERROR_TYPE] = failure
             CLIENT_DURATION.record(time.perf_counter() - started, attributes)
+
+
+async def client_request(
+    method: str,
+    session: ClientSession,
+    peer_attributes: dict[str, Any],
+    send: Callable[[], Awaitable[T]],
+    *,
+    tool: str | None = None,
+) -> T:
+    """``send()``, one request to an upstream on the SDK's session, in a :func:`client_span`."""
+    with client_span(method, peer_attributes, session.protocol_version, tool=tool) as observed:
+        observed.result = await send()
+        return observed.result

@@ -44,7 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_REQUEST
 
-from gateway import telemetry
+from gateway import plain, telemetry
 from gateway.commands import StdioCommand
 from gateway.models import UpstreamServer
 from governance.kernel import secrets
@@ -395,6 +395,7 @@ class Pool:
 
     def close_all(self) -> None:
         """End every session (stdio commands exit): tests between upstreams, and shutdown."""
+        plain.forget()
         if self._loop is not None and self._pid == os.getpid():
             asyncio.run_coroutine_threadsafe(self._close_all(), self._loop).result(timeout=30)
 

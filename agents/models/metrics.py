@@ -65,11 +65,16 @@ class ToolCall(models.Model):
     job = models.ForeignKey("agents.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="tool_calls")
     called_at = models.DateTimeField()
     dry_run = models.BooleanField(default=False, help_text="Named a dryRun job: recorded, not to be made")
+    # The call's number among its agent's calls of the tool (1, 2, ...), in the order of
+    # called_at: the rate limit counts a window as the difference of two numbers, not its rows
+    # (agents_tool_call_record, migration 0019). Empty on rows older than that.
+    seq = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-called_at"]
         indexes = [
             models.Index(fields=["agent", "tool_id", "-called_at"], name="tool_call_window"),
+            models.Index(fields=["agent", "tool_id", "seq"], name="tool_call_seq"),
             models.Index(fields=["called_at"], name="tool_call_age"),
         ]
 

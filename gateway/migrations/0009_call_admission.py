@@ -14,6 +14,7 @@ CREATE OR REPLACE FUNCTION gateway_call_admit(
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_server gateway_upstreamserver;
+    v_called_at timestamptz;
 BEGIN
     a_status := 'other';  -- not the common case: the caller decides it the long way, nothing written
     SELECT * INTO v_server FROM gateway_upstreamserver WHERE name = p_server;
@@ -30,7 +31,7 @@ BEGIN
     SELECT session_id INTO a_session FROM ai_sessions_aisession WHERE agent_id = p_agent AND is_active LIMIT 1;
     a_upstream_secrets := ARRAY(SELECT DISTINCT secret_name FROM gateway_upstreamserver WHERE secret_name <> '');
     a_provider_secrets := ARRAY(SELECT DISTINCT secret_name FROM ai_sessions_providerprofile WHERE secret_name <> '');
-    SELECT r.a_call, r.a_used, r.a_retry_after INTO a_call, a_used, a_retry_after
+    SELECT r.a_call, r.a_used, r.a_retry_after, r.a_called_at INTO a_call, a_used, a_retry_after, v_called_at
     FROM agents_tool_call_record(p_agent, p_tool_id, p_limit, p_now, NULL, false) AS r;
     IF a_call IS NULL THEN
         a_status := 'rate_limited';
@@ -40,9 +41,25 @@ BEGIN
         agent_id, tool_id, server_id, session_id, arguments_hash, arguments, called_at, outcome,
         refusal, error_class, secrets_found, secret_kinds, tool_call_id
     ) VALUES (
-        p_agent, p_tool_id, v_server.id, a_session, p_hash, p_arguments, p_now, 'forwarded', '', '', 0, '{}', a_call
+        p_agent, p_tool_id, v_server.id, a_session, p_hash, p_arguments, v_called_at, 'forwarded', '', '', 0, '{}', a_call
     ) RETURNING id INTO a_gateway_call;
     a_status := 'admitted';
+END
+$$;
+"""
+COMPLETE = """
+CREATE OR REPLACE FUNCTION gateway_call_complete(
+    p_id bigint, p_outcome text, p_latency double precision, p_error text, p_refusal text, p_secrets integer,
+    p_kinds text[]
+) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    -- Written once the agent has the answer: this commit does not wait for the disk. A crash of
+    -- the database within a fraction of a second may lose it, and the row stays 'forwarded'.
+    PERFORM set_config('synchronous_commit', 'off', true);
+    UPDATE gateway_gatewaycall
+    SET outcome = p_outcome, latency_ms = p_latency, error_class = p_error, refusal = p_refusal,
+        secrets_found = p_secrets, secret_kinds = p_kinds
+    WHERE id = p_id;
 END
 $$;
 """
@@ -77,4 +94,8 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunSQL(ADMIT, DROP),
+        migrations.RunSQL(
+            COMPLETE,
+            "DROP FUNCTION IF EXISTS gateway_call_complete(bigint, text, double precision, text, text, integer, text[]);",
+        ),
     ]
