@@ -12,10 +12,7 @@ session id, and the 2026-07-28 revision (single-exchange requests the SDK serves
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,17 +20,15 @@ from django.http import HttpRequest, HttpResponse
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from gateway import governed, server, telemetry
+from gateway import governed, outcomes, server, telemetry
 from governance.kernel.principals import Principal
-
-logger = logging.getLogger(__name__)
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
 
 
 @dataclass(frozen=True)
 class Call:
-    """A governed ``tools/call`` as the request holds it."""
+    """One ``tools/call`` as the request holds it."""
 
     request_id: str | int
     name: str
@@ -86,7 +81,7 @@ def recognise(request: HttpRequest, body: bytes, security: TransportSecuritySett
 
 def answer(principal: Principal, call: Call) -> HttpResponse:
     """The call governed, forwarded and logged, and its JSON-RPC answer (200, as the SDK's). The
-    call's outcome is written once the answer has gone: when the server closes the response."""
+    call's outcome is written by the process's writer (gateway/outcomes.py), not before the answer."""
     later: governed.Later = []
     result = telemetry.served_call(
         principal,
@@ -102,16 +97,6 @@ def answer(principal: Principal, call: Call) -> HttpResponse:
         "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
     }
     body = json.dumps(wire, separators=(",", ":"), ensure_ascii=False)
-    response = HttpResponse(body, content_type="application/json")
     for write in later:
-        response._resource_closers.append(functools.partial(_after_the_answer, write))
-    return response
-
-
-def _after_the_answer(write: Callable[[], object]) -> None:
-    """One write left for after the answer. Its failure cannot reach the agent any more: it is
-    logged, and the call's row stays ``forwarded`` (no outcome recorded)."""
-    try:
-        write()
-    except Exception:
-        logger.exception("[mcp] the outcome of a governed call could not be written")
+        outcomes.WRITER.put(write)
+    return HttpResponse(body, content_type="application/json")

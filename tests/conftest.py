@@ -6,11 +6,13 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
+from gateway import outcomes
 from tests.factories.agents import AgentFactory
 from tests.factories.governance import UserFactory
 from tests.support.api import Api
@@ -62,6 +64,22 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     say) would otherwise create and drop the same `test_governance` under each other."""
     database = settings.DATABASES["default"]
     database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """The outcomes of a test's governed calls (gateway/outcomes.py) are written once it ends,
+    before its teardown empties the database."""
+    yield
+    outcomes.WRITER.flush()
+
+
+@pytest.fixture(autouse=True)
+def _outcome_writer_disconnected() -> Iterator[None]:
+    """The outcome writer lets its database connection go after each test: a test database is
+    dropped only once nobody is connected. Nothing to do when the test made no governed call."""
+    yield
+    outcomes.WRITER.stop()
 
 
 @pytest.fixture

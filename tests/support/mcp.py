@@ -11,6 +11,8 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway import outcomes
+
 
 @asynccontextmanager
 async def connected(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
@@ -24,7 +26,9 @@ async def connected(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientS
 
 
 def mcp_session(url: str, key: str, work: Any) -> Any:
-    """Run ``work(session)`` with an initialized SDK client session; returns its result."""
+    """Run ``work(session)`` with an initialized SDK client session; returns its result, once
+    the plane has written the outcomes of the calls it made (after their answers, in a thread of
+    its own: gateway/outcomes.py), so that a test reads them as an operator would a moment later."""
 
     async def main() -> Any:
         async with (
@@ -33,4 +37,7 @@ def mcp_session(url: str, key: str, work: Any) -> Any:
         ):
             return await work(session)
 
-    return anyio.run(main)
+    try:
+        return anyio.run(main)
+    finally:
+        outcomes.WRITER.flush()
