@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from gateway import governed, outcomes, server, telemetry
+from gateway import server, telemetry
 from governance.kernel.principals import Principal
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
@@ -82,14 +82,13 @@ def recognise(request: HttpRequest, body: bytes, security: TransportSecuritySett
 def answer(principal: Principal, call: Call) -> HttpResponse:
     """The call governed, forwarded and logged, and its JSON-RPC answer (200, as the SDK's). The
     call's outcome is written by the process's writer (gateway/outcomes.py), not before the answer."""
-    later: governed.Later = []
     result = telemetry.served_call(
         principal,
         call.name,
         call.protocol_version,
         call.request_id,
         call.meta,
-        lambda: server.handle_call(principal, call.name, call.arguments, call.meta, later),
+        lambda: server.handle_call(principal, call.name, call.arguments, call.meta, after_answer=True),
     )
     wire = {
         "jsonrpc": "2.0",
@@ -97,6 +96,4 @@ def answer(principal: Principal, call: Call) -> HttpResponse:
         "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
     }
     body = json.dumps(wire, separators=(",", ":"), ensure_ascii=False)
-    for write in later:
-        outcomes.WRITER.put(write)
     return HttpResponse(body, content_type="application/json")

@@ -32,7 +32,7 @@ from django.utils import timezone
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
-from gateway import leaks, pins, refusals, upstream
+from gateway import leaks, outcomes, pins, refusals, upstream
 from gateway.models import GatewayCall, ToolPin, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -127,9 +127,10 @@ def grants(principal: Principal) -> list[Grant]:
 
 
 def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any) -> None:
-    """The attempt's row: written now, or the admitted one completed with its outcome."""
+    """The attempt's row: written now, or the admitted one completed with its outcome (in the
+    caller's transaction)."""
     if attempt.gateway_call_id is not None:
-        _complete(attempt.gateway_call_id, outcome, **fields)
+        GatewayCall.objects.filter(pk=attempt.gateway_call_id).update(outcome=outcome, **fields)
         return
     agent = attempt.principal.agent
     assert agent is not None
@@ -146,32 +147,6 @@ def _log(attempt: Attempt, outcome: str, *, storable: bool = True, **fields: Any
         tool_call_id=attempt.tool_call_id,
         **fields,
     )
-
-
-def _complete(
-    pk: int,
-    outcome: str,
-    *,
-    latency_ms: float,
-    error_class: str,
-    refusal: str,
-    secrets_found: int,
-    secret_kinds: list[str],
-    contract_check: ContractCheck | None = None,
-) -> None:
-    """The outcome of an admitted call on its row. Alone, in one fixed statement whose commit
-    does not wait for the disk (``gateway_call_complete``, migration 0009: it runs for every call,
-    after the answer); with a contract check, in the check's transaction."""
-    fields = [outcome, latency_ms, error_class, refusal, secrets_found, secret_kinds]
-    with connection.cursor() as cursor:
-        if contract_check is None and not connection.in_atomic_block:
-            cursor.execute("SELECT gateway_call_complete(%s, %s, %s, %s, %s, %s, %s)", [pk, *fields])
-            return
-        cursor.execute(
-            "UPDATE gateway_gatewaycall SET outcome = %s, latency_ms = %s, error_class = %s, refusal = %s, "
-            "secrets_found = %s, secret_kinds = %s, contract_check_id = %s WHERE id = %s",
-            [*fields, contract_check and contract_check.pk, pk],
-        )
 
 
 def refuse(attempt: Attempt, message: str, refusal: str, *, storable: bool = True, **extra: Any) -> Refused:
@@ -398,12 +373,14 @@ def finish(
     result: types.CallToolResult | None = None,
     error_class: str = "",
     screened: leaks.Screened | None = None,
+    after_answer: bool = False,
 ) -> dict[str, Any] | None:
     """Log a forwarded call; check its result against the tool's contract when the manifest
     names one, and return that check's report. ``result`` is the copy the plane may keep (its
     secrets redacted: a contract check stores the output); ``screened`` what was found in it,
     counted on the call's row, never a value. A blocked result is refused, and not checked:
-    the agent never had it."""
+    the agent never had it. ``after_answer``: the row of a call admitted in one round trip, with
+    no report to give, is completed by the process's writer (gateway/outcomes.py)."""
     contract = attempt.grant.contract if attempt.grant else ""
     blocked = screened is not None and screened.blocked
     refusal = ""
@@ -424,7 +401,14 @@ def finish(
         "secret_kinds": list(found),
     }
     if result is None or not contract or result.is_error or blocked:
-        _log(attempt, outcome, **fields)  # one statement: its own transaction
+        if attempt.gateway_call_id is None:
+            _log(attempt, outcome, **fields)
+        else:
+            completion = outcomes.Completion(attempt.gateway_call_id, outcome, **fields)
+            if after_answer:
+                outcomes.WRITER.put(completion)
+            else:
+                outcomes.complete([completion])
         return None
     with transaction.atomic(durable=True):  # the check and the row that names it, together
         submission = contracts.Submission(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -22,8 +21,6 @@ from gateway import forwarding, leaks, reach, upstream
 
 logger = logging.getLogger(__name__)
 
-# What is left to write once the agent has the answer (gateway/express.py runs it then).
-Later = list[Callable[[], object]]
 # Never the exception's text: it may name tables, values or hosts an agent must not see.
 FAILED = "The call failed on the server; it was logged."
 
@@ -40,12 +37,11 @@ def unlisted(server: Any, exc: BaseException) -> None:
 
 
 def call(
-    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], later: Later | None = None
+    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
 ) -> types.CallToolResult:
     """The governed call; ``forwarding.Refused`` (already logged) when it may not be forwarded,
-    which the caller answers: at once, or as an MCP task (gateway/task_protocol.py). With
-    ``later``, a call admitted in one round trip has its outcome written there, for the caller
-    to run once the agent has the answer."""
+    which the caller answers: at once, or as an MCP task (gateway/task_protocol.py).
+    ``after_answer``: its outcome may be written after the answer (``forwarding.finish``)."""
     prepared = forwarding.admit(principal, name, arguments, meta) or forwarding.prepare(
         principal, name, arguments, meta, reach.cached_tools
     )
@@ -64,47 +60,39 @@ def call(
             dryRun=True,
             toolCallId=prepared.tool_call_id,
         )
-    result = _made(prepared, name, later)
+    result = _made(prepared, name, after_answer)
     return _told_of_edit(result, prepared.edited) if prepared.edited is not None else result
 
 
 def answer(
-    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], later: Later | None = None
+    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
 ) -> types.CallToolResult:
     """``call``, a refusal answered as the tool error the agent reads."""
     try:
-        return call(principal, name, arguments, meta, later)
+        return call(principal, name, arguments, meta, after_answer=after_answer)
     except forwarding.Refused as refused:
         return tool_error(refused.message, refusal=refused.refusal, **refused.extra)
 
 
-def _made(attempt: forwarding.Attempt, name: str, later: Later | None) -> types.CallToolResult:
+def _made(attempt: forwarding.Attempt, name: str, after_answer: bool) -> types.CallToolResult:
     """The call forwarded with the attempt's arguments (a reviewer's edited ones when they
-    approved those), logged, its result screened for secrets and checked against its contract.
-    The log is written in ``later`` when it may wait: the row was written before the forward
-    (admitted in one round trip) and no contract's report is part of the answer."""
+    approved those), logged, its result screened for secrets and checked against its contract."""
     grant = attempt.grant
     assert grant is not None
-    deferred = later is not None and attempt.gateway_call_id is not None and not grant.contract
-
-    def finish(**outcome: Any) -> dict[str, Any] | None:
-        if not deferred:
-            return forwarding.finish(attempt, **outcome)
-        later.append(lambda: forwarding.finish(attempt, **outcome))
-        return None
-
     started = time.perf_counter()
     try:
         result = reach.call(grant.server, grant.tool, attempt.arguments)
     except Exception as exc:
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         error_class = upstream.failure_class(exc)
-        finish(latency_ms=latency_ms, error_class=error_class)
+        forwarding.finish(attempt, latency_ms=latency_ms, error_class=error_class, after_answer=after_answer)
         return tool_error(f"The upstream server failed ({error_class}).", refusal="UpstreamFailed")
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
     # Secrets in the result are found before the agent sees it; the plane keeps only the redacted copy.
     screened = leaks.check(result, grant.server.result_secrets, attempt.secret_names)
-    report = finish(latency_ms=latency_ms, result=screened.stored, screened=screened)
+    report = forwarding.finish(
+        attempt, latency_ms=latency_ms, result=screened.stored, screened=screened, after_answer=after_answer
+    )
     if screened.result is None:
         return tool_error(
             f"The result of {name} held secrets ({', '.join(screened.kinds)}); this server's results are "

@@ -138,14 +138,15 @@ def handle_call(
     name: str,
     arguments: dict[str, Any],
     meta: dict[str, Any],
-    later: governed.Later | None = None,
+    *,
+    after_answer: bool = False,
 ) -> types.CallToolResult:
     """One ``tools/call``, in the caller's thread: an upstream tool governed (its outcome written
-    in ``later`` when the caller runs it after the answer, gateway/express.py), a platform tool
-    run. A failure of ours is a tool error that says only that it was logged."""
+    after the answer when ``after_answer``, gateway/outcomes.py), a platform tool run. A failure
+    of ours is a tool error that says only that it was logged."""
     try:
         if forwarding.split(name) is not None:
-            return governed.answer(principal, name, arguments, meta, later)
+            return governed.answer(principal, name, arguments, meta, after_answer=after_answer)
         return _call(principal, name, arguments)
     except Exception:
         logger.exception("[mcp] tools/call %s failed", name)

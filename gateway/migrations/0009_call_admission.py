@@ -48,18 +48,20 @@ END
 $$;
 """
 COMPLETE = """
-CREATE OR REPLACE FUNCTION gateway_call_complete(
-    p_id bigint, p_outcome text, p_latency double precision, p_error text, p_refusal text, p_secrets integer,
-    p_kinds text[]
-) RETURNS void LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION gateway_call_complete(p_rows jsonb) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    -- Written once the agent has the answer: this commit does not wait for the disk. A crash of
-    -- the database within a fraction of a second may lose it, and the row stays 'forwarded'.
+    -- Written once the agents have their answers: this commit does not wait for the disk. A crash
+    -- of the database within a fraction of a second may lose it, and the rows stay 'forwarded'.
     PERFORM set_config('synchronous_commit', 'off', true);
-    UPDATE gateway_gatewaycall
-    SET outcome = p_outcome, latency_ms = p_latency, error_class = p_error, refusal = p_refusal,
-        secrets_found = p_secrets, secret_kinds = p_kinds
-    WHERE id = p_id;
+    UPDATE gateway_gatewaycall AS call
+    SET outcome = r.outcome, latency_ms = r.latency_ms, error_class = r.error_class, refusal = r.refusal,
+        secrets_found = r.secrets_found,
+        secret_kinds = ARRAY(SELECT jsonb_array_elements_text(r.secret_kinds))
+    FROM jsonb_to_recordset(p_rows) AS r(
+        id bigint, outcome text, latency_ms double precision, error_class text, refusal text,
+        secrets_found integer, secret_kinds jsonb
+    )
+    WHERE call.id = r.id;
 END
 $$;
 """
@@ -96,6 +98,6 @@ class Migration(migrations.Migration):
         migrations.RunSQL(ADMIT, DROP),
         migrations.RunSQL(
             COMPLETE,
-            "DROP FUNCTION IF EXISTS gateway_call_complete(bigint, text, double precision, text, text, integer, text[]);",
+            "DROP FUNCTION IF EXISTS gateway_call_complete(jsonb);",
         ),
     ]
