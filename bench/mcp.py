@@ -209,8 +209,10 @@ STEPS = (
     ("checks before the forward (the long way)", "gateway.forwarding", "prepare"),
     ("upstream call", "gateway.reach", "call"),
     ("secrets screen", "gateway.leaks", "check"),
-    ("call log (outcome)", "gateway.forwarding", "finish"),
+    ("call log (outcome; now only queued)", "gateway.forwarding", "finish"),
 )
+# Off the request's path: the outcome written by the process's writer thread, after the answer.
+AFTER_ANSWER = ("outcome write (writer thread, after the answer)", "gateway.outcomes", "complete")
 
 
 def _timed(spent: list[float], function: Any) -> Any:
@@ -260,7 +262,7 @@ def breakdown(key: str, calls: int = 1000) -> dict[str, Any]:
         one()
     spent: dict[str, list[float]] = {}
     patched = []
-    for label, module_name, attribute in STEPS:
+    for label, module_name, attribute in (*STEPS, AFTER_ANSWER):
         module = importlib.import_module(module_name)
         if hasattr(module, attribute):
             original = getattr(module, attribute)
@@ -276,9 +278,15 @@ def breakdown(key: str, calls: int = 1000) -> dict[str, Any]:
     finally:
         for module, attribute, original in patched:
             setattr(module, attribute, original)
+    outcomes = importlib.import_module("gateway.outcomes") if AFTER_ANSWER[0] in spent else None
+    if outcomes is not None:
+        outcomes.WRITER.flush()
     per_call = {label: round(sum(times) * 1000 / calls, 3) for label, times in spent.items()}
+    after = per_call.pop(AFTER_ANSWER[0], None)
     total = sum(totals) * 1000 / calls
     per_call["handler, middleware and MCP transport (the rest)"] = round(total - sum(per_call.values()), 3)
+    if after is not None:
+        per_call[AFTER_ANSWER[0]] = after
     return {"calls": calls, "total_ms": round(total, 3), "steps_ms": per_call}
 
 
@@ -327,7 +335,11 @@ def targets(ratio: dict[str, float], counts: list[int]) -> dict[str, bool]:
 
 def breakdown_report(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     """Where a governed call's milliseconds go, now and (when recorded) before issue 38."""
-    labels = list(dict.fromkeys([*(before or {}).get("steps_ms", {}), *after["steps_ms"]]))
+    order = [label for label, _, _ in STEPS]
+    labels = sorted(
+        dict.fromkeys([*(before or {}).get("steps_ms", {}), *after["steps_ms"]]),
+        key=lambda label: order.index(label) if label in order else len(order) + (label == AFTER_ANSWER[0]),
+    )
     head = f"{'where a governed call goes (ms per call, 1 client, in process)':<58}"
     lines = [head + (f"{'before':>9}" if before else "") + f"{'now':>9}"]
     for label in labels:
