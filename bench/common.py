@@ -99,6 +99,7 @@ def machine(database: str, load_before: tuple[float, ...], **versions: str) -> d
     """
     return {
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "platform": platform.platform(),
@@ -109,6 +110,17 @@ def machine(database: str, load_before: tuple[float, ...], **versions: str) -> d
         "database": database,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def cpu_model() -> str:
+    """The processor, as Linux names it (with its family and model: two "Intel Xeon" differ)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor()
+    fields = dict(line.split(":", 1) for line in info.split("\n\n")[0].splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def package_version(name: str) -> str:

@@ -48,7 +48,7 @@ def _transport_admits(request: HttpRequest, security: TransportSecuritySettings)
     revision named, no session to look up, and the Host and Origin it allows (DNS rebinding)."""
     if request.method != "POST" or request.headers.get("Mcp-Session-Id"):
         return False
-    if request.headers.get("Content-Type", "").split(";")[0].strip().lower() != "application/json":
+    if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":  # as exact as the SDK
         return False
     if request.headers.get("MCP-Protocol-Version") not in HANDSHAKE_PROTOCOL_VERSIONS or not _accepts_json(request):
         return False
