@@ -246,7 +246,7 @@ def breakdown(key: str, calls: int = 1000) -> dict[str, Any]:
     client = Client()
     params = {"name": GATEWAY_TOOL, "arguments": {"query": "select 1"}}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-    headers = {
+    headers: dict[str, Any] = {
         "HTTP_AUTHORIZATION": f"Bearer {key}",
         "HTTP_ACCEPT": "application/json, text/event-stream",
         "HTTP_MCP_PROTOCOL_VERSION": PROTOCOL,

@@ -393,18 +393,13 @@ def finish(
     else:
         outcome = Outcome.OK
     found = _secrets_found(attempt, screened) if screened is not None and screened.found else {}
-    fields = {
-        "latency_ms": latency_ms,
-        "error_class": error_class,
-        "refusal": refusal,
-        "secrets_found": sum(found.values()),
-        "secret_kinds": list(found),
-    }
+    completion = outcomes.Completion(
+        attempt.gateway_call_id or 0, outcome, latency_ms, error_class, refusal, sum(found.values()), list(found)
+    )
     if result is None or not contract or result.is_error or blocked:
         if attempt.gateway_call_id is None:
-            _log(attempt, outcome, **fields)
+            _log(attempt, outcome, **completion.fields())
         else:
-            completion = outcomes.Completion(attempt.gateway_call_id, outcome, **fields)
             if after_answer:
                 outcomes.WRITER.put(completion)
             else:
@@ -418,7 +413,7 @@ def finish(
             job_id=attempt.job.pk if attempt.job else None,
         )
         (check,) = contracts.check([submission], principal=attempt.principal, source=ContractCheck.Source.TOOL)
-        _log(attempt, outcome, contract_check=check, **fields)
+        _log(attempt, outcome, contract_check=check, **completion.fields())
     return contracts.report(check)
 
 

@@ -25,6 +25,7 @@ import queue
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 
@@ -47,6 +48,10 @@ class Completion:
     refusal: str
     secrets_found: int
     secret_kinds: list[str]
+
+    def fields(self) -> dict[str, Any]:
+        """The row's columns it sets, by name (for the ORM)."""
+        return {key: value for key, value in asdict(self).items() if key not in ("id", "outcome")}
 
 
 def complete(completions: list[Completion]) -> None:

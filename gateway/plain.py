@@ -199,9 +199,9 @@ _validators: dict[str, Draft202012Validator] = {}
 
 def _check_output(tool: types.Tool | None, result: types.CallToolResult) -> None:
     """The SDK's own check of a result against the tool's declared output schema (RuntimeError)."""
-    schema = tool.output_schema if tool is not None else None
-    if schema is None or result.is_error:
+    if tool is None or tool.output_schema is None or result.is_error:
         return
+    schema = tool.output_schema
     if result.structured_content is None:
         raise RuntimeError(f"Tool {tool.name} has an output schema but did not return structured content")
     key = json.dumps(schema, sort_keys=True)

@@ -178,7 +178,7 @@ class ServerTelemetry:
         finally:
             _conclude(span, ctx.method, ctx.protocol_version, name, result, failure, started)
         job_id = (ctx.meta or {}).get("jobId")
-        if _joins_job(span, principal, name, job_id):
+        if principal is not None and _joins_job(span, principal, name, job_id):
             await sync_to_async(join_job)(span, principal, job_id)
         return result
 

@@ -364,7 +364,9 @@ class Pool:
         """The address and tools of the last fresh list kept of the server named ``name``: what
         the gateway's admission checks against the server's row (is it still that server?)."""
         address = self._latest.get(name)
-        cached = self._lists.get(address) if address is not None else None
+        if address is None:
+            return None
+        cached = self._lists.get(address)
         return (address, cached[1]) if cached is not None and time.monotonic() - cached[0] < LIST_TTL else None
 
     async def tools_of(self, server: UpstreamServer) -> list[types.Tool]:
