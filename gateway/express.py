@@ -18,6 +18,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from gateway import server, telemetry
@@ -93,7 +94,10 @@ def answer(principal: Principal, call: Call) -> HttpResponse:
     wire = {
         "jsonrpc": "2.0",
         "id": call.request_id,
-        "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+        # Shaped for the client's revision as the SDK shapes it (no resultType before 2026-07-28).
+        "result": methods.serialize_server_result(
+            "tools/call", call.protocol_version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        ),
     }
     body = json.dumps(wire, separators=(",", ":"), ensure_ascii=False)
     return HttpResponse(body, content_type="application/json")

@@ -70,7 +70,7 @@ def post(url: str, body: Any, headers: dict[str, str]) -> Answer:
     """One raw POST to ``url``/mcp on a connection of its own: only the headers given (and the
     Host, unless given), so a test can leave out what a client library would add."""
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
     try:
         connection.request("POST", "/mcp", json.dumps(body).encode(), headers)
         response = connection.getresponse()

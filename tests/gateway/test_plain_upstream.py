@@ -216,7 +216,9 @@ def counting_upstream() -> Iterator[tuple[str, list[str]]]:
         )
 
     # Declared by hand, with no model behind it: the upstream publishes it and does not check it.
-    server._tool_manager.get_tool("count_rows").fn_metadata.output_schema = COUNTED
+    tool = server._tool_manager.get_tool("count_rows")
+    assert tool is not None
+    tool.fn_metadata.output_schema = COUNTED
     port = free_port()
     with served_app(server.streamable_http_app(stateless_http=True, json_response=True), port):
         yield f"http://127.0.0.1:{port}/mcp", asked
