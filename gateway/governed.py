@@ -18,6 +18,8 @@ import mcp_types as types
 
 from agents import amendments
 from gateway import forwarding, leaks, reach, upstream
+from gateway.models import UpstreamServer
+from governance.kernel.principals import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -31,13 +33,13 @@ def tool_error(message: str, **data: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
 
 
-def unlisted(server: Any, exc: BaseException) -> None:
+def unlisted(server: UpstreamServer, exc: BaseException) -> None:
     """An upstream that did not list its tools: its tools are left out, and the log says why."""
     logger.warning("[mcp] upstream %s did not list its tools: %s", server.name, upstream.failure_class(exc))
 
 
 def call(
-    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
+    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
 ) -> types.CallToolResult:
     """The governed call; ``forwarding.Refused`` (already logged) when it may not be forwarded,
     which the caller answers: at once, or as an MCP task (gateway/task_protocol.py).
@@ -65,7 +67,7 @@ def call(
 
 
 def answer(
-    principal: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
+    principal: Principal, name: str, arguments: dict[str, Any], meta: dict[str, Any], *, after_answer: bool = False
 ) -> types.CallToolResult:
     """``call``, a refusal answered as the tool error the agent reads."""
     try:
