@@ -24,8 +24,8 @@ from bench.common import RESULTS_DIR
 README = Path(__file__).with_name("README.md")
 BEGIN, END = "<!-- status:begin -->", "<!-- status:end -->"
 IN_PARENTHESES = re.compile(r"\(([^()]*\d[^()]*)\)\s*$")
-# Targets whose name does not carry their figure: where the results keep it (a path of keys).
-FIGURES: dict[str, tuple[str, ...]] = {
+# Targets whose name does not carry their figure: where the results keep it (keys, list indexes).
+FIGURES: dict[str, tuple[str | int, ...]] = {
     "gateway p95 overhead < 5 ms at 1 client(s)": ("ratios", "gateway_p95_overhead_ms@1"),
     "gateway p95 overhead < 10 ms at 8 client(s)": ("ratios", "gateway_p95_overhead_ms@8"),
     "gateway throughput >= 50% of direct at 1 client(s)": ("ratios", "gateway_rps_vs_direct@1"),
@@ -35,7 +35,10 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "throughput >= 50% of REST at 1 client(s)": ("ratios", "mcp_rps_vs_rest@1"),
     "throughput >= 50% of REST at 8 client(s)": ("ratios", "mcp_rps_vs_rest@8"),
     "create p95 < 50 ms": ("phases", "create", "p95_ms"),
-    "create throughput >= 50% of bare": ("ratios", "create_vs_bare_rps"),
+    "create throughput >= 50% of bare": ("ratios", "create_rps_vs_bare"),
+    "processor >= 200 events/s": ("events", "platform", "events_per_s"),
+    "first tick < 1 s at 10000 agents": ("ticks", -1, "first", "seconds"),
+    "steady tick < 1 s at 10000 agents": ("ticks", -1, "steady_median_s"),
 }
 
 
@@ -64,7 +67,10 @@ def _figure(name: str, result: dict[str, Any]) -> str:
         return found.group(1)
     value: Any = result
     for key in FIGURES.get(name, ("-",)):
-        value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(key, int):
+            value = value[key] if isinstance(value, list) and -len(value) <= key < len(value) else None
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
     return "" if value is None else str(value)
 
 

@@ -20,7 +20,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.metrics.export import Histogram as HistogramData
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -34,6 +34,7 @@ from tests.support.jobs import submit_job
 from tests.support.keys import issue_key
 from tests.support.manifests import load, manifest_text
 from tests.support.mcp import mcp_session
+from tests.support.spans import Recorded
 from tests.support.upstream import stdio_argv, upstream_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,15 +78,8 @@ def supabase():
         yield served
 
 
-def spans(name: str, kind: SpanKind) -> list[ReadableSpan]:
-    return [span for span in SPANS.get_finished_spans() if span.name == name and span.kind == kind]
-
-
-def parent_of(span: ReadableSpan) -> ReadableSpan:
-    assert span.parent is not None, span.name
-    (found,) = [s for s in SPANS.get_finished_spans() if s.context.span_id == span.parent.span_id]
-    assert found.context.trace_id == span.context.trace_id
-    return found
+RECORDED = Recorded(SPANS)
+spans, parent_of = RECORDED.named, RECORDED.parent_of
 
 
 def durations(name: str) -> list[HistogramDataPoint]:

@@ -17,7 +17,7 @@ import mcp.shared._otel as sdk_otel
 import pytest
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
@@ -30,6 +30,7 @@ from governance.kernel.principals import SYSTEM
 from tests.support.keys import issue_key
 from tests.support.manifests import manifest_text
 from tests.support.processes import free_port
+from tests.support.spans import Recorded
 from tests.support.upstream import served_app, upstream_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -262,15 +263,8 @@ def otel(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
     return SPANS
 
 
-def spans(name: str, kind: SpanKind) -> list[ReadableSpan]:
-    return [span for span in SPANS.get_finished_spans() if span.name == name and span.kind == kind]
-
-
-def parent_of(span: ReadableSpan) -> ReadableSpan:
-    assert span.parent is not None, span.name
-    (found,) = [s for s in SPANS.get_finished_spans() if s.context.span_id == span.parent.span_id]
-    assert found.context.trace_id == span.context.trace_id
-    return found
+RECORDED = Recorded(SPANS)
+spans, parent_of = RECORDED.named, RECORDED.parent_of
 
 
 def test_the_upstreams_span_is_the_child_of_our_client_span_with_nothing_between(live_server, otel):
