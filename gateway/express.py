@@ -58,7 +58,7 @@ def _transport_admits(request: HttpRequest, security: TransportSecuritySettings)
 
 
 def recognise(request: HttpRequest, body: bytes, security: TransportSecuritySettings) -> Call | None:
-    """The governed call the request is, or None for anything the SDK is to answer."""
+    """The ``tools/call`` the request is, or None for anything the SDK is to answer."""
     if not _transport_admits(request, security):
         return None
     try:
@@ -81,8 +81,9 @@ def recognise(request: HttpRequest, body: bytes, security: TransportSecuritySett
 
 
 def answer(principal: Principal, call: Call) -> HttpResponse:
-    """The call governed, forwarded and logged, and its JSON-RPC answer (200, as the SDK's). The
-    call's outcome is written by the process's writer (gateway/outcomes.py), not before the answer."""
+    """The call made (an upstream tool's governed, forwarded and logged) and its JSON-RPC answer
+    (200, as the SDK's). A governed call's outcome is written by the process's writer
+    (gateway/outcomes.py), not before the answer."""
     result = telemetry.served_call(
         principal,
         call.name,

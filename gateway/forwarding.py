@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from django.conf import settings
@@ -32,7 +32,7 @@ from django.utils import timezone
 from agents import tools as agent_tools
 from agents.models import Job
 from agents.registry import manifest_tools
-from gateway import leaks, outcomes, pins, refusals, upstream
+from gateway import leaks, outcomes, pins, refusals
 from gateway.models import GatewayCall, ToolPin, UpstreamServer
 from governance.contracts import services as contracts
 from governance.contracts.models import ContractCheck
@@ -42,6 +42,9 @@ from governance.kernel.json_guard import json_errors
 from governance.kernel.principals import Principal
 from governance.reviews.services import payload_hash
 from sessions.models import AISession
+
+if TYPE_CHECKING:
+    from gateway.upstream import Address
 
 logger = logging.getLogger(__name__)
 
@@ -234,23 +237,32 @@ def hints(annotations: types.ToolAnnotations | None) -> tuple[bool, bool]:
     return False, True if said is None else said
 
 
-def admit(principal: Principal, tool_id: str, arguments: dict[str, Any], meta: dict[str, Any]) -> Attempt | None:
+def admit(
+    principal: Principal,
+    tool_id: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any],
+    kept: Callable[[str], tuple[Address, list[types.Tool]] | None],
+) -> Attempt | None:
     """The common call admitted in one round trip: the checks of ``prepare`` for a tool that needs
     no reviewer, named without a job or a session, on an HTTP upstream this process listed lately,
     run by the database's ``gateway_call_admit`` (gateway migration 0009) with the call's log row
     written (``forwarded``) before anything is forwarded. None, with nothing written, for every
     other case (and whenever the server's row or the tool's approved definition is not what this
-    process knows): ``prepare`` decides it the long way. ``Refused`` past the rate limit."""
+    process knows): ``prepare`` decides it the long way. ``Refused`` past the rate limit.
+    ``kept``: the address and tool list this process keeps of a server, by name
+    (gateway/upstream.py ``Pool.kept``, passed in: this module loads with the app, the pool
+    and its telemetry only where calls are made)."""
     agent, parts = principal.agent, split(tool_id)
     if agent is None or agent.active_manifest_id is None or parts is None:
         return None
     if meta.get("jobId") is not None or meta.get("sessionId") is not None:
         return None
     row = manifest_tools(agent.active_manifest_id).get(tool_id)
-    kept = upstream.POOL.kept(parts[0])
-    if row is None or row.requires_approval or kept is None:
+    listed = kept(parts[0])
+    if row is None or row.requires_approval or listed is None:
         return None
-    address, tools = kept
+    address, tools = listed
     tool = next((t for t in tools if t.name == parts[1]), None)
     if tool is None or (row.permission == "read" and not hints(tool.annotations)[0]):
         return None

@@ -44,7 +44,7 @@ def call(
     """The governed call; ``forwarding.Refused`` (already logged) when it may not be forwarded,
     which the caller answers: at once, or as an MCP task (gateway/task_protocol.py).
     ``after_answer``: its outcome may be written after the answer (``forwarding.finish``)."""
-    prepared = forwarding.admit(principal, name, arguments, meta) or forwarding.prepare(
+    prepared = forwarding.admit(principal, name, arguments, meta, upstream.POOL.kept) or forwarding.prepare(
         principal, name, arguments, meta, reach.cached_tools
     )
     if isinstance(prepared, forwarding.NeedsList):  # the first call in a while: ask the upstream

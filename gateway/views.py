@@ -1,11 +1,11 @@
 """``/mcp``: MCP's Streamable HTTP transport, stateless, served by Django itself.
 
 The principal comes from the Bearer key, checked here before anything reads the message. A
-governed upstream ``tools/call`` the SDK would accept as it is takes the express lane
-(gateway/express.py) in the request's thread. Every other request gets its own SDK session
-manager (``stateless=True``, JSON answers) on an event loop of its own: nothing about a client
-lives in one process's memory, so any web process answers any request of a session. The SDK's own transport security
-checks the Host and Origin headers (DNS rebinding) against ``MCP_ALLOWED_HOSTS``/``ORIGINS``.
+``tools/call`` the SDK would accept as it is takes the express lane (gateway/express.py) in the
+request's thread. Every other request gets its own SDK session manager (``stateless=True``, JSON
+answers) on an event loop of its own: nothing about a client lives in one process's memory, so
+any web process answers any request of a session. The SDK's own transport security checks the
+Host and Origin headers (DNS rebinding) against ``MCP_ALLOWED_HOSTS``/``ORIGINS``.
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def _read(request: HttpRequest, *, oauth: bool) -> tuple[Principal | None, bytes
 
 
 def _endpoint(request: HttpRequest, *, oauth: bool) -> HttpResponse:
-    """A governed upstream call the SDK would accept as it is takes the express lane, in this
-    thread (gateway/express.py); every other request goes through the SDK's transport."""
+    """A ``tools/call`` the SDK would accept as it is takes the express lane, in this thread
+    (gateway/express.py); every other request goes through the SDK's transport."""
     principal, body = _read(request, oauth=oauth)
     if principal is None:
         if oauth:
